@@ -1,0 +1,92 @@
+"""Fixtures: one real cluster per test session, ZooKeeper clients, topics and reference consumers."""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from pathlib import Path
+
+import pytest
+from support.clusters import ClusterUnderTest, cluster_under_test
+
+from zkconsumer.localcluster import JavaNotFoundError, create_topic, find_java
+from zkconsumer.localcluster.reference import ReferenceConsumer
+from zkconsumer.zk.session import connect
+
+
+@pytest.fixture(scope="session")
+def work_root(tmp_path_factory) -> Path:
+    """Where servers keep their files; scripts/test sets it so it can reap strays of a crash."""
+    root = os.environ.get("ZKCONSUMER_TEST_WORK_ROOT")
+    if root:
+        path = Path(root) / f"session-{os.getpid()}"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    return tmp_path_factory.mktemp("zkconsumer")
+
+
+@pytest.fixture(scope="session")
+def cluster(work_root) -> ClusterUnderTest:
+    with cluster_under_test(work_root) as running:
+        yield running
+
+
+@pytest.fixture
+def zk(cluster):
+    client = connect(cluster.zookeeper_connect)
+    yield client
+    client.stop()
+    client.close()
+
+
+def _unique(request, prefix: str) -> str:
+    stem = re.sub(r"[^a-zA-Z0-9]+", "-", request.node.name)[:40].strip("-")
+    return f"{prefix}-{stem}-{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture
+def unique_name(request):
+    """Names (topics, groups) no other test uses, so tests can share one cluster."""
+    return lambda prefix="t": _unique(request, prefix)
+
+
+@pytest.fixture
+def topic_factory(zk, unique_name):
+    def make(partitions: int = 1, name: str | None = None, replication_factor: int = 1) -> str:
+        topic = name or unique_name("topic")
+        create_topic(zk, topic, partitions, replication_factor)
+        return topic
+
+    return make
+
+
+@pytest.fixture
+def second_broker(cluster):
+    """One more broker for tests that move leaders; stopped again afterwards."""
+    if cluster.local is None:
+        pytest.skip(f"cannot add a broker to a {cluster.kind} cluster")
+    broker = cluster.local.add_broker()
+    yield broker
+    cluster.local.stop_broker(broker.broker_id)
+    del cluster.local.brokers[broker.broker_id]
+
+
+@pytest.fixture
+def reference_consumers(cluster, work_root):
+    """Start reference Scala console consumers; every one is stopped when the test ends."""
+    try:
+        find_java()
+    except JavaNotFoundError as exc:
+        pytest.skip(str(exc))
+    started: list[ReferenceConsumer] = []
+
+    def start(group: str, **selection) -> ReferenceConsumer:
+        consumer = ReferenceConsumer(work_root / "reference", cluster.zookeeper_connect, group,
+                                     **selection)
+        started.append(consumer)
+        return consumer
+
+    yield start
+    for consumer in started:
+        consumer.stop()

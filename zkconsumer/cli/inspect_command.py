@@ -1,0 +1,65 @@
+"""`zkconsumer inspect`: what ZooKeeper says about the cluster's brokers and topics."""
+
+from __future__ import annotations
+
+import click
+from kazoo.client import KazooClient
+
+from zkconsumer.cli.output import emit_json, emit_table
+from zkconsumer.zk.registry import list_topics, read_brokers, read_partition_state, read_topic
+from zkconsumer.zk.session import zookeeper_session
+
+
+def describe_cluster(zk: KazooClient) -> dict:
+    """Brokers and topics (with each partition's replicas and leader) as plain data."""
+    brokers = []
+    for broker_id, registration in read_brokers(zk).items():
+        address = registration.address_for()
+        brokers.append({
+            "id": broker_id,
+            "address": f"{address[0]}:{address[1]}" if address else None,
+            "endpoints": [f"{e.listener}://{e.host}:{e.port}" for e in registration.endpoints],
+            "rack": registration.rack,
+            "version": registration.version,
+        })
+    topics = []
+    for topic in list_topics(zk):
+        assignment = read_topic(zk, topic)
+        if assignment is None:
+            continue
+        partitions = []
+        for partition in assignment.partition_numbers():
+            state = read_partition_state(zk, topic, partition)
+            partitions.append({
+                "partition": partition,
+                "replicas": list(assignment.partitions[partition]),
+                "leader": state.leader if state else None,
+                "isr": list(state.isr) if state else [],
+            })
+        topics.append({"topic": topic, "partitions": partitions})
+    return {"brokers": brokers, "topics": topics}
+
+
+def print_cluster(description: dict) -> None:
+    emit_table(("broker", "address", "rack", "version"),
+               [(b["id"], b["address"], b["rack"] or "-", b["version"])
+                for b in description["brokers"]])
+    click.echo()
+    emit_table(("topic", "partitions", "leaders"),
+               [(t["topic"], len(t["partitions"]),
+                 ",".join(str(p["leader"]) for p in t["partitions"]))
+                for t in description["topics"]])
+
+
+@click.command("inspect")
+@click.option("--zookeeper", "zookeeper_connect", required=True, envvar="ZKCONSUMER_ZOOKEEPER_CONNECT",
+              help="ZooKeeper connect string, host:port[,host:port...][/chroot].")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+def inspect_cluster(zookeeper_connect: str, as_json: bool) -> None:
+    """Show the brokers and topics registered in ZooKeeper."""
+    with zookeeper_session(zookeeper_connect) as zk:
+        description = describe_cluster(zk)
+    if as_json:
+        emit_json(description)
+    else:
+        print_cluster(description)

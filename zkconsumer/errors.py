@@ -1,0 +1,46 @@
+"""The typed errors zkconsumer raises.
+
+Every error a user can cause (bad config, malformed znode data, bad CLI input) is a subclass of
+`ZkConsumerError`, so the CLI can turn any of them into one clear line and a non-zero exit
+instead of a traceback.
+"""
+
+from __future__ import annotations
+
+
+class ZkConsumerError(Exception):
+    """Base of every error zkconsumer raises on purpose."""
+
+
+class ConfigError(ZkConsumerError):
+    """A configuration value is missing or invalid; names the key, the value and where it came from."""
+
+    def __init__(self, key: str, value: object, reason: str, source: str | None = None) -> None:
+        self.key = key
+        self.value = value
+        self.reason = reason
+        self.source = source
+        where = f" (from {source})" if source else ""
+        super().__init__(f"invalid config {key}={value!r}{where}: {reason}")
+
+
+class ZnodeDataError(ZkConsumerError):
+    """A znode holds data zkconsumer cannot decode; names the znode path."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"malformed data in znode {path}: {reason}")
+
+
+class AssignmentError(ZkConsumerError):
+    """The group's subscriptions do not allow the requested assignment strategy."""
+
+
+class TopicFilterError(ZkConsumerError):
+    """A whitelist or blacklist regex is not a valid pattern."""
+
+    def __init__(self, raw: str, reason: str) -> None:
+        self.raw = raw
+        self.reason = reason
+        super().__init__(f"invalid topic filter regex {raw!r}: {reason}")

@@ -1,0 +1,23 @@
+"""A real ZooKeeper and Kafka 0.9.0.1 on loopback, for development, demos and tests.
+
+Kafka 0.9.0.1 is the last line that ships the original ZooKeeper consumer and its tools, so the
+same bundle gives us a broker to consume from and the reference implementation to compare with.
+"""
+
+from zkconsumer.localcluster.bundle import BundleError, default_cache_dir, ensure_bundle
+from zkconsumer.localcluster.cluster import BrokerProcess, ClusterError, LocalCluster
+from zkconsumer.localcluster.java import JavaNotFoundError, find_java
+from zkconsumer.localcluster.topics import create_topic, wait_for_leaders
+
+__all__ = [
+    "BrokerProcess",
+    "BundleError",
+    "ClusterError",
+    "JavaNotFoundError",
+    "LocalCluster",
+    "create_topic",
+    "default_cache_dir",
+    "ensure_bundle",
+    "find_java",
+    "wait_for_leaders",
+]

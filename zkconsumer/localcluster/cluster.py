@@ -1,0 +1,301 @@
+"""A ZooKeeper server and one or more Kafka brokers from the 0.9.0.1 bundle, on loopback.
+
+The cluster's state (ports, pids) lives in `cluster.json` in its work folder, so a cluster started
+by one command (`zkconsumer cluster start`) can be inspected and stopped by another.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.localcluster.bundle import ensure_bundle
+from zkconsumer.localcluster.processes import (
+    bundle_environment,
+    free_port,
+    is_alive,
+    log_tail,
+    spawn,
+    stop_process,
+)
+from zkconsumer.znodes.brokers import BrokerRegistration
+from zkconsumer.znodes.paths import broker_path
+
+STATE_FILE = "cluster.json"
+START_TIMEOUT_S = 90.0
+
+
+
+class ClusterError(ZkConsumerError):
+    """The local cluster could not be started, found or stopped."""
+
+
+@dataclass
+class ServerProcess:
+    """A running server of the cluster, as recorded in the state file."""
+
+    port: int
+    pid: int
+    log_file: str
+
+
+@dataclass
+class BrokerProcess(ServerProcess):
+    broker_id: int
+    data_dir: str
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+class LocalCluster:
+    """Owns the server processes started in one work folder."""
+
+    def __init__(self, work_dir: Path, kafka_home: Path | None = None) -> None:
+        self.work_dir = Path(work_dir).resolve()
+        self.kafka_home = Path(kafka_home) if kafka_home else None
+        self.zookeeper: ServerProcess | None = None
+        self.brokers: dict[int, BrokerProcess] = {}
+        self._children: dict[int, subprocess.Popen] = {}
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    @classmethod
+    def start(cls, work_dir: Path, brokers: int = 1, kafka_home: Path | None = None) -> LocalCluster:
+        """Start ZooKeeper and `brokers` brokers; on any failure stop what was started."""
+        cluster = cls(work_dir, kafka_home)
+        if (cluster.work_dir / STATE_FILE).exists():
+            existing = cls.load(work_dir)
+            if existing.is_running():
+                raise ClusterError(
+                    f"a local cluster is already running in {existing.work_dir} "
+                    f"(ZooKeeper {existing.zookeeper_connect}); stop it first"
+                )
+        try:
+            cluster.start_zookeeper()
+            for _ in range(brokers):
+                cluster.add_broker()
+        except BaseException:
+            cluster.stop()
+            raise
+        return cluster
+
+    @classmethod
+    def load(cls, work_dir: Path) -> LocalCluster:
+        """The cluster recorded in a work folder by an earlier `start`."""
+        state_path = Path(work_dir) / STATE_FILE
+        try:
+            state = json.loads(state_path.read_text())
+        except FileNotFoundError:
+            raise ClusterError(f"no local cluster was started in {Path(work_dir).resolve()}") from None
+        except (OSError, ValueError) as exc:
+            raise ClusterError(f"cannot read {state_path}: {exc}") from None
+        cluster = cls(Path(work_dir), Path(state["kafka_home"]))
+        if state.get("zookeeper"):
+            cluster.zookeeper = ServerProcess(**state["zookeeper"])
+        for broker in state.get("brokers", []):
+            cluster.brokers[broker["broker_id"]] = BrokerProcess(**broker)
+        return cluster
+
+    def stop(self, remove_data: bool = False) -> None:
+        """Stop every broker, then ZooKeeper (brokers first, so they shut down cleanly)."""
+        for broker_id in sorted(self.brokers):
+            self.stop_broker(broker_id, graceful=True, timeout=20.0)
+        if self.zookeeper is not None:
+            self._stop(self.zookeeper, graceful=True, timeout=10.0)
+        if remove_data:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+        else:
+            self._save()
+
+    def is_running(self) -> bool:
+        return self.zookeeper is not None and self._alive(self.zookeeper)
+
+    def _alive(self, server: ServerProcess) -> bool:
+        return bool(server.pid) and is_alive(server.pid, str(self.work_dir),
+                                             self._children.get(server.pid))
+
+    # -- endpoints -------------------------------------------------------------------------
+
+    @property
+    def zookeeper_connect(self) -> str:
+        if self.zookeeper is None:
+            raise ClusterError("ZooKeeper is not started")
+        return f"127.0.0.1:{self.zookeeper.port}"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(self.brokers[b].address for b in sorted(self.brokers))
+
+    def status(self) -> dict:
+        """Each server with its port, pid and whether it is alive, for `cluster status`."""
+        marker = str(self.work_dir)
+        servers = {"work_dir": marker, "kafka_home": str(self.kafka_home), "zookeeper": None,
+                   "brokers": []}
+        if self.zookeeper is not None:
+            servers["zookeeper"] = {**asdict(self.zookeeper), "connect": self.zookeeper_connect,
+                                    "running": self._alive(self.zookeeper)}
+        for broker_id in sorted(self.brokers):
+            broker = self.brokers[broker_id]
+            servers["brokers"].append({**asdict(broker), "address": broker.address,
+                                       "running": self._alive(broker)})
+        return servers
+
+    # -- servers ---------------------------------------------------------------------------
+
+    def start_zookeeper(self) -> ServerProcess:
+        data_dir = self.work_dir / "zookeeper"
+        data_dir.mkdir(parents=True, exist_ok=True)
+        port = free_port()
+        config = self.work_dir / "zookeeper.properties"
+        config.write_text(
+            f"dataDir={data_dir}\nclientPort={port}\nclientPortAddress=127.0.0.1\n"
+            "maxClientCnxns=0\ntickTime=2000\n"
+        )
+        log_file = self.work_dir / "logs" / "zookeeper.out"
+        process = self._spawn("zookeeper-server-start.sh", config, log_file, heap="-Xmx256M")
+        self.zookeeper = ServerProcess(port=port, pid=process.pid, log_file=str(log_file))
+        self._save()
+        self._wait(lambda: _zookeeper_answers(port), self.zookeeper, "ZooKeeper")
+        return self.zookeeper
+
+    def add_broker(self, broker_id: int | None = None) -> BrokerProcess:
+        """Start one more broker (id: the next free one), registered in this ZooKeeper."""
+        if broker_id is None:
+            broker_id = max(self.brokers, default=-1) + 1
+        if broker_id in self.brokers:
+            raise ClusterError(f"broker {broker_id} already exists")
+        broker = BrokerProcess(port=free_port(), pid=0, log_file="", broker_id=broker_id,
+                               data_dir=str(self.work_dir / f"kafka-{broker_id}"))
+        self.brokers[broker_id] = broker
+        return self.start_broker(broker_id)
+
+    def start_broker(self, broker_id: int) -> BrokerProcess:
+        """(Re)start a known broker on its own port and data folder; waits for its registration."""
+        broker = self.brokers[broker_id]
+        if self._alive(broker):
+            raise ClusterError(f"broker {broker_id} is already running")
+        config = self.work_dir / f"server-{broker_id}.properties"
+        config.write_text(self._broker_properties(broker))
+        log_file = self.work_dir / "logs" / f"kafka-{broker_id}.out"
+        process = self._spawn("kafka-server-start.sh", config, log_file, heap="-Xmx512M",
+                              log_dir=self.work_dir / "logs" / f"kafka-{broker_id}")
+        broker.pid = process.pid
+        broker.log_file = str(log_file)
+        self._save()
+        zk = KazooClient(hosts=self.zookeeper_connect, timeout=5.0)
+        zk.start(timeout=10.0)
+        try:
+            self._wait(lambda: _broker_registered(zk, broker), broker, f"Kafka broker {broker_id}")
+        finally:
+            zk.stop()
+            zk.close()
+        return broker
+
+    def stop_broker(self, broker_id: int, graceful: bool = True, timeout: float = 30.0) -> None:
+        """Stop a broker: SIGTERM for a controlled shutdown, or SIGKILL at once (graceful=False)."""
+        self._stop(self.brokers[broker_id], graceful=graceful, timeout=timeout)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _broker_properties(self, broker: BrokerProcess) -> str:
+        listener = f"PLAINTEXT://127.0.0.1:{broker.port}"
+        settings = {
+            "broker.id": broker.broker_id,
+            "listeners": listener,
+            "advertised.listeners": listener,
+            "log.dirs": broker.data_dir,
+            "zookeeper.connect": self.zookeeper_connect,
+            "zookeeper.connection.timeout.ms": 6000,
+            "num.partitions": 1,
+            "auto.create.topics.enable": "false",
+            "delete.topic.enable": "true",
+            "offsets.topic.replication.factor": 1,
+            "offsets.topic.num.partitions": 4,
+            "num.network.threads": 2,
+            "num.io.threads": 2,
+            "num.recovery.threads.per.data.dir": 1,
+            "log.cleaner.dedupe.buffer.size": 16 * 1024 * 1024,
+            "controlled.shutdown.enable": "true",
+        }
+        return "".join(f"{key}={value}\n" for key, value in settings.items())
+
+    def _spawn(self, script: str, config: Path, log_file: Path, heap: str,
+               log_dir: Path | None = None) -> subprocess.Popen:
+        if self.kafka_home is None:
+            self.kafka_home = ensure_bundle()
+        env = bundle_environment(heap=heap, log_dir=log_dir or log_file.parent,
+                                 log4j_config=self._log4j_config())
+        process = spawn([str(self.kafka_home / "bin" / script), str(config)], env, log_file)
+        self._children[process.pid] = process
+        return process
+
+    def _log4j_config(self) -> Path:
+        """One log4j setup for all servers: INFO to the console, which goes to the server's log."""
+        path = self.work_dir / "log4j.properties"
+        if not path.exists():
+            path.write_text(
+                "log4j.rootLogger=INFO, stdout\n"
+                "log4j.appender.stdout=org.apache.log4j.ConsoleAppender\n"
+                "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout\n"
+                "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+            )
+        return path
+
+    def _wait(self, ready, server: ServerProcess, name: str) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if not self._alive(server):
+                raise ClusterError(
+                    f"{name} exited during start-up: {log_tail(Path(server.log_file))}"
+                )
+            if ready():
+                return
+            time.sleep(0.2)
+        raise ClusterError(f"{name} did not become ready within {START_TIMEOUT_S:.0f}s; "
+                           f"see {server.log_file}")
+
+    def _stop(self, server: ServerProcess, graceful: bool, timeout: float) -> None:
+        if server.pid:
+            stop_process(server.pid, str(self.work_dir), graceful=graceful, timeout=timeout,
+                         child=self._children.pop(server.pid, None))
+        self._save()
+
+    def _save(self) -> None:
+        if not self.work_dir.exists():
+            return
+        state = {
+            "kafka_home": str(self.kafka_home),
+            "zookeeper": asdict(self.zookeeper) if self.zookeeper else None,
+            "brokers": [asdict(self.brokers[b]) for b in sorted(self.brokers)],
+        }
+        (self.work_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
+
+
+def _zookeeper_answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
+            sock.sendall(b"ruok")
+            return sock.recv(16) == b"imok"
+    except OSError:
+        return False
+
+
+def _broker_registered(zk: KazooClient, broker: BrokerProcess) -> bool:
+    """Ready once the broker's registration is in ZooKeeper and advertises its own port."""
+    path = broker_path(broker.broker_id)
+    try:
+        data, _ = zk.get(path)
+    except NoNodeError:
+        return False
+    return BrokerRegistration.decode(path, data).address_for() == ("127.0.0.1", broker.port)

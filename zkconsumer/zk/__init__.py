@@ -1,0 +1,1 @@
+"""The ZooKeeper edge: sessions and reads of the broker and topic registries."""

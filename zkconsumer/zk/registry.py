@@ -1,0 +1,63 @@
+"""Reading the brokers' and topics' registries, decoded with the znode codecs.
+
+Registrations can vanish between listing and reading (a broker stops, a topic is deleted); such
+entries are skipped rather than failing the whole read.
+"""
+
+from __future__ import annotations
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from zkconsumer.znodes.brokers import BrokerRegistration
+from zkconsumer.znodes.paths import (
+    BROKER_IDS,
+    BROKER_TOPICS,
+    broker_path,
+    parse_broker_id,
+    partition_state_path,
+    topic_path,
+)
+from zkconsumer.znodes.topics import PartitionState, TopicPartitions
+
+
+def _children(zk: KazooClient, path: str) -> list[str]:
+    try:
+        return zk.get_children(path)
+    except NoNodeError:
+        return []
+
+
+def read_brokers(zk: KazooClient) -> dict[int, BrokerRegistration]:
+    brokers = {}
+    for name in _children(zk, BROKER_IDS):
+        broker_id = parse_broker_id(name, f"{BROKER_IDS}/{name}")
+        path = broker_path(broker_id)
+        try:
+            data, _ = zk.get(path)
+        except NoNodeError:
+            continue
+        brokers[broker_id] = BrokerRegistration.decode(path, data)
+    return dict(sorted(brokers.items()))
+
+
+def list_topics(zk: KazooClient) -> list[str]:
+    return sorted(_children(zk, BROKER_TOPICS))
+
+
+def read_topic(zk: KazooClient, topic: str) -> TopicPartitions | None:
+    path = topic_path(topic)
+    try:
+        data, _ = zk.get(path)
+    except NoNodeError:
+        return None
+    return TopicPartitions.decode(path, data)
+
+
+def read_partition_state(zk: KazooClient, topic: str, partition: int) -> PartitionState | None:
+    path = partition_state_path(topic, partition)
+    try:
+        data, _ = zk.get(path)
+    except NoNodeError:
+        return None
+    return PartitionState.decode(path, data)
