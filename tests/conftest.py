@@ -90,3 +90,37 @@ def reference_consumers(cluster, work_root):
     yield start
     for consumer in started:
         consumer.stop()
+
+
+@pytest.fixture
+def members(cluster):
+    """Start in-process zkconsumer members; every one is shut down when the test ends."""
+    from support.members import CollectingMember
+
+    started: list[CollectingMember] = []
+
+    def start(group: str, **options) -> CollectingMember:
+        member = CollectingMember(cluster, group, **options)
+        started.append(member)
+        return member
+
+    yield start
+    for member in started:
+        member.stop()
+
+
+@pytest.fixture
+def cli_members(cluster, tmp_path):
+    """Start `zkconsumer consume` processes; any still running is killed when the test ends."""
+    from support.cli_members import CliMember
+
+    started: list[CliMember] = []
+
+    def start(group: str, topic: str, name: str, *extra: str) -> CliMember:
+        member = CliMember(cluster, group, topic, tmp_path, name, *extra)
+        started.append(member)
+        return member
+
+    yield start
+    for member in started:
+        member.stop()

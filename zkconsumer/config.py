@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple, NoReturn
 
-from zkconsumer.errors import ConfigError
+from zkconsumer.assignment.topic_filter import Whitelist, normalize_filter_regex
+from zkconsumer.errors import ConfigError, TopicFilterError
 from zkconsumer.properties import read_properties_file
 
 ENV_PREFIX = "ZKCONSUMER_"
@@ -160,11 +161,6 @@ def load_config(properties_file: str | os.PathLike[str] | None = None,
     settings.update(_environment_settings(os.environ if environ is None else environ))
     settings.update(_override_settings(overrides))
     return _build(settings)
-
-
-def normalise_topic_filter(raw: str) -> str:
-    """The reference's clean-up of filter regexes, which properties files often quote or list."""
-    return raw.strip().replace(",", "|").replace(" ", "").lstrip("\"'").rstrip("\"'")
 
 
 class _Setting(NamedTuple):
@@ -308,14 +304,12 @@ def _topics(text: str) -> tuple[str, ...]:
 
 
 def _topic_filter(text: str) -> str:
-    regex = normalise_topic_filter(text)
-    if not regex:
+    if not normalize_filter_regex(text):
         raise _Invalid("is empty once quotes and spaces are removed")
     try:
-        re.compile(regex)
-    except re.error as exc:
-        raise _Invalid(f"not a valid regular expression: {exc}") from None
-    return regex
+        return Whitelist(text).regex
+    except TopicFilterError as exc:
+        raise _Invalid(f"not a valid regular expression: {exc.reason}") from None
 
 
 def _api_version(text: str) -> tuple[int, ...] | None:

@@ -13,3 +13,14 @@ class TopicPartition(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+
+class Message(NamedTuple):
+    """One consumed record; a tuple because millions are made per second on the hot path."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int | None  # epoch millis; None where the broker keeps none (before 0.10)

@@ -95,10 +95,10 @@ class ConsumerRegistration:
 
     @classmethod
     def decode(cls, path: str, data: bytes) -> ConsumerRegistration:
-        """Accepts what the reference accepts, with two exceptions: stream counts must be >= 1
-        (the reference would fail later, mid-rebalance) and an unknown pattern is an error (the
-        reference silently reads it as static). A missing version reads as 1; the reference
-        never looks at it."""
+        """Accepts what the reference accepts, but refuses what would only fail later or be
+        silently misread: stream counts below 1 (the reference fails mid-rebalance), an unknown
+        pattern (read as static) and a wildcard with several regexes (all but one ignored).
+        A missing version reads as 1; the reference never looks at it."""
         fields = JsonObject.load(path, data)
         version = fields.optional_integer("version", minimum=1)
         pattern = fields.string("pattern")
@@ -128,7 +128,10 @@ class ConsumerRegistration:
         subscription = ",".join(
             f'"{json_escape(name)}":{streams}' for name, streams in self.subscription.items()
         )
-        text = f'{{"version":{self.version},"subscription":{{{subscription}}},"pattern":"{self.pattern}"'
+        text = (
+            f'{{"version":{self.version},"subscription":{{{subscription}}},'
+            f'"pattern":"{self.pattern}"'
+        )
         if self.timestamp is not None:
             text += f',"timestamp":"{json_escape(self.timestamp)}"'
         return (text + "}").encode("utf-8")
@@ -141,8 +144,8 @@ def _check_streams(streams: int) -> int:
 
 
 def _read_timestamp(fields: JsonObject) -> str | None:
-    """The reference writes a string and never reads it back; other ZooKeeper clients wrote a
-    number, so both are accepted."""
+    """The reference writes a string but never reads it back, so a number is accepted too:
+    refusing it would only lock out a non-reference member over a field nobody uses."""
     value = fields.value.get("timestamp")
     if value is None or isinstance(value, str):
         return value

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 from zkconsumer.errors import ZnodeDataError
 
@@ -37,7 +37,7 @@ def decode_text(path: str, data: bytes | None) -> str:
         ) from None
 
 
-def _reject_constant(name: str) -> None:
+def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not valid JSON")
 
 
