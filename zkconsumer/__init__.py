@@ -4,4 +4,13 @@ Groups whose membership, partition ownership and offsets live in ZooKeeper can b
 zkconsumer members side by side with the original Scala consumer.
 """
 
+from zkconsumer.assignment import Blacklist, Whitelist
+from zkconsumer.config import ConsumerConfig, load_config
+from zkconsumer.member.connector import ConsumerConnector
+from zkconsumer.member.streams import ConsumerTimeout
+from zkconsumer.model import Message, TopicPartition
+
 __version__ = "0.1.0"
+
+__all__ = ["Blacklist", "ConsumerConfig", "ConsumerConnector", "ConsumerTimeout", "Message",
+           "TopicPartition", "Whitelist", "__version__", "load_config"]

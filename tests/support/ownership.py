@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from support.waiting import wait_until
-
 from zkconsumer.assignment import assign, consumer_of_thread, resolve_member_subscription
 from zkconsumer.zk.group_state import read_members, read_owners
 from zkconsumer.zk.registry import list_topics, read_topic

@@ -13,6 +13,7 @@ from kazoo.exceptions import KazooException
 
 from zkconsumer import __version__
 from zkconsumer.cli.cluster_commands import cluster
+from zkconsumer.cli.consume_command import consume
 from zkconsumer.cli.demo_command import demo
 from zkconsumer.cli.inspect_command import inspect_cluster
 from zkconsumer.errors import ZkConsumerError
@@ -47,6 +48,7 @@ def cli(log_format: str, log_level: str) -> None:
     configure_logging(log_format, log_level)
 
 
+cli.add_command(consume)
 cli.add_command(cluster)
 cli.add_command(inspect_cluster)
 cli.add_command(demo)

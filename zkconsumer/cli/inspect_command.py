@@ -40,15 +40,16 @@ def describe_cluster(zk: KazooClient) -> dict:
     return {"brokers": brokers, "topics": topics}
 
 
-def print_cluster(description: dict) -> None:
+def print_cluster(description: dict, err: bool = False) -> None:
+    """`err=True` prints to stderr, for commands whose stdout carries messages."""
     emit_table(("broker", "address", "rack", "version"),
                [(b["id"], b["address"], b["rack"] or "-", b["version"])
-                for b in description["brokers"]])
-    click.echo()
+                for b in description["brokers"]], err=err)
+    click.echo(err=err)
     emit_table(("topic", "partitions", "leaders"),
                [(t["topic"], len(t["partitions"]),
                  ",".join(str(p["leader"]) for p in t["partitions"]))
-                for t in description["topics"]])
+                for t in description["topics"]], err=err)
 
 
 @click.command("inspect")

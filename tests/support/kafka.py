@@ -1,0 +1,44 @@
+"""Producing test data and reading log-end offsets with plain kafka-python, independent of our code."""
+
+from __future__ import annotations
+
+from kafka import KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KafkaTopicPartition
+
+
+def _version(cluster) -> dict:
+    return {"api_version": cluster.kafka_api_version} if cluster.kafka_api_version else {}
+
+
+def produce(cluster, topic: str, values: list[bytes], partitions: int,
+            keys: list[bytes] | None = None) -> None:
+    """Send values round-robin over the partitions and wait until all are acknowledged."""
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks=1, linger_ms=5,
+                             **_version(cluster))
+    try:
+        futures = [producer.send(topic, value=value, key=keys[i] if keys else None,
+                                 partition=i % partitions)
+                   for i, value in enumerate(values)]
+        producer.flush(timeout=60)
+        for future in futures:
+            future.get(timeout=60)
+    finally:
+        producer.close(timeout=10)
+
+
+def end_offsets(cluster, topic: str, partitions: int) -> dict[int, int]:
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, **_version(cluster))
+    try:
+        tps = [KafkaTopicPartition(topic, p) for p in range(partitions)]
+        return {tp.partition: offset for tp, offset in consumer.end_offsets(tps).items()}
+    finally:
+        consumer.close()
+
+
+def committed_in_kafka(cluster, group: str, topic: str, partitions: int) -> dict[int, int | None]:
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, group_id=group,
+                             enable_auto_commit=False, **_version(cluster))
+    try:
+        return {p: consumer.committed(KafkaTopicPartition(topic, p)) for p in range(partitions)}
+    finally:
+        consumer.close()

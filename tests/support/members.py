@@ -1,0 +1,60 @@
+"""zkconsumer members run in the test process, collecting what they consume."""
+
+from __future__ import annotations
+
+import threading
+
+from zkconsumer.assignment import Whitelist
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.member.connector import ConsumerConnector
+from zkconsumer.member.streams import ConsumerTimeout
+
+
+class CollectingMember:
+    """A connector whose streams are drained by threads into `self.messages`."""
+
+    def __init__(self, cluster, group: str, *, topics: dict[str, int] | None = None,
+                 whitelist: str | None = None, streams: int = 1, **properties: str) -> None:
+        config = {"group.id": group, "zookeeper.connect": cluster.zookeeper_connect,
+                  "auto.offset.reset": "smallest", "consumer.timeout.ms": "-1",
+                  "rebalance.backoff.ms": "2000", "rebalance.max.retries": "10"}
+        if cluster.kafka_api_version:
+            config["kafka.api.version"] = ".".join(map(str, cluster.kafka_api_version))
+        config.update(properties)
+        self.connector = ConsumerConnector(config)
+        self.messages: list = []
+        self.failure: ZkConsumerError | None = None
+        self._lock = threading.Lock()
+        if topics is not None:
+            by_topic = self.connector.create_message_streams(topics)
+            self.streams = [s for ss in by_topic.values() for s in ss]
+        else:
+            self.streams = self.connector.create_message_streams_by_filter(Whitelist(whitelist),
+                                                                           streams)
+        self._threads = [threading.Thread(target=self._drain, args=(s,), daemon=True)
+                         for s in self.streams]
+        for thread in self._threads:
+            thread.start()
+
+    @property
+    def consumer_id(self) -> str:
+        return self.connector.consumer_id
+
+    def _drain(self, stream) -> None:
+        try:
+            for message in stream:
+                with self._lock:
+                    self.messages.append(message)
+        except ConsumerTimeout:
+            return
+        except ZkConsumerError as exc:  # the member failed; tests read it from the connector
+            self.failure = exc
+
+    def values(self) -> list[bytes]:
+        with self._lock:
+            return [m.value for m in self.messages]
+
+    def stop(self) -> None:
+        self.connector.shutdown()
+        for thread in self._threads:
+            thread.join(timeout=30)

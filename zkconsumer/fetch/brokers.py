@@ -1,0 +1,48 @@
+"""Where to fetch from, and which protocol to speak, read from the ZooKeeper broker registry.
+
+The legacy consumer never had a bootstrap list: brokers are found in `/brokers/ids`. kafka-python
+still wants one to start from, after which it follows leaders itself; we give it every
+registered broker so that any one of them being down does not matter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.znodes.brokers import PLAINTEXT, BrokerRegistration
+
+
+class NoBrokersError(ZkConsumerError):
+    """No registered broker offers an endpoint the client can use."""
+
+
+def bootstrap_servers(brokers: Iterable[BrokerRegistration],
+                      security_protocol: str = PLAINTEXT) -> str:
+    """`host:port,...` of every broker with a matching endpoint, in broker-id order."""
+    brokers = list(brokers)
+    addresses = [address for broker in brokers
+                 if (address := broker.address_for(security_protocol)) is not None]
+    if not addresses:
+        raise NoBrokersError(
+            f"no broker registered in ZooKeeper (/brokers/ids) offers a {security_protocol} "
+            "endpoint"
+            if brokers else "no broker is registered in ZooKeeper (/brokers/ids); is Kafka up?")
+    return ",".join(f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+                    for host, port in addresses)
+
+
+def api_version_from_registrations(brokers: Iterable[BrokerRegistration]
+                                   ) -> tuple[int, ...] | None:
+    """The broker protocol to speak when `kafka.api.version` is not set, or None to let
+    kafka-python ask the broker (ApiVersions, which only 0.10 and newer answer).
+
+    Registration format versions tell broker generations apart: v1 is 0.8.x, v2 is 0.9.
+    kafka-python 3 cannot detect those two itself, so the oldest registered broker decides.
+    """
+    oldest = min((broker.version for broker in brokers), default=None)
+    if oldest == 1:
+        return (0, 8, 2)
+    if oldest == 2:
+        return (0, 9)
+    return None

@@ -1,0 +1,42 @@
+"""kafka-python consumer options from the legacy consumer keys (pure: no client is created).
+
+The legacy consumer tuned its fetchers with its own keys; users keep their properties files,
+so each key is translated to the kafka-python option that does the same job. Offsets are never
+managed by kafka-python here (no group id, no auto commit): the group lives in ZooKeeper.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.kafka_client import kafka_client_options
+
+RESET_POLICY = {"smallest": "earliest", "largest": "latest"}
+# kafka-python closes idle connections after this long, and insists it exceed the request
+# timeout, which `socket.timeout.ms` may set high.
+_IDLE_MARGIN_MS = 60_000
+
+
+def kafka_consumer_settings(config: ConsumerConfig, bootstrap_servers: str,
+                            api_version: tuple[int, ...] | None) -> dict[str, Any]:
+    # A fetch may wait up to fetch.wait.max.ms at the broker, so the request timeout must allow
+    # for it, as the reference requires of socket.timeout.ms.
+    request_timeout_ms = max(config.socket_timeout_ms, config.fetch_wait_max_ms + 1000)
+    settings: dict[str, Any] = {
+        "max_partition_fetch_bytes": config.fetch_message_max_bytes,
+        "fetch_min_bytes": config.fetch_min_bytes,
+        "fetch_max_wait_ms": config.fetch_wait_max_ms,
+        "request_timeout_ms": request_timeout_ms,
+        "connections_max_idle_ms": max(540_000, request_timeout_ms + _IDLE_MARGIN_MS),
+        "retry_backoff_ms": config.refresh_leader_backoff_ms,
+        "auto_offset_reset": RESET_POLICY[config.auto_offset_reset],
+        "client_id": config.client_id,
+    }
+    if config.socket_receive_buffer_bytes > 0:
+        settings["receive_buffer_bytes"] = config.socket_receive_buffer_bytes
+    settings.update(kafka_client_options(config.kafka_client_properties))
+    settings.update(bootstrap_servers=bootstrap_servers, group_id=None, enable_auto_commit=False)
+    if api_version is not None:
+        settings["api_version"] = api_version
+    return settings

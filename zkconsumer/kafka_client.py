@@ -1,0 +1,51 @@
+"""`kafka.`-prefixed properties as kafka-python options, shared by every Kafka client we open.
+
+The fetcher and the Kafka offset store both need the same security settings (SSL, SASL) and
+tuning, so a user writes them once, e.g. `kafka.security.protocol=SASL_SSL`, and both get them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafka import KafkaConsumer
+
+from zkconsumer.errors import ConfigError
+
+# Options zkconsumer sets itself: the group is coordinated in ZooKeeper and the broker list
+# comes from the registry, so letting a property change these would break the protocol.
+MANAGED_OPTIONS = frozenset({"bootstrap_servers", "group_id", "enable_auto_commit", "api_version",
+                             "key_deserializer", "value_deserializer", "kafka_client"})
+
+
+def kafka_client_options(properties: Mapping[str, str]) -> dict[str, Any]:
+    """`security.protocol=SSL` becomes `security_protocol="SSL"`.
+
+    Properties files hold only text, so a value is converted to the type of kafka-python's
+    default where that is a number or a boolean. A misspelt key fails here, naming the key,
+    instead of deep inside kafka-python; values are never echoed, since some are passwords.
+    """
+    options: dict[str, Any] = {}
+    for key, text in properties.items():
+        name = key.replace(".", "_")
+        if name in MANAGED_OPTIONS:
+            raise ConfigError(f"kafka.{key}", "<hidden>", "is set by zkconsumer itself")
+        if name not in KafkaConsumer.DEFAULT_CONFIG:
+            raise ConfigError(f"kafka.{key}", "<hidden>",
+                              "is not a kafka-python consumer option")
+        options[name] = _convert(key, text, KafkaConsumer.DEFAULT_CONFIG[name])
+    return options
+
+
+def _convert(key: str, text: str, default: Any) -> Any:
+    if isinstance(default, bool):
+        if text.lower() not in ("true", "false"):
+            raise ConfigError(f"kafka.{key}", text, "must be true or false")
+        return text.lower() == "true"
+    if isinstance(default, (int, float)):
+        try:
+            return type(default)(text)
+        except ValueError:
+            raise ConfigError(f"kafka.{key}", text, "must be a number") from None
+    return text

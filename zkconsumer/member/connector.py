@@ -1,0 +1,265 @@
+"""`ConsumerConnector`: the Python API of a group member, like the reference's connector.
+
+It only wires the parts: ZooKeeper membership, the rebalancer, the fetch loop, the offset
+committer and the streams, each in its own module. Three threads run per connector: the worker
+(registration and rebalances, one at a time, driven by the state machine), the fetch loop and
+the auto-committer.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+
+import structlog
+from kazoo.exceptions import KazooException
+from kazoo.protocol.states import KazooState
+
+from zkconsumer.assignment import TopicFilter, make_consumer_id
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.fetch import PartitionFetcher, api_version_from_registrations, bootstrap_servers
+from zkconsumer.member.committer import OffsetCommitter
+from zkconsumer.member.fetch_loop import FetchLoop
+from zkconsumer.member.rebalancer import (
+    Ownership,
+    PartitionCallback,
+    RebalanceCallbacks,
+    Rebalancer,
+)
+from zkconsumer.member.state import Event, MemberStateMachine, State, Work
+from zkconsumer.member.streams import KafkaStream
+from zkconsumer.member.zk_membership import ZookeeperMembership
+from zkconsumer.model import TopicPartition
+from zkconsumer.offsets import OffsetTracker, open_offset_store
+from zkconsumer.zk.registry import read_brokers
+from zkconsumer.zk.session import connect
+from zkconsumer.znodes.consumers import ConsumerRegistration
+
+log = structlog.get_logger(__name__)
+
+
+class ConsumerConnector:
+    """A member of a ZooKeeper-coordinated consumer group.
+
+    Build it from a `ConsumerConfig` or a mapping of legacy keys, call `create_message_streams`
+    or `create_message_streams_by_filter` once, iterate the streams, and `shutdown()` (or use it
+    as a context manager) to commit, release the partitions and leave the group.
+    """
+
+    def __init__(self, config: ConsumerConfig | Mapping[str, str], *,
+                 on_partitions_revoked: PartitionCallback | None = None,
+                 on_partitions_assigned: PartitionCallback | None = None) -> None:
+        self.config = config if isinstance(config, ConsumerConfig) else \
+            ConsumerConfig.from_mapping(config)
+        self.consumer_id = make_consumer_id(self.config.group_id, self.config.consumer_id)
+        self._callbacks = RebalanceCallbacks(on_partitions_revoked, on_partitions_assigned)
+        self._state = MemberStateMachine()
+        self._ownership = Ownership()
+        self._failure = threading.Event()
+        self._failure_reason: list[BaseException] = []
+        self._streams: list[KafkaStream] = []
+        self._stop_auto_commit = threading.Event()
+        self._session_lost = False
+        self._started = False
+        self._zk = connect(self.config.zookeeper_connect.connect_string,
+                           timeout_s=self.config.zookeeper_connection_timeout_ms / 1000.0,
+                           session_timeout_s=self.config.zookeeper_session_timeout_ms / 1000.0)
+        self._log = log.bind(consumer_id=self.consumer_id, group=self.config.group_id)
+
+    # -- public API -------------------------------------------------------------------------
+
+    def create_message_streams(self, topic_count: Mapping[str, int]) -> dict[str, list[KafkaStream]]:
+        """Streams per topic: `{"t": 2}` gives two streams for t, one per consumer thread id."""
+        if not topic_count or any(n < 1 for n in topic_count.values()):
+            raise ValueError("give at least one topic, each with at least one stream")
+        streams = {topic: [self._new_stream(f"{topic}-{i}") for i in range(n)]
+                   for topic, n in topic_count.items()}
+        registration = ConsumerRegistration.static(dict(topic_count), _now_ms())
+        self._start(registration, set(topic_count), wildcard=False,
+                    stream_for=lambda tp, thread: streams[tp.topic][_thread_index(thread)])
+        return streams
+
+    def create_message_streams_by_filter(self, topic_filter: TopicFilter,
+                                         num_streams: int = 1) -> list[KafkaStream]:
+        """Streams over every topic the whitelist/blacklist allows, now and as topics appear."""
+        if num_streams < 1:
+            raise ValueError("num_streams must be at least 1")
+        streams = [self._new_stream(f"{topic_filter.regex}-{i}") for i in range(num_streams)]
+        registration = ConsumerRegistration.wildcard(topic_filter.pattern_name, topic_filter.regex,
+                                                     num_streams, _now_ms())
+        self._start(registration, set(), wildcard=True,
+                    stream_for=lambda tp, thread: streams[_thread_index(thread)])
+        return streams
+
+    def commit_offsets(self) -> dict[TopicPartition, int]:
+        """Commit the positions delivered so far (last delivered offset + 1) for owned partitions."""
+        return self._committer.commit()
+
+    def owned_partitions(self) -> dict[TopicPartition, str]:
+        return dict(self._ownership.threads)
+
+    @property
+    def zookeeper_session(self) -> tuple[int, bytes]:
+        """(session id, password) of the member's ZooKeeper session, for fault-injection tools."""
+        return self._zk.client_id
+
+    @property
+    def state(self) -> State:
+        return self._state.state
+
+    def wait_until_stable(self, timeout: float | None = None) -> bool:
+        """Block until a rebalance finished (True), the member failed, or the timeout passed."""
+        reached = self._state.wait_for({State.STABLE, State.FAILED, State.CLOSED}, timeout)
+        if reached is State.FAILED:
+            raise self._failure_reason[0]
+        return reached is State.STABLE
+
+    def shutdown(self, commit: bool = True) -> None:
+        """Final commit (when auto commit is on), release every partition, leave the group.
+
+        `commit=False` skips every commit, for callers that could not process what was delivered.
+        """
+        if self._state.state is State.CLOSED:
+            return
+        self._state.handle(Event.CLOSE_REQUESTED)
+        if self._started:
+            self._stop_auto_commit.set()
+            self._fetch_loop.stop()
+            for stream in self._streams:
+                stream.close()
+            self._worker.join(timeout=60)
+            # After a session expiry the owners are gone and others may have moved on: a
+            # commit now could rewind them.
+            commit = commit and not self._session_lost
+            try:
+                if commit and self.config.auto_commit_enable:
+                    self._committer.commit()
+                self._rebalancer.release_all(commit=commit)
+                self._membership.deregister()
+            except (ZkConsumerError, KazooException) as exc:
+                self._log.error("clean shutdown incomplete", error=str(exc))
+            finally:
+                self._fetcher.close()
+                self._offset_store.close()
+        self._zk.remove_listener(self._on_session_state)  # closing reports LOST, not an expiry
+        self._zk.stop()
+        self._zk.close()
+        self._log.info("shut down")
+
+    def __enter__(self) -> ConsumerConnector:
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.shutdown()
+
+    # -- wiring -----------------------------------------------------------------------------
+
+    def _new_stream(self, name: str) -> KafkaStream:
+        stream = KafkaStream(name, self.config.queued_max_message_chunks,
+                             self.config.consumer_timeout_ms, self._ownership.claims,
+                             self._failure, self._failure_reason)
+        self._streams.append(stream)
+        return stream
+
+    def _start(self, registration: ConsumerRegistration, topics: set[str], wildcard: bool,
+               stream_for) -> None:
+        if self._started:
+            raise ZkConsumerError("streams were already created for this connector")
+        config = self.config
+        brokers = read_brokers(self._zk).values()
+        bootstrap = bootstrap_servers(
+            brokers, config.kafka_client_properties.get("security.protocol", "PLAINTEXT"))
+        api_version = config.kafka_api_version or api_version_from_registrations(brokers)
+        self._fetcher = PartitionFetcher(config, bootstrap, api_version)
+        self._offset_store = open_offset_store(config, self._zk, bootstrap, api_version)
+        self._membership = ZookeeperMembership(self._zk, config.group_id, self.consumer_id,
+                                               registration)
+        self._committer = OffsetCommitter(self._offset_store, OffsetTracker(),
+                                          lambda: self._streams, lambda: self._ownership.claims)
+        self._fetch_loop = FetchLoop(self._fetcher, config.fetch_wait_max_ms, self._fail)
+        self._rebalancer = Rebalancer(
+            consumer_id=self.consumer_id, strategy=config.partition_assignment_strategy,
+            exclude_internal_topics=config.exclude_internal_topics,
+            max_attempts=config.rebalance_max_retries, backoff_ms=config.rebalance_backoff_ms,
+            crashed_owner_grace_ms=2 * config.zookeeper_session_timeout_ms,
+            membership=self._membership, fetch_loop=self._fetch_loop, committer=self._committer,
+            offset_store=self._offset_store, stream_for=stream_for,
+            auto_commit=config.auto_commit_enable, callbacks=self._callbacks,
+            ownership=self._ownership)
+        self._membership.register()
+        self._zk.add_listener(self._on_session_state)
+        self._membership.watch(lambda: self._state.handle(Event.GROUP_CHANGED), topics, wildcard)
+        self._worker = threading.Thread(target=self._work, name="zkconsumer-member", daemon=True)
+        self._started = True
+        self._fetch_loop.start()
+        self._worker.start()
+        if config.auto_commit_enable:
+            threading.Thread(target=self._auto_commit, name="zkconsumer-autocommit",
+                             daemon=True).start()
+        self._state.handle(Event.STARTED)
+
+    def _work(self) -> None:
+        while True:
+            work = self._state.next_work()
+            if work is Work.STOP:
+                return
+            try:
+                if work is Work.REREGISTER:
+                    self._forget_lost_ownership()
+                    self._membership.register()
+                    continue
+                self._rebalancer.rebalance()
+                self._state.handle(Event.REBALANCE_DONE)
+            except ZkConsumerError as exc:
+                self._fail(exc)
+                return
+            except KazooException as exc:
+                # A dropped connection: the session listener reports expiry; otherwise retry.
+                self._log.warning("rebalance interrupted by ZooKeeper", error=repr(exc))
+                time.sleep(min(1.0, self.config.rebalance_backoff_ms / 1000.0))
+                self._state.handle(Event.GROUP_CHANGED)
+
+    def _on_session_state(self, state: KazooState) -> None:
+        """Runs on kazoo's thread: only record what happened, never block."""
+        if state == KazooState.LOST:
+            self._session_lost = True
+            self._ownership.claims.clear()  # stop delivering at once: someone else may own them
+            self._log.warning("ZooKeeper session expired; registration and owners are gone")
+            self._state.handle(Event.SESSION_EXPIRED)
+        elif state == KazooState.CONNECTED and self._session_lost:
+            self._session_lost = False
+            self._log.info("new ZooKeeper session; registering again")
+            self._state.handle(Event.SESSION_RESTORED)
+
+    def _forget_lost_ownership(self) -> None:
+        lost = set(self._ownership.threads)
+        self._fetch_loop.unroute(lost)
+        self._committer.released(lost)
+        self._ownership.threads.clear()
+
+    def _auto_commit(self) -> None:
+        interval = self.config.auto_commit_interval_ms / 1000.0
+        while not self._stop_auto_commit.wait(interval):
+            try:
+                self._committer.commit()
+            except (ZkConsumerError, KazooException) as exc:
+                self._log.warning("auto commit failed; retrying at the next interval",
+                                  error=str(exc))
+
+    def _fail(self, exc: BaseException) -> None:
+        if self._failure.is_set():
+            return
+        self._log.error("consumer failed", error=str(exc))
+        self._failure_reason.append(exc)
+        self._failure.set()
+        self._state.handle(Event.FAILED)
+
+
+def _thread_index(thread_id: str) -> int:
+    return int(thread_id.rsplit("-", 1)[1])
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

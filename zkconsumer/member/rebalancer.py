@@ -1,0 +1,142 @@
+"""One rebalance of one member, with bounded attempts, as the protocol prescribes.
+
+Per attempt: read the group, compute our slice, release what moves away (after committing its
+offsets), then claim what is new in one transaction. A claim that finds a partition still owned
+waits on that owner znode (up to `rebalance.backoff.ms`) and starts a new attempt from a fresh
+read of the group; after `rebalance.max.retries` attempts the member gives up, owning nothing.
+
+Unlike the reference, it never gives up before a crashed owner's ephemeral znodes could have
+expired: a member killed without a clean stop holds its partitions for up to a session timeout
+(plus a server tick) after it died, and it may die well after our rebalance began. Failing the
+survivors for it is the reference's most common ConsumerRebalanceFailedException, so the
+`crashed_owner_grace_ms` the connector passes covers two session timeouts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import structlog
+
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.member.plan import plan_rebalance, target_for_member
+from zkconsumer.member.streams import Claim, KafkaStream
+from zkconsumer.model import TopicPartition
+
+log = structlog.get_logger(__name__)
+
+PartitionCallback = Callable[[Mapping[TopicPartition, str]], None]
+
+
+class RebalanceFailedError(ZkConsumerError):
+    """Partitions stayed owned by others through every rebalance attempt."""
+
+
+@dataclass
+class RebalanceCallbacks:
+    before_release: PartitionCallback | None = None
+    after_assign: PartitionCallback | None = None
+
+
+@dataclass
+class Ownership:
+    """What this member owns: partition -> thread id, and the live claim tokens streams check."""
+
+    threads: dict[TopicPartition, str] = field(default_factory=dict)
+    claims: dict[TopicPartition, Claim] = field(default_factory=dict)
+
+
+class Rebalancer:
+    def __init__(self, *, consumer_id: str, strategy: str, exclude_internal_topics: bool,
+                 max_attempts: int, backoff_ms: int, crashed_owner_grace_ms: int, membership, fetch_loop, committer,
+                 offset_store, stream_for: Callable[[TopicPartition, str], KafkaStream],
+                 auto_commit: bool, callbacks: RebalanceCallbacks, ownership: Ownership) -> None:
+        self.consumer_id = consumer_id
+        self.ownership = ownership
+        self._strategy = strategy
+        self._exclude_internal = exclude_internal_topics
+        self._max_attempts = max_attempts
+        self._backoff_s = backoff_ms / 1000.0
+        self._crashed_owner_grace_s = crashed_owner_grace_ms / 1000.0
+        self._membership = membership
+        self._fetch_loop = fetch_loop
+        self._committer = committer
+        self._offsets = offset_store
+        self._stream_for = stream_for
+        self._auto_commit = auto_commit
+        self._callbacks = callbacks
+
+    def rebalance(self) -> None:
+        started = time.monotonic()
+        contested: list[TopicPartition] = []
+        attempt = 0
+        while True:
+            attempt += 1
+            snapshot = self._membership.snapshot(self._exclude_internal)
+            self._membership.watch_topics(snapshot.subscribed_topics(self._exclude_internal))
+            target = target_for_member(snapshot, self.consumer_id, self._strategy,
+                                       self._exclude_internal)
+            plan = plan_rebalance(self.ownership.threads, target)
+            if plan.release:
+                self._release(plan.release)
+            contested = self._claim(plan.claim) if plan.claim else []
+            if not contested:
+                log.info("rebalanced", attempt=attempt, owned=len(self.ownership.threads),
+                         released=len(plan.release), claimed=len(plan.claim),
+                         members=len(snapshot.members),
+                         ms=round((time.monotonic() - started) * 1000))
+                return
+            if attempt >= self._max_attempts and \
+                    time.monotonic() - started >= self._crashed_owner_grace_s:
+                break
+            log.info("partitions still owned by others; waiting for their release",
+                     attempt=attempt, contested=[str(tp) for tp in contested[:5]])
+            self._membership.wait_for_owners_gone(contested, self._backoff_s)
+        self.release_all()
+        raise RebalanceFailedError(
+            f"consumer {self.consumer_id} could not claim its partitions after "
+            f"{attempt} rebalance attempts (still owned by others: "
+            f"{', '.join(str(tp) for tp in contested[:5])}); it released everything and stopped"
+        )
+
+    def release_all(self, commit: bool = True) -> None:
+        if self.ownership.threads:
+            self._release(dict(self.ownership.threads), commit=commit)
+
+    def _release(self, partitions: Mapping[TopicPartition, str], commit: bool = True) -> None:
+        if self._callbacks.before_release:
+            self._callbacks.before_release(dict(partitions))
+        for tp in partitions:
+            self.ownership.claims.pop(tp, None)
+        self._fetch_loop.unroute(partitions)
+        if commit and self._auto_commit:
+            self._committer.commit_releasing(set(partitions))
+        self._membership.release(partitions)
+        self._committer.released(set(partitions))
+        for tp in partitions:
+            self.ownership.threads.pop(tp, None)
+
+    def _claim(self, partitions: Mapping[TopicPartition, str]) -> list[TopicPartition]:
+        contested = self._membership.claim(partitions)
+        if contested:
+            return contested
+        try:
+            # Read after claiming: the previous owner commits before it lets go, so this is
+            # never older than its last commit (the reference reads before claiming).
+            committed = self._offsets.fetch(partitions)
+        except BaseException:
+            self._membership.release(partitions)
+            raise
+        self._committer.claimed(committed)
+        routes = {}
+        for tp, thread in partitions.items():
+            claim = Claim(tp, thread)
+            self.ownership.threads[tp] = thread
+            self.ownership.claims[tp] = claim
+            routes[tp] = (self._stream_for(tp, thread), claim, committed.get(tp))
+        self._fetch_loop.route(routes)
+        if self._callbacks.after_assign:
+            self._callbacks.after_assign(dict(partitions))
+        return []

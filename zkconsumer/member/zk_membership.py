@@ -1,0 +1,175 @@
+"""A member's znodes and watches: the only part of membership that talks to ZooKeeper.
+
+Claims are one multi-operation transaction: either every owner znode of the attempt is created
+or none is, so a failed attempt leaves nothing behind to clean up, and claiming many partitions
+costs one round trip.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Collection, Mapping
+
+import structlog
+from kazoo.client import KazooClient
+from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.recipe.watchers import ChildrenWatch, DataWatch
+
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.member.plan import GroupSnapshot
+from zkconsumer.model import TopicPartition
+from zkconsumer.zk.group_state import read_members
+from zkconsumer.zk.registry import list_topics, read_topic
+from zkconsumer.znodes.consumers import ConsumerRegistration, decode_owner, encode_owner
+from zkconsumer.znodes.paths import BROKER_IDS, BROKER_TOPICS, GroupPaths, topic_path
+
+log = structlog.get_logger(__name__)
+
+
+class DuplicateConsumerIdError(ZkConsumerError):
+    """Another live process registered the same consumer id."""
+
+
+class ZookeeperMembership:
+    def __init__(self, zk: KazooClient, group: str, consumer_id: str,
+                 registration: ConsumerRegistration) -> None:
+        self.zk = zk
+        self.paths = GroupPaths(group)
+        self.consumer_id = consumer_id
+        self.registration = registration
+        self._watched_topics: set[str] = set()
+        self._watch_lock = threading.Lock()
+        self._on_change: Callable[[], None] | None = None
+
+    # -- registration -----------------------------------------------------------------------
+
+    def register(self) -> None:
+        path = self.paths.member(self.consumer_id)
+        try:
+            self.zk.create(path, self.registration.encode(), ephemeral=True, makepath=True)
+        except NodeExistsError:
+            _, stat = self.zk.get(path)
+            if stat.ephemeralOwner != self.zk.client_id[0]:
+                raise DuplicateConsumerIdError(
+                    f"consumer id {self.consumer_id} is already registered in group "
+                    f"{self.paths.group} by another live session"
+                ) from None
+        log.info("registered", consumer_id=self.consumer_id, path=path)
+
+    def deregister(self) -> None:
+        try:
+            self.zk.delete(self.paths.member(self.consumer_id))
+        except NoNodeError:
+            pass
+
+    # -- watches ----------------------------------------------------------------------------
+
+    def watch(self, on_change: Callable[[], None], topics: Collection[str],
+              wildcard: bool) -> None:
+        """Call `on_change` whenever members, brokers or the subscribed topics change.
+
+        kazoo re-arms these watches itself, also after a new session.
+        """
+        self._on_change = on_change
+        self.zk.ensure_path(self.paths.ids)
+        self._watch_children(self.paths.ids)
+        self._watch_children(BROKER_IDS)
+        if wildcard:
+            self._watch_children(BROKER_TOPICS)
+        self.watch_topics(topics)
+
+    def watch_topics(self, topics: Collection[str]) -> None:
+        """Watch each topic's znode (creation and partition changes); idempotent per topic."""
+        with self._watch_lock:
+            new = set(topics) - self._watched_topics
+            self._watched_topics |= new
+        for topic in sorted(new):
+            DataWatch(self.zk, topic_path(topic), self._changes_after_first())
+
+    def _watch_children(self, path: str) -> None:
+        ChildrenWatch(self.zk, path, self._changes_after_first())
+
+    def _changes_after_first(self) -> Callable[..., None]:
+        """kazoo calls a new watch once at once; only later calls are changes."""
+        first = [True]
+
+        def changed(*_args):
+            if first[0]:
+                first[0] = False
+                return
+            if self._on_change is not None:
+                self._on_change()
+            return
+
+        return changed
+
+    # -- snapshot ---------------------------------------------------------------------------
+
+    def snapshot(self, exclude_internal_topics: bool) -> GroupSnapshot:
+        members = read_members(self.zk, self.paths.group)
+        all_topics = list_topics(self.zk)
+        partial = GroupSnapshot(members, all_topics, {})
+        partitions = {}
+        for topic in sorted(partial.subscribed_topics(exclude_internal_topics)):
+            assignment = read_topic(self.zk, topic)
+            if assignment is not None:
+                partitions[topic] = assignment.partition_numbers()
+        return GroupSnapshot(members, all_topics, partitions)
+
+    # -- ownership --------------------------------------------------------------------------
+
+    def claim(self, partitions: Mapping[TopicPartition, str]) -> list[TopicPartition]:
+        """Create every owner znode or none; returns the partitions someone else still owns."""
+        if not partitions:
+            return []
+        for topic in {tp.topic for tp in partitions}:
+            self.zk.ensure_path(self.paths.owners_topic(topic))
+        transaction = self.zk.transaction()
+        ordered = sorted(partitions)
+        for tp in ordered:
+            transaction.create(self.paths.owner(tp.topic, tp.partition),
+                               encode_owner(partitions[tp]), ephemeral=True)
+        results = transaction.commit()
+        return [tp for tp, result in zip(ordered, results) if isinstance(result, NodeExistsError)]
+
+    def release(self, partitions: Mapping[TopicPartition, str]) -> None:
+        """Delete the owner znodes that still name our threads; others' znodes are left alone."""
+        mine = []
+        for tp, thread in partitions.items():
+            path = self.paths.owner(tp.topic, tp.partition)
+            try:
+                data, stat = self.zk.get(path)
+            except NoNodeError:
+                continue
+            if decode_owner(path, data) == thread:
+                mine.append((path, stat.version))
+        if not mine:
+            return
+        transaction = self.zk.transaction()
+        for path, version in mine:
+            transaction.delete(path, version)
+        transaction.commit()
+
+    def wait_for_owners_gone(self, partitions: Collection[TopicPartition], timeout_s: float) -> bool:
+        """Block until none of these owner znodes exists, or the timeout; True if all are gone.
+
+        The reference sleeps `rebalance.backoff.ms` blindly; a watch wakes us the moment the
+        previous owner lets go.
+        """
+        released = threading.Event()
+        remaining = {self.paths.owner(tp.topic, tp.partition) for tp in partitions}
+        lock = threading.Lock()
+
+        def check(path: str) -> None:
+            def on_event(_event=None) -> None:
+                check(path)
+
+            if self.zk.exists(path, watch=on_event) is None:
+                with lock:
+                    remaining.discard(path)
+                    if not remaining:
+                        released.set()
+
+        for path in list(remaining):
+            check(path)
+        return released.wait(timeout_s)

@@ -1,0 +1,26 @@
+"""Committed offsets of a ZooKeeper-coordinated group: in ZooKeeper, in Kafka, or in both.
+
+Shared by the group consumer, the admin CLI and the Spark source: `open_offset_store` picks
+the store from the config, and `OffsetTracker` decides what is worth committing.
+"""
+
+from zkconsumer.offsets.dual_store import DualOffsetStore
+from zkconsumer.offsets.factory import open_offset_store
+from zkconsumer.offsets.kafka_store import KafkaOffsetStore, is_transient_kafka_error
+from zkconsumer.offsets.retry import RetryPolicy, call_with_retries
+from zkconsumer.offsets.store import OffsetStore, OffsetStoreError
+from zkconsumer.offsets.tracker import OffsetTracker
+from zkconsumer.offsets.zookeeper_store import ZookeeperOffsetStore
+
+__all__ = [
+    "DualOffsetStore",
+    "KafkaOffsetStore",
+    "OffsetStore",
+    "OffsetStoreError",
+    "OffsetTracker",
+    "RetryPolicy",
+    "ZookeeperOffsetStore",
+    "call_with_retries",
+    "is_transient_kafka_error",
+    "open_offset_store",
+]

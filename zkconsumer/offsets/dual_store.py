@@ -1,0 +1,46 @@
+"""`dual.commit.enabled`: commit to Kafka and ZooKeeper, resume from the larger offset.
+
+This is what makes the reference's rolling migration lossless. While members switch from
+zookeeper storage to kafka + dual commit (and later to kafka only, or back), some members
+read one store and some the other; whichever a member reads, the larger offset is the one
+some member really reached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from zkconsumer.model import TopicPartition
+from zkconsumer.offsets.store import OffsetStore
+
+
+class DualOffsetStore:
+    name = "dual"
+
+    def __init__(self, zookeeper: OffsetStore, kafka: OffsetStore) -> None:
+        self._zookeeper = zookeeper
+        self._kafka = kafka
+
+    def fetch(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        wanted = list(dict.fromkeys(partitions))
+        offsets = self._kafka.fetch(wanted)
+        for tp, offset in self._zookeeper.fetch(wanted).items():
+            if offset > offsets.get(tp, -1):
+                offsets[tp] = offset
+        return offsets
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Kafka first, as the reference does. Kafka is where the group's offsets end up (kafka-
+        only members read nothing else), so it must never lag behind: if its commit fails,
+        nothing was written and the whole commit is retried later. ZooKeeper is written only
+        once Kafka took the offsets, so the ZooKeeper copy never runs ahead of Kafka's and a
+        failure between the two writes costs at most re-delivery to zookeeper-storage readers;
+        the max-of-both fetch still sees the new offset."""
+        self._kafka.commit(offsets)
+        self._zookeeper.commit(offsets)
+
+    def close(self) -> None:
+        try:
+            self._kafka.close()
+        finally:
+            self._zookeeper.close()

@@ -1,0 +1,36 @@
+"""Choosing the offset store from the consumer config, the one place that knows the rules."""
+
+from __future__ import annotations
+
+from kazoo.client import KazooClient
+
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.kafka_client import kafka_client_options
+from zkconsumer.offsets.dual_store import DualOffsetStore
+from zkconsumer.offsets.kafka_store import KafkaOffsetStore
+from zkconsumer.offsets.store import OffsetStore
+from zkconsumer.offsets.zookeeper_store import ZookeeperOffsetStore
+
+
+def open_offset_store(config: ConsumerConfig, zk: KazooClient, bootstrap_servers: str,
+                      api_version: tuple[int, ...] | None = None) -> OffsetStore:
+    """zookeeper storage, kafka storage, or both when kafka storage has dual commit on.
+
+    The Kafka client follows the reference's offsets.* keys (retries, backoff, socket timeout)
+    and gets every `kafka.` pass-through property, since security settings apply to it too.
+    `api_version` is what the caller resolved for the brokers; `kafka.api.version` when None.
+    """
+    zookeeper = ZookeeperOffsetStore(zk, config.group_id)
+    if config.offsets_storage == "zookeeper":
+        return zookeeper
+    kafka = KafkaOffsetStore(
+        config.group_id, bootstrap_servers,
+        api_version=api_version or config.kafka_api_version,
+        client_id=config.client_id,
+        retries=config.offsets_commit_max_retries,
+        backoff_ms=config.offsets_channel_backoff_ms,
+        request_timeout_ms=config.offsets_channel_socket_timeout_ms,
+        client_properties=kafka_client_options(config.kafka_client_properties),
+    )
+    return DualOffsetStore(zookeeper, kafka) if config.dual_commit_enabled else kafka
+

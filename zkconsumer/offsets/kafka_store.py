@@ -1,0 +1,103 @@
+"""Offsets in Kafka (`offsets.storage=kafka`), committed as a group with no Kafka-side members.
+
+The group is coordinated in ZooKeeper, so it never joins a Kafka group: OffsetCommit goes out
+with generation -1 and an empty member id, which every broker since 0.8.2 accepts as "this
+group manages its own partitions". kafka-python does exactly that from a KafkaConsumer that is
+never subscribed, which also gives us coordinator discovery and reconnects for free.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import kafka.errors as kafka_errors
+from kafka import KafkaConsumer, OffsetAndMetadata
+from kafka import TopicPartition as KafkaTopicPartition
+
+from zkconsumer.model import TopicPartition
+from zkconsumer.offsets.retry import RetryPolicy, call_with_retries, describe_error
+from zkconsumer.offsets.store import OffsetStoreError
+
+
+def is_transient_kafka_error(exc: BaseException) -> bool:
+    """Coordinator moves and loads, timeouts and lost connections: kafka-python marks these
+    retriable. Its timeout error is listed too because kafka-python 2.x did not mark it."""
+    return isinstance(exc, kafka_errors.KafkaTimeoutError) or (
+        isinstance(exc, kafka_errors.KafkaError) and exc.retriable)
+
+
+class KafkaOffsetStore:
+    """One unsubscribed kafka-python consumer per store, used only for OffsetCommit/OffsetFetch.
+
+    Each call gets `request_timeout_ms`, within which kafka-python itself re-finds a moved
+    coordinator; what still fails transiently is retried `retries` more times with backoff.
+    """
+
+    name = "kafka"
+
+    def __init__(self, group: str, bootstrap_servers: str, *,
+                 api_version: tuple[int, ...] | None = None, client_id: str = "zkconsumer",
+                 retries: int = 5, backoff_ms: int = 1000, request_timeout_ms: int = 10000,
+                 client_properties: Mapping[str, Any] | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self._group = group
+        self._where = f"Kafka at {bootstrap_servers}"
+        self._timeout_ms = request_timeout_ms
+        self._policy = RetryPolicy(retries, backoff_ms)
+        self._sleep = sleep
+        # kafka-python's consumer is not safe to share between threads, and the committer and
+        # the rebalancer call us from different ones.
+        self._lock = threading.Lock()
+        options = {
+            **(client_properties or {}),
+            "bootstrap_servers": bootstrap_servers,
+            "group_id": group,
+            "enable_auto_commit": False,
+            "client_id": client_id,
+            "request_timeout_ms": request_timeout_ms,
+            # Never used (nothing is fetched), but kafka-python insists it be below the
+            # request timeout, which offsets.channel.socket.timeout.ms may set very low.
+            "fetch_max_wait_ms": min(500, request_timeout_ms - 1),
+        }
+        if api_version is not None:
+            options["api_version"] = api_version
+        try:
+            self._consumer = KafkaConsumer(**options)
+        except kafka_errors.KafkaError as exc:
+            raise OffsetStoreError(f"cannot open the offsets client of group {group} on "
+                                   f"{self._where}: {describe_error(exc)}") from exc
+
+    def fetch(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        wanted = [KafkaTopicPartition(tp.topic, tp.partition) for tp in dict.fromkeys(partitions)]
+        if not wanted:
+            return {}
+        # KafkaConsumer.committed() sends one request per partition; its coordinator's method
+        # (internal, but what committed() itself calls) sends one for all, as the reference.
+        found = self._call(
+            lambda: self._consumer._coordinator.fetch_committed_offsets(
+                wanted, timeout_ms=self._timeout_ms),
+            f"fetching offsets of group {self._group} from {self._where}")
+        return {TopicPartition(tp.topic, tp.partition): committed.offset
+                for tp, committed in found.items()
+                if committed is not None and committed.offset >= 0}
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        if not offsets:
+            return
+        request = {KafkaTopicPartition(tp.topic, tp.partition): OffsetAndMetadata(offset, "", -1)
+                   for tp, offset in offsets.items()}
+        self._call(lambda: self._consumer.commit(request, timeout_ms=self._timeout_ms),
+                   f"committing offsets of group {self._group} to {self._where}")
+
+    def close(self) -> None:
+        with self._lock:
+            self._consumer.close(autocommit=False, timeout_ms=self._timeout_ms)
+
+    def _call(self, operation, what: str):
+        with self._lock:
+            return call_with_retries(operation, what=what, policy=self._policy,
+                                     is_transient=is_transient_kafka_error,
+                                     handled=(kafka_errors.KafkaError,), sleep=self._sleep)
