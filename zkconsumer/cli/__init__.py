@@ -15,7 +15,9 @@ from zkconsumer import __version__
 from zkconsumer.cli.cluster_commands import cluster
 from zkconsumer.cli.consume_command import consume
 from zkconsumer.cli.demo_command import demo
+from zkconsumer.cli.group_commands import group
 from zkconsumer.cli.inspect_command import inspect_cluster
+from zkconsumer.cli.offsets_commands import offsets
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.logs import LOG_FORMATS, configure_logging
 
@@ -26,7 +28,7 @@ class _OneLineErrors(click.Group):
             return super().invoke(ctx)
         except ZkConsumerError as exc:
             click.echo(f"error: {exc}", err=True)
-            ctx.exit(1)
+            ctx.exit(getattr(exc, "exit_code", 1))
         except KazooException as exc:
             click.echo(f"error: ZooKeeper request failed: {type(exc).__name__} {exc}".rstrip(),
                        err=True)
@@ -52,6 +54,8 @@ cli.add_command(consume)
 cli.add_command(cluster)
 cli.add_command(inspect_cluster)
 cli.add_command(demo)
+cli.add_command(group)
+cli.add_command(offsets)
 
 
 def main() -> None:

@@ -1,18 +1,25 @@
 """Fetching owned partitions from their leaders, found through the ZooKeeper broker registry."""
 
 from zkconsumer.fetch.brokers import (
+    KafkaAccess,
     NoBrokersError,
     api_version_from_registrations,
     bootstrap_servers,
+    resolve_kafka_access,
 )
 from zkconsumer.fetch.fetcher import FetchError, PartitionFetcher
+from zkconsumer.fetch.log_offsets import LogOffsets, LogOffsetsError
 from zkconsumer.fetch.settings import kafka_consumer_settings
 
 __all__ = [
     "FetchError",
+    "KafkaAccess",
+    "LogOffsets",
+    "LogOffsetsError",
     "NoBrokersError",
     "PartitionFetcher",
     "api_version_from_registrations",
     "bootstrap_servers",
     "kafka_consumer_settings",
+    "resolve_kafka_access",
 ]

@@ -8,6 +8,7 @@ registered broker so that any one of them being down does not matter.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.znodes.brokers import PLAINTEXT, BrokerRegistration
@@ -46,3 +47,20 @@ def api_version_from_registrations(brokers: Iterable[BrokerRegistration]
     if oldest == 2:
         return (0, 9)
     return None
+
+
+class KafkaAccess(NamedTuple):
+    """How to reach the brokers: the bootstrap list and the protocol version to speak."""
+
+    bootstrap_servers: str
+    api_version: tuple[int, ...] | None
+
+
+def resolve_kafka_access(brokers: Iterable[BrokerRegistration], security_protocol: str = PLAINTEXT,
+                         api_version: tuple[int, ...] | None = None,
+                         bootstrap_override: str | None = None) -> KafkaAccess:
+    """The registry decides unless told otherwise: `bootstrap_override` is for brokers that
+    are not registered in this ZooKeeper, `api_version` for brokers the registry misleads on."""
+    brokers = list(brokers)
+    bootstrap = bootstrap_override or bootstrap_servers(brokers, security_protocol)
+    return KafkaAccess(bootstrap, api_version or api_version_from_registrations(brokers))

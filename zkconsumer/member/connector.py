@@ -19,7 +19,7 @@ from kazoo.protocol.states import KazooState
 from zkconsumer.assignment import TopicFilter, make_consumer_id
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.fetch import PartitionFetcher, api_version_from_registrations, bootstrap_servers
+from zkconsumer.fetch import PartitionFetcher, resolve_kafka_access
 from zkconsumer.member.committer import OffsetCommitter
 from zkconsumer.member.fetch_loop import FetchLoop
 from zkconsumer.member.rebalancer import (
@@ -168,12 +168,12 @@ class ConsumerConnector:
         if self._started:
             raise ZkConsumerError("streams were already created for this connector")
         config = self.config
-        brokers = read_brokers(self._zk).values()
-        bootstrap = bootstrap_servers(
-            brokers, config.kafka_client_properties.get("security.protocol", "PLAINTEXT"))
-        api_version = config.kafka_api_version or api_version_from_registrations(brokers)
-        self._fetcher = PartitionFetcher(config, bootstrap, api_version)
-        self._offset_store = open_offset_store(config, self._zk, bootstrap, api_version)
+        access = resolve_kafka_access(
+            read_brokers(self._zk).values(),
+            config.kafka_client_properties.get("security.protocol", "PLAINTEXT"),
+            config.kafka_api_version)
+        self._fetcher = PartitionFetcher(config, *access)
+        self._offset_store = open_offset_store(config, self._zk, *access)
         self._membership = ZookeeperMembership(self._zk, config.group_id, self.consumer_id,
                                                registration)
         self._committer = OffsetCommitter(self._offset_store, OffsetTracker(),

@@ -49,3 +49,33 @@ def read_owners(zk: KazooClient, group: str) -> dict[TopicPartition, str]:
                 continue
             owners[TopicPartition(topic, partition)] = decode_owner(path, data)
     return dict(sorted(owners.items()))
+
+
+def list_groups(zk: KazooClient) -> list[str]:
+    return sorted(_children(zk, "/consumers"))
+
+
+def committed_partitions(zk: KazooClient, group: str) -> list[TopicPartition]:
+    """Partitions with an offset znode, whatever it holds (read it with the offset store)."""
+    paths = GroupPaths(group)
+    topics = sorted(_children(zk, paths.offsets))
+    requests = [(topic, zk.get_children_async(paths.offsets_topic(topic))) for topic in topics]
+    found = []
+    for topic, request in requests:
+        try:
+            names = request.get()
+        except NoNodeError:
+            continue
+        found.extend(TopicPartition(topic, parse_partition_number(
+            name, f"{paths.offsets_topic(topic)}/{name}")) for name in names)
+    return sorted(found)
+
+
+def group_topics(zk: KazooClient, group: str) -> set[str]:
+    """Topics the group has anything for: offsets, owners, or members subscribed by name."""
+    paths = GroupPaths(group)
+    topics = set(_children(zk, paths.offsets)) | set(_children(zk, paths.owners))
+    for registration in read_members(zk, group).values():
+        if not registration.is_wildcard:
+            topics.update(registration.subscription)
+    return topics

@@ -1,0 +1,88 @@
+"""Offset files: the reference `ExportZkOffsets` text format and a JSON form of the same data.
+
+Text: one `/consumers/<group>/offsets/<topic>/<partition>:<offset>` per line, which the
+reference `ImportZkOffsets` reads back. Lines are sorted (group, topic, partition) so that an
+export is reproducible; the reference writes ZooKeeper's unordered child order.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.model import TopicPartition
+
+GroupOffsets = dict[str, dict[TopicPartition, int]]
+
+JSON_VERSION = 1
+_TEXT_LINE = re.compile(r"/consumers/(?P<group>[^/]+)/offsets/(?P<topic>[^/:]+)/"
+                        r"(?P<partition>[0-9]+):(?P<offset>-?[0-9]+)")
+
+
+class OffsetFileError(ZkConsumerError):
+    """An offset file line or document that is not in either format; names the line."""
+
+
+def format_text(offsets: Mapping[str, Mapping[TopicPartition, int]]) -> str:
+    return "".join(f"/consumers/{group}/offsets/{tp.topic}/{tp.partition}:{offset}\n"
+                   for group, tp, offset in _sorted_entries(offsets))
+
+
+def format_json(offsets: Mapping[str, Mapping[TopicPartition, int]]) -> str:
+    entries = [{"group": group, "topic": tp.topic, "partition": tp.partition, "offset": offset}
+               for group, tp, offset in _sorted_entries(offsets)]
+    return json.dumps({"version": JSON_VERSION, "offsets": entries}, indent=1) + "\n"
+
+
+def parse_offsets(text: str, source: str = "input") -> GroupOffsets:
+    """Either format, told apart by the first character. Blank lines are skipped; the same
+    partition twice is an error rather than a silent last-one-wins."""
+    if text.lstrip().startswith("{"):
+        return _parse_json(text, source)
+    offsets: GroupOffsets = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        match = _TEXT_LINE.fullmatch(line.strip())
+        if match is None:
+            raise OffsetFileError(f"{source} line {number}: expected "
+                                  f"/consumers/<group>/offsets/<topic>/<partition>:<offset>, "
+                                  f"got {line.strip()[:120]!r}")
+        _add(offsets, match["group"], TopicPartition(match["topic"], int(match["partition"])),
+             int(match["offset"]), f"{source} line {number}")
+    return offsets
+
+
+def _parse_json(text: str, source: str) -> GroupOffsets:
+    try:
+        document = json.loads(text)
+        if document.get("version") != JSON_VERSION:
+            raise OffsetFileError(f"{source}: unsupported offsets document version "
+                                  f"{document.get('version')!r} (expected {JSON_VERSION})")
+        entries = document["offsets"]
+        offsets: GroupOffsets = {}
+        for index, entry in enumerate(entries):
+            values = (entry["group"], entry["topic"], entry["partition"], entry["offset"])
+            if not (isinstance(values[0], str) and isinstance(values[1], str)
+                    and all(type(v) is int for v in values[2:])):
+                raise OffsetFileError(f"{source}: offsets[{index}] has a field of the wrong type")
+            _add(offsets, values[0], TopicPartition(values[1], values[2]), values[3],
+                 f"{source} offsets[{index}]")
+        return offsets
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise OffsetFileError(f"{source}: not a zkconsumer offsets document ({exc})") from None
+
+
+def _add(offsets: GroupOffsets, group: str, tp: TopicPartition, offset: int, where: str) -> None:
+    partitions = offsets.setdefault(group, {})
+    if tp in partitions:
+        raise OffsetFileError(f"{where}: {group} {tp.topic}-{tp.partition} appears twice")
+    partitions[tp] = offset
+
+
+def _sorted_entries(offsets: Mapping[str, Mapping[TopicPartition, int]]):
+    for group in sorted(offsets):
+        for tp in sorted(offsets[group]):
+            yield group, tp, offsets[group][tp]

@@ -1,0 +1,173 @@
+"""What every `group` and `offsets` command needs: one ZooKeeper session, the brokers found
+through it (or given), and the offset stores the group consumer itself uses."""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import ExitStack, contextmanager
+from typing import TypeVar
+
+import click
+from kazoo.client import KazooClient
+
+from zkconsumer.config import ConsumerConfig, ZookeeperConnect
+from zkconsumer.errors import ConfigError
+from zkconsumer.fetch import KafkaAccess, LogOffsets, resolve_kafka_access
+from zkconsumer.kafka_client import kafka_client_options
+from zkconsumer.model import TopicPartition
+from zkconsumer.offsets import KafkaOffsetStore, ZookeeperOffsetStore
+from zkconsumer.zk.group_state import committed_partitions, group_topics
+from zkconsumer.zk.registry import read_brokers, read_topic
+from zkconsumer.zk.session import connect
+
+T = TypeVar("T")
+STORAGES = ("zookeeper", "kafka")
+# Groups are independent and each Kafka round trip mostly waits on the network, so commands
+# over many groups work on several at once; eight keeps the broker and ZooKeeper comfortable.
+GROUP_WORKERS = 8
+
+
+def admin_options(command: Callable) -> Callable:
+    """The connection options shared by every administration command."""
+    options = [
+        click.option("--zookeeper", "zookeeper_connect", required=True,
+                     envvar="ZKCONSUMER_ZOOKEEPER_CONNECT",
+                     help="host:port[,host:port...][/chroot]."),
+        click.option("--bootstrap-server", envvar="ZKCONSUMER_BOOTSTRAP_SERVER",
+                     help="Brokers to use instead of those registered in ZooKeeper."),
+        click.option("--property", "properties", multiple=True, metavar="KEY=VALUE",
+                     help="Kafka client setting: kafka.api.version=0.9, "
+                          "kafka.security.protocol=SSL, ...; repeatable."),
+        click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables."),
+    ]
+    return functools.reduce(lambda decorated, option: option(decorated), reversed(options),
+                            command)
+
+
+class AdminContext:
+    """Opened by `admin_context(...)`; closes every client it opened on exit. Safe to use
+    from `for_each_group` workers (kazoo is thread-safe; each group has its own Kafka client)."""
+
+    def __init__(self, zk: KazooClient, bootstrap_override: str | None,
+                 properties: Iterable[str], stack: ExitStack) -> None:
+        self.zk = zk
+        self._bootstrap_override = bootstrap_override
+        self._stack = stack
+        self._api_version, kafka_properties = _split_properties(properties)
+        self._client_options = kafka_client_options(kafka_properties)
+        self._access: KafkaAccess | None = None
+        self._kafka_stores: dict[str, KafkaOffsetStore] = {}
+        self._log_offsets: LogOffsets | None = None
+        self._lock = threading.Lock()  # stores are opened from the group workers
+
+    @property
+    def kafka_access(self) -> KafkaAccess:
+        with self._lock:
+            if self._access is None:
+                self._access = resolve_kafka_access(
+                    read_brokers(self.zk).values(),
+                    self._client_options.get("security_protocol", "PLAINTEXT"),
+                    self._api_version, self._bootstrap_override)
+            return self._access
+
+    def for_each_group(self, groups: list[str], work: Callable[[str], T], label: str
+                       ) -> dict[str, T]:
+        """`work(group)` for every group, several at a time, with a progress bar on long runs.
+        The first failure is raised once the others have finished."""
+        results: dict[str, T] = {}
+        with ThreadPoolExecutor(GROUP_WORKERS) as pool, progress(len(groups), label) as bar:
+            futures = {pool.submit(work, group): group for group in groups}
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()
+                bar.update(1)
+        return {group: results[group] for group in groups}
+
+    def zookeeper_store(self, group: str) -> ZookeeperOffsetStore:
+        return ZookeeperOffsetStore(self.zk, group)
+
+    def kafka_store(self, group: str) -> KafkaOffsetStore:
+        access = self.kafka_access
+        with self._lock:
+            store = self._kafka_stores.get(group)
+        if store is None:
+            store = KafkaOffsetStore(group, access.bootstrap_servers,
+                                     api_version=access.api_version,
+                                     client_properties=self._client_options)
+            with self._lock:
+                self._kafka_stores[group] = store
+                self._stack.callback(store.close)
+        return store
+
+    def log_offsets(self) -> LogOffsets:
+        if self._log_offsets is None:
+            access = self.kafka_access
+            self._log_offsets = LogOffsets(access.bootstrap_servers, access.api_version,
+                                           self._client_options)
+            self._stack.callback(self._log_offsets.close)
+        return self._log_offsets
+
+    def read_offsets(self, storage: str, group: str,
+                     extra_topics: Iterable[str] = ()) -> dict[TopicPartition, int]:
+        """The group's committed offsets in one storage. ZooKeeper lists what it holds; Kafka
+        (before 0.10.2) can only be asked about named partitions: those of every topic the group
+        has anything for in ZooKeeper, plus `extra_topics`."""
+        if storage == "zookeeper":
+            return self.zookeeper_store(group).fetch(committed_partitions(self.zk, group))
+        topics = group_topics(self.zk, group) | set(extra_topics)
+        return self.kafka_store(group).fetch(self.partitions_of(topics))
+
+    def write_offsets(self, storage: str, group: str, offsets: dict[TopicPartition, int]) -> None:
+        store = self.zookeeper_store(group) if storage == "zookeeper" else self.kafka_store(group)
+        store.commit(offsets)
+
+    def partitions_of(self, topics: Iterable[str]) -> list[TopicPartition]:
+        """Partitions per the topic registry; topics it does not know are skipped."""
+        found = []
+        for topic in sorted(set(topics)):
+            registered = read_topic(self.zk, topic)
+            if registered is not None:
+                found.extend(TopicPartition(topic, p) for p in registered.partition_numbers())
+        return found
+
+
+@contextmanager
+def admin_context(zookeeper_connect: str, bootstrap_server: str | None,
+                  properties: Iterable[str]) -> Iterator[AdminContext]:
+    """An `AdminContext` on a new ZooKeeper session; every client is closed afterwards."""
+    connect_string = ZookeeperConnect.parse(zookeeper_connect, "--zookeeper").connect_string
+    with ExitStack() as stack:
+        zk = connect(connect_string, timeout_s=10.0)
+        stack.callback(zk.close)
+        stack.callback(zk.stop)
+        yield AdminContext(zk, bootstrap_server, properties, stack)
+
+
+def _split_properties(properties: Iterable[str]) -> tuple[tuple[int, ...] | None, dict[str, str]]:
+    """`kafka.api.version` is ours; every other `kafka.` key goes to kafka-python."""
+    settings = {"group.id": "zkconsumer-admin", "zookeeper.connect": "localhost:2181"}
+    for item in properties:
+        key, equals, value = item.partition("=")
+        if not equals or not key.startswith("kafka."):
+            raise ConfigError(key or item, value, "expected kafka.<key>=<value>", "--property")
+        settings[key.strip()] = value.strip()
+    config = ConsumerConfig.from_mapping(settings)
+    return config.kafka_api_version, dict(config.kafka_client_properties)
+
+
+@contextmanager
+def progress(total: int, label: str):
+    """A progress bar on stderr for long runs on a terminal; a silent stand-in otherwise."""
+    if total < 20 or not sys.stderr.isatty():
+        yield _Silent()
+        return
+    with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
+        yield bar
+
+
+class _Silent:
+    def update(self, _steps: int) -> None:
+        return None

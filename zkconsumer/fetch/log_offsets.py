@@ -1,0 +1,77 @@
+"""The log's own offsets (first, end, by time), which lag and resets are measured against.
+
+One unsubscribed kafka-python client answers them for any number of partitions in a few
+requests (ListOffsets per leader), whatever group is being looked at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KafkaTopicPartition
+from kafka.errors import KafkaError, UnsupportedVersionError
+
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.model import TopicPartition
+
+
+class LogOffsetsError(ZkConsumerError):
+    """The brokers could not tell a partition's offsets."""
+
+
+class LogOffsets:
+    def __init__(self, bootstrap_servers: str, api_version: tuple[int, ...] | None,
+                 client_options: Mapping[str, Any] | None = None,
+                 request_timeout_ms: int = 30000) -> None:
+        options = {**(client_options or {}), "bootstrap_servers": bootstrap_servers,
+                   "request_timeout_ms": request_timeout_ms, "enable_auto_commit": False}
+        if api_version is not None:
+            options["api_version"] = api_version
+        self._where = bootstrap_servers
+        self._timeout_ms = request_timeout_ms
+        try:
+            self._consumer = KafkaConsumer(**options)
+        except KafkaError as exc:
+            raise LogOffsetsError(f"cannot reach Kafka at {bootstrap_servers}: {exc}") from exc
+
+    def earliest(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        return self._ask("earliest offsets", self._consumer.beginning_offsets, partitions)
+
+    def latest(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        return self._ask("log-end offsets", self._consumer.end_offsets, partitions)
+
+    def at_time(self, partitions: Iterable[TopicPartition], epoch_ms: int
+                ) -> dict[TopicPartition, int | None]:
+        """The first offset at or after the time; None where no message is that recent."""
+        wanted = list(partitions)
+        try:
+            found = self._consumer.offsets_for_times(
+                {_to_kafka(tp): epoch_ms for tp in wanted}, timeout_ms=self._timeout_ms)
+        except UnsupportedVersionError:
+            raise LogOffsetsError(
+                f"the brokers at {self._where} cannot look offsets up by time (that needs "
+                "Kafka 0.10.1 or newer); reset to an offset, earliest or latest instead") from None
+        except KafkaError as exc:
+            raise LogOffsetsError(f"looking up offsets by time at {self._where}: {exc}") from exc
+        return {tp: (None if found.get(_to_kafka(tp)) is None else found[_to_kafka(tp)].offset)
+                for tp in wanted}
+
+    def close(self) -> None:
+        self._consumer.close(autocommit=False)
+
+    def _ask(self, what: str, method, partitions: Iterable[TopicPartition]
+             ) -> dict[TopicPartition, int]:
+        wanted = [_to_kafka(tp) for tp in partitions]
+        if not wanted:
+            return {}
+        try:
+            answer = method(wanted, timeout_ms=self._timeout_ms)
+        except KafkaError as exc:
+            raise LogOffsetsError(f"reading {what} from {self._where}: {exc}") from exc
+        return {TopicPartition(tp.topic, tp.partition): offset for tp, offset in answer.items()}
+
+
+def _to_kafka(tp: TopicPartition) -> KafkaTopicPartition:
+    return KafkaTopicPartition(tp.topic, tp.partition)
