@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import uuid
 from pathlib import Path
 
@@ -124,3 +125,28 @@ def cli_members(cluster, tmp_path):
     yield start
     for member in started:
         member.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(work_root):
+    """A local[2] Spark session with the zkconsumer data source; executors run this Python."""
+    try:
+        find_java()
+    except JavaNotFoundError as exc:
+        pytest.skip(str(exc))
+    pyspark_sql = pytest.importorskip("pyspark.sql")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    spark_dir = work_root / "spark"
+    session = (pyspark_sql.SparkSession.builder.master("local[2]").appName("zkconsumer-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.local.dir", str(spark_dir / "local"))
+               .config("spark.sql.warehouse.dir", str(spark_dir / "warehouse"))
+               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={spark_dir}")
+               .getOrCreate())
+    from zkconsumer.spark import register
+
+    register(session)
+    yield session
+    session.stop()

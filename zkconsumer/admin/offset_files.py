@@ -11,12 +11,15 @@ import json
 import re
 from collections.abc import Mapping
 
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.errors import ConfigError, ZkConsumerError
 from zkconsumer.model import TopicPartition
 
 GroupOffsets = dict[str, dict[TopicPartition, int]]
 
 JSON_VERSION = 1
+# The native Spark Kafka source's offsets JSON, `{"topic": {"0": 42}}`, where these two values
+# stand for "the earliest" and "the latest" offset.
+EARLIEST, LATEST = -2, -1
 _TEXT_LINE = re.compile(r"/consumers/(?P<group>[^/]+)/offsets/(?P<topic>[^/:]+)/"
                         r"(?P<partition>[0-9]+):(?P<offset>-?[0-9]+)")
 
@@ -53,6 +56,34 @@ def parse_offsets(text: str, source: str = "input") -> GroupOffsets:
         _add(offsets, match["group"], TopicPartition(match["topic"], int(match["partition"])),
              int(match["offset"]), f"{source} line {number}")
     return offsets
+
+
+def offsets_to_json(offsets: Mapping[TopicPartition, int]) -> str:
+    """`{"topic": {"0": 42}}`, the native Kafka source's startingOffsets format."""
+    document: dict[str, dict[str, int]] = {}
+    for tp in sorted(offsets):
+        document.setdefault(tp.topic, {})[str(tp.partition)] = offsets[tp]
+    return json.dumps(document, separators=(",", ":"))
+
+
+def offsets_from_json(text: str, option: str, source: str) -> dict[TopicPartition, int]:
+    """The JSON `offsets_to_json` writes; errors name `option` and where it came from."""
+    try:
+        document = json.loads(text)
+        if not isinstance(document, dict):
+            raise ValueError("expected an object of topics")
+        offsets = {}
+        for topic, partitions in document.items():
+            if not isinstance(partitions, dict):
+                raise ValueError(f"topic {topic!r} must map partition numbers to offsets")
+            for partition, offset in partitions.items():
+                if type(offset) is not int or offset < EARLIEST:
+                    raise ValueError(f"{topic}/{partition}: offset must be an integer >= -2")
+                offsets[TopicPartition(topic, int(partition))] = offset
+        return offsets
+    except ValueError as exc:
+        raise ConfigError(option, text, f"not offsets JSON like {{\"topic\":{{\"0\":42}}}}: {exc}",
+                          source) from None
 
 
 def _parse_json(text: str, source: str) -> GroupOffsets:

@@ -12,7 +12,14 @@ from pathlib import Path
 import click
 
 from zkconsumer.admin.group_view import offsets_differ
-from zkconsumer.admin.offset_files import format_json, format_text, parse_offsets
+from zkconsumer.admin.offset_files import (
+    EARLIEST,
+    LATEST,
+    format_json,
+    format_text,
+    offsets_to_json,
+    parse_offsets,
+)
 from zkconsumer.admin.plans import (
     Change,
     Plan,
@@ -214,6 +221,32 @@ def diff_command(name, topics, zookeeper_connect, bootstrap_server, properties, 
     if not as_json:
         click.echo(f"ZooKeeper and Kafka agree on {len(zookeeper)} offset(s) of {name}",
                    err=True)
+
+
+@offsets.command("spark-json")
+@click.option("--group", "name", required=True, envvar="ZKCONSUMER_GROUP_ID")
+@click.option("--topic", "topics", multiple=True,
+              help="Only this topic (repeatable); default: every topic of the group.")
+@click.option("--storage", type=click.Choice((*STORAGES, "both")), default="zookeeper",
+              show_default=True, help="both: the larger of the two, as with dual commit.")
+@click.option("--reset", type=click.Choice(["smallest", "largest"]), default="largest",
+              show_default=True, help="For partitions with no offset: -2 (earliest) or -1.")
+@admin_options
+def spark_json_command(name, topics, storage, reset, zookeeper_connect, bootstrap_server,
+                       properties, as_json) -> None:
+    """The group's offsets as `startingOffsets` JSON for Spark's native Kafka source."""
+    with admin_context(zookeeper_connect, bootstrap_server, properties) as ctx:
+        chosen_topics = set(topics) or group_topics(ctx.zk, name)
+        partitions = ctx.partitions_of(chosen_topics)
+        if not partitions:
+            raise ZkConsumerError(f"no registered topic for group {name} "
+                                  f"(asked: {', '.join(sorted(chosen_topics)) or 'none'})")
+        found: dict = {}
+        for chosen in (STORAGES if storage == "both" else (storage,)):
+            for tp, offset in ctx.read_offsets(chosen, name, chosen_topics).items():
+                found[tp] = max(offset, found.get(tp, offset))
+    missing = EARLIEST if reset == "smallest" else LATEST
+    click.echo(offsets_to_json({tp: found.get(tp, missing) for tp in partitions}))
 
 
 # -- reset ----------------------------------------------------------------------------------------

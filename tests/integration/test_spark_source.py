@@ -1,0 +1,220 @@
+"""The `zkconsumer` Spark data source with local[2] Spark on the real cluster."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+
+import pytest
+from click.testing import CliRunner
+from kazoo.client import KazooClient
+from support.kafka import committed_in_kafka, produce
+from support.waiting import wait_until
+
+from zkconsumer.cli import cli
+from zkconsumer.localcluster.processes import free_port
+from zkconsumer.model import TopicPartition
+from zkconsumer.offsets import ZookeeperOffsetStore
+from zkconsumer.zk.group_state import committed_partitions
+from zkconsumer.znodes.paths import GroupPaths
+
+pytestmark = pytest.mark.integration
+
+
+def _options(cluster, group: str, **extra: str) -> dict[str, str]:
+    options = {"zookeeper.connect": cluster.zookeeper_connect, "group.id": group,
+               "auto.offset.reset": "smallest", **extra}
+    return options
+
+
+def _direct_read(cluster, topic: str, ranges: dict[int, tuple[int, int]]) -> list[tuple]:
+    """The same offsets read with plain kafka-python, independent of the data source."""
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+
+    version = {"api_version": cluster.kafka_api_version} if cluster.kafka_api_version else {}
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, **version)
+    rows = []
+    try:
+        for partition, (start, end) in ranges.items():
+            tp = KTP(topic, partition)
+            consumer.assign([tp])
+            consumer.seek(tp, start)
+            while consumer.position(tp) < end:
+                for record in consumer.poll(timeout_ms=1000).get(tp, []):
+                    if record.offset < end:
+                        rows.append((record.partition, record.offset, record.key, record.value))
+    finally:
+        consumer.close()
+    return rows
+
+
+def _checksum(rows) -> str:
+    digest = hashlib.sha256()
+    for row in sorted(rows):
+        digest.update(repr(row).encode())
+    return digest.hexdigest()
+
+
+def _zk_offsets(zk, group: str) -> dict[TopicPartition, int]:
+    return ZookeeperOffsetStore(zk, group).fetch(committed_partitions(zk, group))
+
+
+def test_batch_read_returns_exactly_the_messages_after_the_group_offsets(
+        spark, cluster, zk, topic_factory, unique_name):
+    topic = topic_factory(partitions=3)
+    produce(cluster, topic, [f"v{i}".encode() for i in range(300)], partitions=3,
+            keys=[f"k{i}".encode() for i in range(300)])
+    group = unique_name("batch")
+    ZookeeperOffsetStore(zk, group).commit({TopicPartition(topic, 0): 40,
+                                            TopicPartition(topic, 1): 99})
+    df = (spark.read.format("zkconsumer")
+          .options(**_options(cluster, group, topics=topic, maxRecordsPerPartition="25")).load())
+    assert df.rdd.getNumPartitions() >= (60 + 1 + 100) // 25
+    rows = [(r.partition, r.offset, bytes(r.key), bytes(r.value)) for r in df.collect()]
+    expected = _direct_read(cluster, topic, {0: (40, 100), 1: (99, 100), 2: (0, 100)})
+    assert len(rows) == len(expected) == 60 + 1 + 100
+    assert _checksum(rows) == _checksum(expected)
+    assert _zk_offsets(zk, group) == {TopicPartition(topic, 0): 40,
+                                      TopicPartition(topic, 1): 99}, "a plain read commits nothing"
+
+    text = (spark.read.format("zkconsumer")
+            .options(**_options(cluster, group, topics=topic, decodeUtf8="true",
+                                startingOffsets=json.dumps({topic: {"2": 98}}),
+                                endingOffsets=json.dumps({topic: {"0": 40, "1": 99}})))
+            .load().collect())
+    assert sorted(r.value for r in text) == sorted(
+        bytes(v).decode() for (_p, _o, _k, v) in expected if _p == 2 and _o >= 98)
+
+
+def test_a_planned_read_commits_back_and_refuses_when_the_group_moved_or_is_live(
+        spark, cluster, zk, topic_factory, unique_name):
+    from zkconsumer.spark import CommitRefusedError, GroupRead
+
+    topic = topic_factory(partitions=2)
+    produce(cluster, topic, [f"c{i}".encode() for i in range(50)], partitions=2)
+    group = unique_name("commit")
+    ZookeeperOffsetStore(zk, group).commit({TopicPartition(topic, 0): 5})
+
+    read = GroupRead.plan(spark, _options(cluster, group, topics=topic))
+    assert read.load().count() == read.record_count() == 20 + 25
+    produce(cluster, topic, [b"late"], partitions=1)
+    assert read.load().count() == 45, "the planned read is pinned to its offsets"
+    assert read.commit() == {TopicPartition(topic, 0): 25, TopicPartition(topic, 1): 25}
+    assert _zk_offsets(zk, group) == {TopicPartition(topic, 0): 25, TopicPartition(topic, 1): 25}
+    described = CliRunner().invoke(cli, ["group", "describe", "--group", group, "--json",
+                                         "--zookeeper", cluster.zookeeper_connect])
+    offsets = {r["partition"]: r["zookeeper_offset"]
+               for r in json.loads(described.stdout)["partitions"]}
+    assert offsets == {0: 25, 1: 25}
+
+    moved = GroupRead.plan(spark, _options(cluster, group, topics=topic))
+    ZookeeperOffsetStore(zk, group).commit({TopicPartition(topic, 0): 26})
+    with pytest.raises(CommitRefusedError, match="moved since this read was planned"):
+        moved.commit()
+    assert _zk_offsets(zk, group)[TopicPartition(topic, 0)] == 26
+
+    live = GroupRead.plan(spark, _options(cluster, group, topics=topic))
+    owner = KazooClient(hosts=cluster.zookeeper_connect)
+    owner.start(timeout=10)
+    try:
+        owner.create(GroupPaths(group).owner(topic, 1), b"someone-0", ephemeral=True,
+                     makepath=True)
+        with pytest.raises(CommitRefusedError, match="live members"):
+            live.commit()
+    finally:
+        owner.stop()
+        owner.close()
+    assert _zk_offsets(zk, group)[TopicPartition(topic, 1)] == 25
+
+
+def test_committing_back_honours_kafka_offset_storage(spark, cluster, zk, topic_factory,
+                                                      unique_name):
+    from zkconsumer.spark import GroupRead
+
+    topic = topic_factory(partitions=2)
+    produce(cluster, topic, [f"k{i}".encode() for i in range(10)], partitions=2)
+    group = unique_name("kafkastore")
+    version = {} if not cluster.kafka_api_version else {
+        "kafka.api.version": ".".join(map(str, cluster.kafka_api_version))}
+    read = GroupRead.plan(spark, _options(cluster, group, topics=topic, **version, **{
+        "offsets.storage": "kafka", "dual.commit.enabled": "false"}))
+    assert read.load().count() == 10
+    read.commit()
+    assert committed_in_kafka(cluster, group, topic, 2) == {0: 5, 1: 5}
+    assert _zk_offsets(zk, group) == {}
+
+
+def test_a_streaming_query_continues_the_group_and_commits_each_batch(
+        spark, cluster, zk, topic_factory, unique_name, work_root):
+    topic = topic_factory(partitions=2)
+    group = unique_name("stream")
+    produce(cluster, topic, [f"s0-{i}".encode() for i in range(30)], partitions=2)
+    ZookeeperOffsetStore(zk, group).commit({TopicPartition(topic, 0): 5})
+    seen: list[str] = []
+    batches: list[int] = []
+    lock = threading.Lock()
+
+    def collect(frame, batch_id):
+        values = [bytes(r.value).decode() for r in frame.select("value").collect()]
+        with lock:
+            seen.extend(values)
+            batches.append(len(values))
+
+    stream = (spark.readStream.format("zkconsumer")
+              .options(**_options(cluster, group, topics=topic, maxOffsetsPerTrigger="20"))
+              .load())
+    query = (stream.writeStream.foreachBatch(collect).trigger(processingTime="500 milliseconds")
+             .option("checkpointLocation", str(work_root / "checkpoints" / group)).start())
+    try:
+        wait_until(lambda: len(seen) >= 25, timeout=120, message="the backlog")
+        produce(cluster, topic, [f"s1-{i}".encode() for i in range(10)], partitions=2)
+        wait_until(lambda: len(seen) >= 35, timeout=120, message="the second wave")
+        produce(cluster, topic, [f"s2-{i}".encode() for i in range(10)], partitions=2)
+        wait_until(lambda: len(seen) >= 45, timeout=120, message="the third wave")
+        wait_until(lambda: _zk_offsets(zk, group) == {TopicPartition(topic, 0): 25,
+                                                      TopicPartition(topic, 1): 25},
+                   timeout=60, message="the group's offsets at the log end")
+    finally:
+        query.stop()
+    expected = ([f"s0-{i}" for i in range(30) if not (i % 2 == 0 and i // 2 < 5)]
+                + [f"s1-{i}" for i in range(10)] + [f"s2-{i}" for i in range(10)])
+    assert sorted(seen) == sorted(expected), "every message exactly once"
+    assert len([n for n in batches if n]) >= 3 and max(batches) <= 20
+
+
+@pytest.mark.parametrize(("options", "named"), [
+    ({"group.id": None}, "group.id"),
+    ({"topics": "no-such-topic-anywhere"}, "topics"),
+    ({"startingOffsets": "{\"t\": {\"0\": \"x\"}}"}, "startingOffsets"),
+    ({"maxRecordsPerPartition": "0"}, "maxRecordsPerPartition"),
+])
+def test_bad_options_fail_before_any_job_naming_the_option(spark, cluster, unique_name, options,
+                                                           named):
+    settings = _options(cluster, unique_name("bad"), topics="t")
+    settings.update(options)
+    settings = {k: v for k, v in settings.items() if v is not None}
+    jobs_before = len(spark.sparkContext.statusTracker().getJobIdsForGroup())
+    with pytest.raises(Exception, match=named):
+        spark.read.format("zkconsumer").options(**settings).load()
+    assert len(spark.sparkContext.statusTracker().getJobIdsForGroup()) == jobs_before
+
+
+def test_an_unreachable_zookeeper_fails_naming_it(spark):
+    settings = {"zookeeper.connect": f"127.0.0.1:{free_port()}", "group.id": "g", "topics": "t",
+                "zookeeper.connection.timeout.ms": "2000"}
+    with pytest.raises(Exception, match="cannot reach ZooKeeper"):
+        spark.read.format("zkconsumer").options(**settings).load()
+
+
+def test_spark_json_prints_the_group_offsets_for_the_native_source(cluster, zk, topic_factory,
+                                                                   unique_name):
+    topic = topic_factory(partitions=3)
+    group = unique_name("json")
+    ZookeeperOffsetStore(zk, group).commit({TopicPartition(topic, 0): 7,
+                                            TopicPartition(topic, 2): 9})
+    result = CliRunner().invoke(cli, ["offsets", "spark-json", "--group", group, "--reset",
+                                      "smallest", "--zookeeper", cluster.zookeeper_connect])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout) == {topic: {"0": 7, "1": -2, "2": 9}}

@@ -1,0 +1,108 @@
+"""Reading one offset range on an executor, as Arrow record batches.
+
+Arrow batches cross from the Python worker to Spark without per-row conversion, which is most of
+the cost of a Python data source; a batch per few thousand records keeps memory flat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KafkaTopicPartition
+
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.spark.planning import ReadPlan
+from zkconsumer.spark.ranges import OffsetRange
+
+BATCH_ROWS = 8192
+POLL_MS = 500
+# How long a range may make no progress before the task fails instead of hanging.
+STALL_LIMIT_POLLS = 120
+
+
+def schema_ddl(decode_utf8: bool) -> str:
+    payload = "string" if decode_utf8 else "binary"
+    return (f"key {payload}, value {payload}, topic string, partition int, offset long, "
+            "timestamp timestamp")
+
+
+def arrow_schema(decode_utf8: bool) -> pa.Schema:
+    payload = pa.string() if decode_utf8 else pa.binary()
+    return pa.schema([("key", payload), ("value", payload), ("topic", pa.string()),
+                      ("partition", pa.int32()), ("offset", pa.int64()),
+                      ("timestamp", pa.timestamp("us", tz="UTC"))])
+
+
+class RangeReadError(ZkConsumerError):
+    """An executor could not read its offset range."""
+
+
+def read_range(plan: ReadPlan, offsets: OffsetRange, decode_utf8: bool
+               ) -> Iterator[pa.RecordBatch]:
+    schema = arrow_schema(decode_utf8)
+    options = {**plan.client_options, "bootstrap_servers": plan.access.bootstrap_servers,
+               "enable_auto_commit": False, "group_id": None,
+               "max_partition_fetch_bytes": plan.fetch_max_bytes,
+               "max_poll_records": BATCH_ROWS}
+    if plan.access.api_version is not None:
+        options["api_version"] = plan.access.api_version
+    consumer = KafkaConsumer(**options)
+    tp = KafkaTopicPartition(offsets.topic, offsets.partition)
+    try:
+        consumer.assign([tp])
+        consumer.seek(tp, offsets.start)
+        pending: list = []
+        position, stalled = offsets.start, 0
+        while position < offsets.end:
+            records = consumer.poll(timeout_ms=POLL_MS).get(tp, [])
+            if not records:
+                stalled += 1
+                if stalled > STALL_LIMIT_POLLS:
+                    raise RangeReadError(f"no progress reading {offsets.topic}-{offsets.partition}"
+                                         f" at offset {position} (range ends at {offsets.end})")
+                # Retention may have removed the rest of the range under us.
+                position = max(position, consumer.position(tp))
+                continue
+            stalled = 0
+            position = records[-1].offset + 1
+            if position > offsets.end:
+                records = [r for r in records if r.offset < offsets.end]
+            pending.extend(records)
+            if len(pending) >= BATCH_ROWS:
+                yield to_record_batch(pending, schema, decode_utf8)
+                pending = []
+        if pending:
+            yield to_record_batch(pending, schema, decode_utf8)
+    finally:
+        consumer.close(autocommit=False)
+
+
+def to_record_batch(records: list, schema: pa.Schema, decode_utf8: bool) -> pa.RecordBatch:
+    """Column by column: one pass per field in C-speed comprehensions and Arrow casts, instead
+    of a Python call per record."""
+    keys = pa.array([r.key for r in records], pa.binary())
+    values = pa.array([r.value for r in records], pa.binary())
+    if decode_utf8:
+        keys, values = _as_text(keys), _as_text(values)
+    millis = pa.array([r.timestamp if r.timestamp is not None and r.timestamp >= 0 else None
+                       for r in records], pa.int64())
+    return pa.RecordBatch.from_arrays([
+        keys, values,
+        pa.array([records[0].topic] * len(records), pa.string()),   # one partition per range
+        pa.array([records[0].partition] * len(records), pa.int32()),
+        pa.array([r.offset for r in records], pa.int64()),
+        pc.multiply(millis, 1000).cast(pa.timestamp("us", tz="UTC")),
+    ], schema=schema)
+
+
+def _as_text(column: pa.Array) -> pa.Array:
+    """A checked cast (fast when every value is UTF-8); otherwise invalid bytes are replaced
+    value by value, as `bytes.decode(errors="replace")` does."""
+    try:
+        return column.cast(pa.string())
+    except pa.ArrowInvalid:
+        return pa.array([None if v is None else v.decode("utf-8", "replace")
+                         for v in column.to_pylist()], pa.string())

@@ -1,0 +1,149 @@
+"""The `zkconsumer` Spark data source: batch and streaming reads of a legacy group's topics.
+
+    from zkconsumer.spark import register
+    register(spark)
+    df = (spark.read.format("zkconsumer").option("zookeeper.connect", "zk:2181")
+          .option("group.id", "g").option("topics", "a,b").load())
+
+Options are checked and the read is planned on the driver when the DataFrame is created, so bad
+options fail before any Spark job starts.
+"""
+
+from __future__ import annotations
+
+import json
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+from zkconsumer.admin.offset_files import offsets_from_json, offsets_to_json
+from zkconsumer.model import TopicPartition
+from zkconsumer.spark.options import SourceOptions
+from zkconsumer.spark.planning import (
+    ReadPlan,
+    committed_offsets,
+    kafka_access,
+    plan_from,
+    plan_read,
+    selected_partitions,
+    write_group_offsets,
+    zookeeper,
+)
+from zkconsumer.spark.ranges import OffsetRange, cap_total, split_ranges
+from zkconsumer.spark.reading import read_range, schema_ddl
+
+
+class RangePartition(InputPartition):
+    def __init__(self, offsets: OffsetRange) -> None:
+        super().__init__(offsets)
+        self.offsets = offsets
+
+
+class ZkConsumerDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "zkconsumer"
+
+    def __init__(self, options) -> None:
+        super().__init__(options)
+        self.parsed = SourceOptions.parse(dict(options))
+
+    def schema(self) -> str:
+        # Spark asks for the schema when the DataFrame is created: the moment to find an
+        # unreachable ZooKeeper or an unknown topic, before anything is planned or run.
+        with zookeeper(self.parsed) as zk:
+            selected_partitions(zk, self.parsed)
+        return schema_ddl(self.parsed.decode_utf8)
+
+    def reader(self, schema) -> DataSourceReader:
+        return GroupBatchReader(self.parsed)
+
+    def streamReader(self, schema) -> DataSourceStreamReader:
+        return GroupStreamReader(self.parsed)
+
+
+class GroupBatchReader(DataSourceReader):
+    """Reads from the plan's starts to its ends; made (and the plan fixed) on the driver."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self._decode = options.decode_utf8
+        self._max_records = options.max_records_per_partition
+        self._plan = plan_read(options)
+
+    def partitions(self) -> list[RangePartition]:
+        ranges = split_ranges(self._plan.starts, self._plan.ends, self._max_records)
+        return [RangePartition(r) for r in ranges] or [RangePartition(None)]
+
+    def read(self, partition: RangePartition):
+        if partition.offsets is None:   # Spark wants at least one partition, even for no data
+            return iter(())
+        return read_range(self._plan, partition.offsets, self._decode)
+
+
+class GroupStreamReader(DataSourceStreamReader):
+    """Continues the group: starts at its committed offsets and commits each completed
+    micro-batch's end offsets back to the group, in the group's `offsets.storage`. As with a
+    consumer, delivery is at-least-once: a batch whose output was written but not yet
+    committed is read again after a crash without a checkpoint."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self._options = options
+        self._plan = plan_read(options)
+
+    def initialOffset(self) -> dict:
+        return _to_offset_dict(self._plan.starts)
+
+    def getDefaultReadLimit(self):
+        limit = self._options.max_offsets_per_trigger
+        return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
+
+    def latestOffset(self, start: dict, limit) -> dict:
+        starts = _from_offset_dict(start)
+        # Spark runs micro-batches one at a time, so `start` (the previous batch's end) has been
+        # processed: commit it now. `commit()` alone would leave the last batch uncommitted
+        # until more data arrives, since Spark only calls it when it plans the next batch.
+        write_group_offsets(self._options, self._plan.access, starts)
+        fresh = self._replan(starts)
+        # New partitions (a topic created for a whitelist) start where the plan says.
+        starts = {tp: starts.get(tp, fresh.starts[tp]) for tp in fresh.ends}
+        ends = {tp: max(starts[tp], fresh.ends[tp]) for tp in starts}
+        if isinstance(limit, ReadMaxRows):
+            ends = cap_total(starts, ends, limit.max_rows)
+        return _to_offset_dict(ends)
+
+    def partitions(self, start: dict, end: dict) -> list[RangePartition]:
+        starts, ends = _from_offset_dict(start), _from_offset_dict(end)
+        starts = {tp: starts.get(tp, ends[tp]) for tp in ends}
+        ranges = split_ranges(starts, ends, self._options.max_records_per_partition)
+        return [RangePartition(r) for r in ranges]
+
+    def read(self, partition: RangePartition):
+        return read_range(self._plan, partition.offsets, self._options.decode_utf8)
+
+    def commit(self, end: dict) -> None:
+        write_group_offsets(self._options, self._plan.access, _from_offset_dict(end))
+
+    def _replan(self, starts: dict[TopicPartition, int]) -> ReadPlan:
+        with zookeeper(self._options) as zk:
+            partitions = selected_partitions(zk, self._options)
+            access = kafka_access(zk, self._options)
+            committed = committed_offsets(zk, self._options, access, partitions)
+        return plan_from(self._options, access, partitions, committed)
+
+
+def _to_offset_dict(offsets: dict[TopicPartition, int]) -> dict:
+    return json.loads(offsets_to_json(offsets))
+
+
+def _from_offset_dict(document: dict) -> dict[TopicPartition, int]:
+    return offsets_from_json(json.dumps(document), "offset", "Spark checkpoint")
+
+
+def register(spark) -> None:
+    """Make `spark.read.format("zkconsumer")` (and `readStream`) available in this session."""
+    spark.dataSource.register(ZkConsumerDataSource)
