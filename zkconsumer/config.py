@@ -23,6 +23,14 @@ zkconsumer's own keys:
   `0.10.2`; `auto` (the default) lets the client probe the broker.
 - `kafka.<anything else>`: passed to the Kafka client with the prefix removed, e.g.
   `kafka.security.protocol=SSL`.
+- `zookeeper.auth.digest`: `user:password` for ZooKeeper digest authentication. When set,
+  every znode zkconsumer creates (registrations, owners, offsets) is writable only by that
+  user, so a client without the credentials cannot change the group's owners or offsets.
+- `zookeeper.acl.world.read`: whether everyone may still *read* those znodes (default true,
+  so monitoring tools such as ConsumerOffsetChecker keep working).
+
+Secrets (`zookeeper.auth.digest`, `kafka.*password*`) never appear in errors or in the
+config's repr.
 
 Any other key is kept in `ConsumerConfig.unknown_keys` for the caller to warn about, as the
 reference does, rather than rejected.
@@ -39,6 +47,7 @@ from typing import Any, NamedTuple, NoReturn
 
 from zkconsumer.assignment.topic_filter import Whitelist, normalize_filter_regex
 from zkconsumer.errors import ConfigError, TopicFilterError
+from zkconsumer.logs import register_secret
 from zkconsumer.properties import read_properties_file
 
 ENV_PREFIX = "ZKCONSUMER_"
@@ -52,6 +61,7 @@ _LEGAL_NAME = re.compile(r"[A-Za-z0-9._-]+")
 _MAX_TOPIC_LENGTH = 249
 _HOST = re.compile(r"[^\s\[\]/,]+")
 _SUBSCRIPTION_KEYS = ("topics", "whitelist", "blacklist")
+_SECRET_NAME = re.compile(r"password|secret|token|credential", re.IGNORECASE)
 
 
 class _Invalid(Exception):
@@ -125,7 +135,9 @@ class ConsumerConfig:
     whitelist: str | None
     blacklist: str | None
     kafka_api_version: tuple[int, ...] | None
-    kafka_client_properties: Mapping[str, str] = field(hash=False)
+    zookeeper_auth_digest: str | None = field(repr=False)
+    zookeeper_acl_world_read: bool
+    kafka_client_properties: Mapping[str, str] = field(hash=False, repr=False)
     unknown_keys: tuple[str, ...] = ()
 
     @classmethod
@@ -212,8 +224,11 @@ def _build(settings: Mapping[str, _Setting]) -> ConsumerConfig:
         try:
             fields[key.field] = key.parse(_non_empty(setting.value.strip()))
         except _Invalid as exc:
-            _reject(settings, key.name, str(exc))
+            _reject(settings, key.name, str(exc), secret=key.secret)
     _check_combinations(fields, settings)
+    if fields["zookeeper_auth_digest"]:
+        register_secret(fields["zookeeper_auth_digest"])
+        register_secret(fields["zookeeper_auth_digest"].partition(":")[2])
     kafka_properties = {}
     unknown = []
     for name in sorted(settings):
@@ -221,6 +236,8 @@ def _build(settings: Mapping[str, _Setting]) -> ConsumerConfig:
             continue
         if name.startswith(KAFKA_PREFIX) and name != KAFKA_PREFIX:
             kafka_properties[name[len(KAFKA_PREFIX):]] = settings[name].value.strip()
+            if _SECRET_NAME.search(name):
+                register_secret(settings[name].value.strip())
         else:
             unknown.append(name)
     return ConsumerConfig(**fields, kafka_client_properties=MappingProxyType(kafka_properties),
@@ -243,9 +260,11 @@ def _check_combinations(fields: Mapping[str, Any], settings: Mapping[str, _Setti
                 f"set only one of {', '.join(_SUBSCRIPTION_KEYS)}")
 
 
-def _reject(settings: Mapping[str, _Setting], name: str, reason: str) -> NoReturn:
+def _reject(settings: Mapping[str, _Setting], name: str, reason: str,
+            secret: bool = False) -> NoReturn:
     setting = settings[name]
-    raise ConfigError(name, setting.value.strip(), reason, setting.source) from None
+    value = "<hidden>" if secret else setting.value.strip()
+    raise ConfigError(name, value, reason, setting.source) from None
 
 
 def _non_empty(text: str) -> str:
@@ -358,6 +377,13 @@ def _server(entry: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
+def _digest_credentials(text: str) -> str:
+    user, colon, password = text.partition(":")
+    if not colon or not user or not password:
+        raise _Invalid("must be user:password")
+    return text
+
+
 def _render(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
@@ -370,6 +396,7 @@ class _Key:
     derive: Callable[[Mapping[str, Any]], Any] | None = None  # a default from earlier fields
     required: bool = False
     render: Callable[[Any], str] = _render
+    secret: bool = False  # never echoed in errors
 
     @property
     def field(self) -> str:
@@ -413,5 +440,7 @@ _KEYS = (
     _Key("whitelist", _topic_filter),
     _Key("blacklist", _topic_filter),
     _Key("kafka.api.version", _api_version, render=lambda v: ".".join(map(str, v))),
+    _Key("zookeeper.auth.digest", _digest_credentials, secret=True),
+    _Key("zookeeper.acl.world.read", _bool, True),
 )
 _KEY_NAMES = frozenset(key.name for key in _KEYS)

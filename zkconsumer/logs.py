@@ -8,6 +8,27 @@ import sys
 import structlog
 
 LOG_FORMATS = ("console", "json")
+REDACTED = "***"
+# Values that must never be printed: registered by the config as it reads them, and scrubbed
+# from every rendered line, since libraries log them in forms we do not control (kazoo logs its
+# Auth packet, for one, when debugging).
+_secrets: set[str] = set()
+
+
+def register_secret(value: str) -> None:
+    if value:
+        _secrets.add(value)
+
+
+def redact(text: str) -> str:
+    for secret in sorted(_secrets, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+class _RedactingFormatter(structlog.stdlib.ProcessorFormatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
 
 
 def configure_logging(log_format: str = "console", level: str = "info") -> None:
@@ -27,7 +48,7 @@ def configure_logging(log_format: str = "console", level: str = "info") -> None:
         cache_logger_on_first_use=False,
     )
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+    handler.setFormatter(_RedactingFormatter(
         foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared],
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
     ))

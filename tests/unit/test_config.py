@@ -55,6 +55,8 @@ REFERENCE_DEFAULTS = {
     "whitelist": None,
     "blacklist": None,
     "kafka_api_version": None,
+    "zookeeper_auth_digest": None,
+    "zookeeper_acl_world_read": True,
     "kafka_client_properties": {},
     "unknown_keys": (),
 }
@@ -423,7 +425,7 @@ def test_to_properties_lists_every_default():
     assert properties["consumer.timeout.ms"] == "-1"
     assert properties["exclude.internal.topics"] == "true"
     assert "consumer.id" not in properties
-    assert len(properties) == 27
+    assert len(properties) == 28  # every key that has a value by default
 
 
 LEGACY_PROPERTIES = """\
@@ -473,3 +475,15 @@ def test_realistic_legacy_file_loads(tmp_path):
     assert loaded.consumer_timeout_ms == -1
     assert loaded.unknown_keys == ("mirror.topics.whitelist",)
     assert loaded.kafka_client_properties == {"security.protocol": "SSL"}
+
+
+def test_zookeeper_credentials_are_checked_but_never_shown():
+    loaded = load_config(overrides=["group.id=g", "zookeeper.connect=z",
+                                    "zookeeper.auth.digest=app:s3cret",
+                                    "kafka.sasl.plain.password=hunter2"], environ={})
+    assert loaded.zookeeper_auth_digest == "app:s3cret"
+    assert "s3cret" not in repr(loaded) and "hunter2" not in repr(loaded)
+    with pytest.raises(ConfigError, match="must be user:password") as raised:
+        load_config(overrides=["group.id=g", "zookeeper.connect=z",
+                               "zookeeper.auth.digest=justapassword"], environ={})
+    assert "justapassword" not in str(raised.value)

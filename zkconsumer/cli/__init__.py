@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 import click
-from kazoo.exceptions import KazooException
+from kazoo.exceptions import KazooException, NoAuthError
 
 from zkconsumer import __version__
 from zkconsumer.cli.cluster_commands import cluster
@@ -19,7 +19,8 @@ from zkconsumer.cli.group_commands import group
 from zkconsumer.cli.inspect_command import inspect_cluster
 from zkconsumer.cli.offsets_commands import offsets
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.logs import LOG_FORMATS, configure_logging
+from zkconsumer.logs import LOG_FORMATS, configure_logging, redact
+from zkconsumer.zk.session import ZookeeperAccessDeniedError
 
 
 class _OneLineErrors(click.Group):
@@ -27,11 +28,14 @@ class _OneLineErrors(click.Group):
         try:
             return super().invoke(ctx)
         except ZkConsumerError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {redact(str(exc))}", err=True)
             ctx.exit(getattr(exc, "exit_code", 1))
+        except NoAuthError:
+            click.echo(f"error: {ZookeeperAccessDeniedError.because('the change')}", err=True)
+            ctx.exit(1)
         except KazooException as exc:
-            click.echo(f"error: ZooKeeper request failed: {type(exc).__name__} {exc}".rstrip(),
-                       err=True)
+            click.echo(redact(f"error: ZooKeeper request failed: {type(exc).__name__} {exc}")
+                       .rstrip(), err=True)
             ctx.exit(1)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)

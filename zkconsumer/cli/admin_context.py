@@ -14,7 +14,7 @@ from typing import TypeVar
 import click
 from kazoo.client import KazooClient
 
-from zkconsumer.config import ConsumerConfig, ZookeeperConnect
+from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ConfigError
 from zkconsumer.fetch import KafkaAccess, LogOffsets, resolve_kafka_access
 from zkconsumer.kafka_client import kafka_client_options
@@ -22,10 +22,11 @@ from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import KafkaOffsetStore, ZookeeperOffsetStore
 from zkconsumer.zk.group_state import committed_partitions, group_topics
 from zkconsumer.zk.registry import read_brokers, read_topic
-from zkconsumer.zk.session import connect
+from zkconsumer.zk.session import connect_for
 
 T = TypeVar("T")
 STORAGES = ("zookeeper", "kafka")
+ADMIN_ZOOKEEPER_KEYS = ("zookeeper.auth.digest", "zookeeper.acl.world.read")
 # Groups are independent and each Kafka round trip mostly waits on the network, so commands
 # over many groups work on several at once; eight keeps the broker and ZooKeeper comfortable.
 GROUP_WORKERS = 8
@@ -52,13 +53,13 @@ class AdminContext:
     """Opened by `admin_context(...)`; closes every client it opened on exit. Safe to use
     from `for_each_group` workers (kazoo is thread-safe; each group has its own Kafka client)."""
 
-    def __init__(self, zk: KazooClient, bootstrap_override: str | None,
-                 properties: Iterable[str], stack: ExitStack) -> None:
+    def __init__(self, zk: KazooClient, bootstrap_override: str | None, config: ConsumerConfig,
+                 stack: ExitStack) -> None:
         self.zk = zk
         self._bootstrap_override = bootstrap_override
         self._stack = stack
-        self._api_version, kafka_properties = _split_properties(properties)
-        self._client_options = kafka_client_options(kafka_properties)
+        self._api_version = config.kafka_api_version
+        self._client_options = kafka_client_options(config.kafka_client_properties)
         self._access: KafkaAccess | None = None
         self._kafka_stores: dict[str, KafkaOffsetStore] = {}
         self._log_offsets: LogOffsets | None = None
@@ -138,24 +139,28 @@ class AdminContext:
 def admin_context(zookeeper_connect: str, bootstrap_server: str | None,
                   properties: Iterable[str]) -> Iterator[AdminContext]:
     """An `AdminContext` on a new ZooKeeper session; every client is closed afterwards."""
-    connect_string = ZookeeperConnect.parse(zookeeper_connect, "--zookeeper").connect_string
+    config = _admin_config(zookeeper_connect, properties)
     with ExitStack() as stack:
-        zk = connect(connect_string, timeout_s=10.0)
+        zk = connect_for(config)
         stack.callback(zk.close)
         stack.callback(zk.stop)
-        yield AdminContext(zk, bootstrap_server, properties, stack)
+        yield AdminContext(zk, bootstrap_server, config, stack)
 
 
-def _split_properties(properties: Iterable[str]) -> tuple[tuple[int, ...] | None, dict[str, str]]:
-    """`kafka.api.version` is ours; every other `kafka.` key goes to kafka-python."""
-    settings = {"group.id": "zkconsumer-admin", "zookeeper.connect": "localhost:2181"}
+def _admin_config(zookeeper_connect: str, properties: Iterable[str]) -> ConsumerConfig:
+    """`--property` takes the Kafka client's `kafka.*` keys and the ZooKeeper credentials
+    (`zookeeper.auth.digest`, `zookeeper.acl.world.read`); group keys make no sense here."""
+    settings = {"group.id": "zkconsumer-admin", "zookeeper.connect": zookeeper_connect,
+                "zookeeper.connection.timeout.ms": "10000"}
     for item in properties:
         key, equals, value = item.partition("=")
-        if not equals or not key.startswith("kafka."):
-            raise ConfigError(key or item, value, "expected kafka.<key>=<value>", "--property")
-        settings[key.strip()] = value.strip()
-    config = ConsumerConfig.from_mapping(settings)
-    return config.kafka_api_version, dict(config.kafka_client_properties)
+        key = key.strip()
+        if not equals or not (key.startswith("kafka.") or key in ADMIN_ZOOKEEPER_KEYS):
+            raise ConfigError(key or item, "<hidden>",
+                              "expected kafka.<key>=<value> or zookeeper.auth.digest=user:password",
+                              "--property")
+        settings[key] = value.strip()
+    return ConsumerConfig.from_mapping(settings, "--property")
 
 
 @contextmanager

@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 
 import structlog
-from kazoo.exceptions import KazooException
+from kazoo.exceptions import KazooException, NoAuthError
 from kazoo.protocol.states import KazooState
 
 from zkconsumer.assignment import TopicFilter, make_consumer_id
@@ -34,7 +34,7 @@ from zkconsumer.member.zk_membership import ZookeeperMembership
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import OffsetTracker, open_offset_store
 from zkconsumer.zk.registry import read_brokers
-from zkconsumer.zk.session import connect
+from zkconsumer.zk.session import ZookeeperAccessDeniedError, connect_for
 from zkconsumer.znodes.consumers import ConsumerRegistration
 
 log = structlog.get_logger(__name__)
@@ -63,9 +63,7 @@ class ConsumerConnector:
         self._stop_auto_commit = threading.Event()
         self._session_lost = False
         self._started = False
-        self._zk = connect(self.config.zookeeper_connect.connect_string,
-                           timeout_s=self.config.zookeeper_connection_timeout_ms / 1000.0,
-                           session_timeout_s=self.config.zookeeper_session_timeout_ms / 1000.0)
+        self._zk = connect_for(self.config)
         self._log = log.bind(consumer_id=self.consumer_id, group=self.config.group_id)
 
     # -- public API -------------------------------------------------------------------------
@@ -215,6 +213,10 @@ class ConsumerConnector:
             except ZkConsumerError as exc:
                 self._fail(exc)
                 return
+            except NoAuthError:
+                self._fail(ZookeeperAccessDeniedError.because(
+                    f"a change to group {self.config.group_id}"))
+                return
             except KazooException as exc:
                 # A dropped connection: the session listener reports expiry; otherwise retry.
                 self._log.warning("rebalance interrupted by ZooKeeper", error=repr(exc))
@@ -244,6 +246,10 @@ class ConsumerConnector:
         while not self._stop_auto_commit.wait(interval):
             try:
                 self._committer.commit()
+            except NoAuthError:
+                self._fail(ZookeeperAccessDeniedError.because(
+                    f"committing offsets of group {self.config.group_id}"))
+                return
             except (ZkConsumerError, KazooException) as exc:
                 self._log.warning("auto commit failed; retrying at the next interval",
                                   error=str(exc))

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Mapping
 
 import structlog
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import NodeExistsError, NoNodeError, RolledBackError, RuntimeInconsistency
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from zkconsumer.errors import ZkConsumerError
@@ -130,7 +130,11 @@ class ZookeeperMembership:
             transaction.create(self.paths.owner(tp.topic, tp.partition),
                                encode_owner(partitions[tp]), ephemeral=True)
         results = transaction.commit()
-        return [tp for tp, result in zip(ordered, results) if isinstance(result, NodeExistsError)]
+        contested = [tp for tp, result in zip(ordered, results)
+                     if isinstance(result, NodeExistsError)]
+        if not contested:
+            _raise_first_failure(results)
+        return contested
 
     def release(self, partitions: Mapping[TopicPartition, str]) -> None:
         """Delete the owner znodes that still name our threads; others' znodes are left alone."""
@@ -148,7 +152,7 @@ class ZookeeperMembership:
         transaction = self.zk.transaction()
         for path, version in mine:
             transaction.delete(path, version)
-        transaction.commit()
+        _raise_first_failure(transaction.commit())
 
     def wait_for_owners_gone(self, partitions: Collection[TopicPartition], timeout_s: float) -> bool:
         """Block until none of these owner znodes exists, or the timeout; True if all are gone.
@@ -173,3 +177,12 @@ class ZookeeperMembership:
         for path in list(remaining):
             check(path)
         return released.wait(timeout_s)
+
+
+def _raise_first_failure(results: list) -> None:
+    """A multi-op either applies every op or none; kazoo reports failures as results, so the
+    op that failed must be found and raised, or a failed claim would look like success."""
+    for result in results:
+        if isinstance(result, Exception) and not isinstance(
+                result, (RolledBackError, RuntimeInconsistency)):
+            raise result

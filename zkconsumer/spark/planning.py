@@ -22,7 +22,7 @@ from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import open_offset_store
 from zkconsumer.spark.options import SOURCE, SourceOptions
 from zkconsumer.zk.registry import list_topics, read_brokers, read_topic
-from zkconsumer.zk.session import connect
+from zkconsumer.zk.session import connect_for
 
 
 @dataclass(frozen=True)
@@ -40,10 +40,7 @@ class ReadPlan:
 
 @contextmanager
 def zookeeper(options: SourceOptions):
-    config = options.config
-    zk = connect(config.zookeeper_connect.connect_string,
-                 timeout_s=config.zookeeper_connection_timeout_ms / 1000.0,
-                 session_timeout_s=config.zookeeper_session_timeout_ms / 1000.0)
+    zk = connect_for(options.config)
     try:
         yield zk
     finally:

@@ -7,7 +7,9 @@ from contextlib import contextmanager
 
 from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.security import make_acl, make_digest_acl
 
+from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ZkConsumerError
 
 
@@ -15,10 +17,25 @@ class ZookeeperUnreachableError(ZkConsumerError):
     """No ZooKeeper server answered within the connection timeout."""
 
 
-def connect(connect_string: str, *, timeout_s: float = 6.0,
-            session_timeout_s: float = 6.0) -> KazooClient:
-    """A started client, or ZookeeperUnreachableError naming the servers and the timeout."""
-    client = KazooClient(hosts=connect_string, timeout=session_timeout_s)
+class ZookeeperAccessDeniedError(ZkConsumerError):
+    """A znode's ACL refused this session: never transient, so never retried."""
+
+    @classmethod
+    def because(cls, what: str) -> ZookeeperAccessDeniedError:
+        return cls(f"ZooKeeper denied {what}: the znode's ACL needs other credentials "
+                   "(set zookeeper.auth.digest=user:password)")
+
+
+def connect(connect_string: str, *, timeout_s: float = 6.0, session_timeout_s: float = 6.0,
+            digest: str | None = None, world_readable: bool = True) -> KazooClient:
+    """A started client, or ZookeeperUnreachableError naming the servers and the timeout.
+
+    With `digest` ("user:password") the session authenticates, and every znode it creates
+    gets an ACL that lets only that user change it (and everyone read it if `world_readable`).
+    """
+    auth = [("digest", digest)] if digest else None
+    client = KazooClient(hosts=connect_string, timeout=session_timeout_s, auth_data=auth,
+                         default_acl=_acl_for(digest, world_readable))
     try:
         client.start(timeout=timeout_s)
     except KazooTimeoutError:
@@ -30,6 +47,25 @@ def connect(connect_string: str, *, timeout_s: float = 6.0,
         client.close()
         raise ZookeeperUnreachableError(f"bad ZooKeeper connect string {connect_string!r}: {exc}") from None
     return client
+
+
+def connect_for(config: ConsumerConfig) -> KazooClient:
+    """A session with the config's servers, timeouts and credentials."""
+    return connect(config.zookeeper_connect.connect_string,
+                   timeout_s=config.zookeeper_connection_timeout_ms / 1000.0,
+                   session_timeout_s=config.zookeeper_session_timeout_ms / 1000.0,
+                   digest=config.zookeeper_auth_digest,
+                   world_readable=config.zookeeper_acl_world_read)
+
+
+def _acl_for(digest: str | None, world_readable: bool):
+    if not digest:
+        return None  # kazoo's default: open to all, like the reference consumer's znodes
+    user, _, password = digest.partition(":")
+    acl = [make_digest_acl(user, password, all=True)]
+    if world_readable:
+        acl.append(make_acl("world", "anyone", read=True))
+    return acl
 
 
 @contextmanager
