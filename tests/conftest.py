@@ -94,20 +94,26 @@ def reference_consumers(cluster, work_root):
 
 
 @pytest.fixture
-def members(cluster):
-    """Start in-process zkconsumer members; every one is shut down when the test ends."""
+def members_on():
+    """Start in-process zkconsumer members on a given cluster; all are shut down afterwards."""
     from support.members import CollectingMember
 
     started: list[CollectingMember] = []
 
-    def start(group: str, **options) -> CollectingMember:
-        member = CollectingMember(cluster, group, **options)
+    def start(on_cluster, group: str, **options) -> CollectingMember:
+        member = CollectingMember(on_cluster, group, **options)
         started.append(member)
         return member
 
     yield start
     for member in started:
         member.stop()
+
+
+@pytest.fixture
+def members(cluster, members_on):
+    """Start in-process zkconsumer members on the session cluster."""
+    return lambda group, **options: members_on(cluster, group, **options)
 
 
 @pytest.fixture

@@ -18,8 +18,9 @@ class CollectingMember:
         config = {"group.id": group, "zookeeper.connect": cluster.zookeeper_connect,
                   "auto.offset.reset": "smallest", "consumer.timeout.ms": "-1",
                   "rebalance.backoff.ms": "2000", "rebalance.max.retries": "10"}
-        if cluster.kafka_api_version:
-            config["kafka.api.version"] = ".".join(map(str, cluster.kafka_api_version))
+        api_version = getattr(cluster, "kafka_api_version", None)
+        if api_version:
+            config["kafka.api.version"] = ".".join(map(str, api_version))
         config.update(properties)
         self.connector = ConsumerConnector(config)
         self.messages: list = []

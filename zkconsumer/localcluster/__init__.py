@@ -5,7 +5,13 @@ same bundle gives us a broker to consume from and the reference implementation t
 """
 
 from zkconsumer.localcluster.bundle import BundleError, default_cache_dir, ensure_bundle
-from zkconsumer.localcluster.cluster import BrokerProcess, ClusterError, LocalCluster
+from zkconsumer.localcluster.cluster import (
+    BrokerProcess,
+    ClusterError,
+    LocalCluster,
+    TlsKeystore,
+    make_self_signed_keystore,
+)
 from zkconsumer.localcluster.java import JavaNotFoundError, find_java
 from zkconsumer.localcluster.topics import create_topic, wait_for_leaders
 
@@ -15,9 +21,11 @@ __all__ = [
     "ClusterError",
     "JavaNotFoundError",
     "LocalCluster",
+    "TlsKeystore",
     "create_topic",
     "default_cache_dir",
     "ensure_bundle",
     "find_java",
+    "make_self_signed_keystore",
     "wait_for_leaders",
 ]

@@ -10,6 +10,7 @@ import json
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from kazoo.exceptions import NoNodeError
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.localcluster.bundle import ensure_bundle
+from zkconsumer.localcluster.java import find_java
 from zkconsumer.localcluster.processes import (
     bundle_environment,
     free_port,
@@ -31,6 +33,7 @@ from zkconsumer.znodes.brokers import BrokerRegistration
 from zkconsumer.znodes.paths import broker_path
 
 STATE_FILE = "cluster.json"
+STALE_REGISTRATION_TIMEOUT_S = 30.0  # the brokers' ZooKeeper session timeout is 6 s
 START_TIMEOUT_S = 90.0
 
 
@@ -52,10 +55,40 @@ class ServerProcess:
 class BrokerProcess(ServerProcess):
     broker_id: int
     data_dir: str
+    # A second, SSL listener (for testing Kafka TLS), with its keystore and password.
+    ssl_port: int | None = None
+    ssl_keystore: str | None = None
+    ssl_password: str | None = None
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+
+@dataclass(frozen=True)
+class TlsKeystore:
+    """A broker keystore and the PEM certificate clients trust it by."""
+
+    keystore: Path
+    certificate: Path
+    password: str
+
+
+def make_self_signed_keystore(directory: Path, password: str = "zkconsumer") -> TlsKeystore:
+    """A throw-away self-signed certificate for 127.0.0.1, made with the JDK's keytool."""
+    keytool = str(Path(find_java()).resolve().with_name("keytool"))
+    directory.mkdir(parents=True, exist_ok=True)
+    keystore, certificate = directory / "broker.jks", directory / "broker.pem"
+    common = ["-alias", "broker", "-keystore", str(keystore), "-storepass", password]
+    for args in (["-genkeypair", *common, "-keypass", password, "-keyalg", "RSA",
+                  "-keysize", "2048", "-validity", "7", "-dname", "CN=127.0.0.1",
+                  "-ext", "SAN=ip:127.0.0.1"],
+                 ["-exportcert", "-rfc", *common, "-file", str(certificate)]):
+        result = subprocess.run([keytool, *args], capture_output=True, text=True, check=False,
+                                timeout=60)
+        if result.returncode != 0:
+            raise ClusterError(f"keytool failed: {result.stderr.strip() or result.stdout.strip()}")
+    return TlsKeystore(keystore, certificate, password)
 
 
 class LocalCluster:
@@ -153,10 +186,12 @@ class LocalCluster:
 
     # -- servers ---------------------------------------------------------------------------
 
-    def start_zookeeper(self) -> ServerProcess:
+    def start_zookeeper(self, port: int | None = None) -> ServerProcess:
+        """Start ZooKeeper on a free port, or on `port` (a restart, which clients must find at
+        the address they know; the data dir keeps sessions and znodes across it)."""
         data_dir = self.work_dir / "zookeeper"
         data_dir.mkdir(parents=True, exist_ok=True)
-        port = free_port()
+        port = port or free_port()
         config = self.work_dir / "zookeeper.properties"
         config.write_text(
             f"dataDir={data_dir}\nclientPort={port}\nclientPortAddress=127.0.0.1\n"
@@ -169,14 +204,20 @@ class LocalCluster:
         self._wait(lambda: _zookeeper_answers(port), self.zookeeper, "ZooKeeper")
         return self.zookeeper
 
-    def add_broker(self, broker_id: int | None = None) -> BrokerProcess:
-        """Start one more broker (id: the next free one), registered in this ZooKeeper."""
+    def add_broker(self, broker_id: int | None = None,
+                   ssl_keystore: TlsKeystore | None = None) -> BrokerProcess:
+        """Start one more broker (id: the next free one), registered in this ZooKeeper; with
+        `ssl_keystore` it also listens for SSL clients on a second port."""
         if broker_id is None:
             broker_id = max(self.brokers, default=-1) + 1
         if broker_id in self.brokers:
             raise ClusterError(f"broker {broker_id} already exists")
         broker = BrokerProcess(port=free_port(), pid=0, log_file="", broker_id=broker_id,
                                data_dir=str(self.work_dir / f"kafka-{broker_id}"))
+        if ssl_keystore is not None:
+            broker.ssl_port = free_port()
+            broker.ssl_keystore = str(ssl_keystore.keystore)
+            broker.ssl_password = ssl_keystore.password
         self.brokers[broker_id] = broker
         return self.start_broker(broker_id)
 
@@ -188,19 +229,28 @@ class LocalCluster:
         config = self.work_dir / f"server-{broker_id}.properties"
         config.write_text(self._broker_properties(broker))
         log_file = self.work_dir / "logs" / f"kafka-{broker_id}.out"
-        process = self._spawn("kafka-server-start.sh", config, log_file, heap="-Xmx512M",
-                              log_dir=self.work_dir / "logs" / f"kafka-{broker_id}")
-        broker.pid = process.pid
-        broker.log_file = str(log_file)
-        self._save()
         zk = KazooClient(hosts=self.zookeeper_connect, timeout=5.0)
         zk.start(timeout=10.0)
         try:
+            # A broker killed without a clean shutdown leaves its ephemeral registration until
+            # its session expires; a successor started before then refuses to run ("already
+            # registered"), and the stale znode would look like the new broker being ready.
+            _wait_until_gone(zk, broker_path(broker_id), STALE_REGISTRATION_TIMEOUT_S)
+            process = self._spawn("kafka-server-start.sh", config, log_file, heap="-Xmx512M",
+                                  log_dir=self.work_dir / "logs" / f"kafka-{broker_id}")
+            broker.pid = process.pid
+            broker.log_file = str(log_file)
+            self._save()
             self._wait(lambda: _broker_registered(zk, broker), broker, f"Kafka broker {broker_id}")
         finally:
             zk.stop()
             zk.close()
         return broker
+
+    def restart_zookeeper(self, graceful: bool = True) -> ServerProcess:
+        port = self.zookeeper.port
+        self._stop(self.zookeeper, graceful=graceful, timeout=30.0)
+        return self.start_zookeeper(port)
 
     def stop_broker(self, broker_id: int, graceful: bool = True, timeout: float = 30.0) -> None:
         """Stop a broker: SIGTERM for a controlled shutdown, or SIGKILL at once (graceful=False)."""
@@ -210,6 +260,8 @@ class LocalCluster:
 
     def _broker_properties(self, broker: BrokerProcess) -> str:
         listener = f"PLAINTEXT://127.0.0.1:{broker.port}"
+        if broker.ssl_port:
+            listener += f",SSL://127.0.0.1:{broker.ssl_port}"
         settings = {
             "broker.id": broker.broker_id,
             "listeners": listener,
@@ -228,6 +280,11 @@ class LocalCluster:
             "log.cleaner.dedupe.buffer.size": 16 * 1024 * 1024,
             "controlled.shutdown.enable": "true",
         }
+        if broker.ssl_port:
+            settings.update({"ssl.keystore.location": broker.ssl_keystore,
+                             "ssl.keystore.password": broker.ssl_password,
+                             "ssl.key.password": broker.ssl_password,
+                             "ssl.enabled.protocols": "TLSv1.2"})
         return "".join(f"{key}={value}\n" for key, value in settings.items())
 
     def _spawn(self, script: str, config: Path, log_file: Path, heap: str,
@@ -289,6 +346,19 @@ def _zookeeper_answers(port: int) -> bool:
             return sock.recv(16) == b"imok"
     except OSError:
         return False
+
+
+def _wait_until_gone(zk: KazooClient, path: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        gone = threading.Event()
+        if zk.exists(path, watch=lambda _event: gone.set()) is None:
+            return
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise ClusterError(f"{path} is still registered by another process after "
+                               f"{timeout_s:.0f}s; is another broker using this id?")
+        gone.wait(min(remaining, 1.0))
 
 
 def _broker_registered(zk: KazooClient, broker: BrokerProcess) -> bool:

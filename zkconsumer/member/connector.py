@@ -15,6 +15,7 @@ from collections.abc import Mapping
 import structlog
 from kazoo.exceptions import KazooException, NoAuthError
 from kazoo.protocol.states import KazooState
+from kazoo.retry import KazooRetry
 
 from zkconsumer.assignment import TopicFilter, make_consumer_id
 from zkconsumer.config import ConsumerConfig
@@ -33,11 +34,18 @@ from zkconsumer.member.streams import KafkaStream
 from zkconsumer.member.zk_membership import ZookeeperMembership
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import OffsetTracker, open_offset_store
-from zkconsumer.zk.registry import read_brokers
+from zkconsumer.zk.registry import wait_for_brokers
 from zkconsumer.zk.session import ZookeeperAccessDeniedError, connect_for
 from zkconsumer.znodes.consumers import ConsumerRegistration
 
 log = structlog.get_logger(__name__)
+
+# How long a starting member waits for a broker to (re-)register before it gives up.
+BROKER_WAIT_S = 60.0
+# Start-up survives a ZooKeeper server restart or a lost connection (retried for about 15 s
+# with backoff); a ZooKeeper that stays away is reported, not waited for forever.
+def _startup_retry() -> KazooRetry:
+    return KazooRetry(max_tries=12, delay=0.2, backoff=2, max_delay=2.0)
 
 
 class ConsumerConnector:
@@ -167,7 +175,7 @@ class ConsumerConnector:
             raise ZkConsumerError("streams were already created for this connector")
         config = self.config
         access = resolve_kafka_access(
-            read_brokers(self._zk).values(),
+            _startup_retry()(wait_for_brokers, self._zk, BROKER_WAIT_S).values(),
             config.kafka_client_properties.get("security.protocol", "PLAINTEXT"),
             config.kafka_api_version)
         self._fetcher = PartitionFetcher(config, *access)
@@ -186,9 +194,10 @@ class ConsumerConnector:
             offset_store=self._offset_store, stream_for=stream_for,
             auto_commit=config.auto_commit_enable, callbacks=self._callbacks,
             ownership=self._ownership)
-        self._membership.register()
+        _startup_retry()(self._membership.register)
         self._zk.add_listener(self._on_session_state)
-        self._membership.watch(lambda: self._state.handle(Event.GROUP_CHANGED), topics, wildcard)
+        _startup_retry()(self._membership.watch, lambda: self._state.handle(Event.GROUP_CHANGED),
+                       topics, wildcard)
         self._worker = threading.Thread(target=self._work, name="zkconsumer-member", daemon=True)
         self._started = True
         self._fetch_loop.start()

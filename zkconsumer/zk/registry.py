@@ -6,6 +6,10 @@ entries are skipped rather than failing the whole read.
 
 from __future__ import annotations
 
+import threading
+import time
+
+import structlog
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
@@ -19,6 +23,8 @@ from zkconsumer.znodes.paths import (
     topic_path,
 )
 from zkconsumer.znodes.topics import PartitionState, TopicPartitions
+
+log = structlog.get_logger(__name__)
 
 
 def _children(zk: KazooClient, path: str) -> list[str]:
@@ -39,6 +45,28 @@ def read_brokers(zk: KazooClient) -> dict[int, BrokerRegistration]:
             continue
         brokers[broker_id] = BrokerRegistration.decode(path, data)
     return dict(sorted(brokers.items()))
+
+
+def wait_for_brokers(zk: KazooClient, timeout_s: float) -> dict[int, BrokerRegistration]:
+    """The registered brokers, waiting up to `timeout_s` while there are none: a broker that
+    restarts (or re-registers after a ZooKeeper restart) is gone for a few seconds, and a worker
+    started then should wait for it rather than fail. Returns {} if none came."""
+    deadline = time.monotonic() + timeout_s
+    waited = False
+    while True:
+        changed = threading.Event()
+        try:
+            zk.get_children(BROKER_IDS, watch=lambda _event: changed.set())
+        except NoNodeError:
+            zk.exists(BROKER_IDS, watch=lambda _event: changed.set())
+        brokers = read_brokers(zk)
+        remaining = deadline - time.monotonic()
+        if brokers or remaining <= 0:
+            return brokers
+        if not waited:
+            log.warning("no broker registered in ZooKeeper yet; waiting", up_to_s=timeout_s)
+            waited = True
+        changed.wait(min(remaining, 1.0))
 
 
 def list_topics(zk: KazooClient) -> list[str]:
