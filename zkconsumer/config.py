@@ -26,10 +26,13 @@ zkconsumer's own keys:
 - `zookeeper.auth.digest`: `user:password` for ZooKeeper digest authentication. When set,
   every znode zkconsumer creates (registrations, owners, offsets) is writable only by that
   user, so a client without the credentials cannot change the group's owners or offsets.
+- `zookeeper.sasl.username` / `zookeeper.sasl.password` (and `zookeeper.sasl.mechanism`,
+  DIGEST-MD5 by default): SASL authentication instead of a digest; znodes are then writable
+  only by that SASL user. At most one of digest and SASL may be set.
 - `zookeeper.acl.world.read`: whether everyone may still *read* those znodes (default true,
   so monitoring tools such as ConsumerOffsetChecker keep working).
 
-Secrets (`zookeeper.auth.digest`, `kafka.*password*`) never appear in errors or in the
+Secrets (`zookeeper.auth.digest`, `zookeeper.sasl.password`, `kafka.*password*`) never appear in errors or in the
 config's repr.
 
 Any other key is kept in `ConsumerConfig.unknown_keys` for the caller to warn about, as the
@@ -136,6 +139,9 @@ class ConsumerConfig:
     blacklist: str | None
     kafka_api_version: tuple[int, ...] | None
     zookeeper_auth_digest: str | None = field(repr=False)
+    zookeeper_sasl_mechanism: str
+    zookeeper_sasl_username: str | None
+    zookeeper_sasl_password: str | None = field(repr=False)
     zookeeper_acl_world_read: bool
     kafka_client_properties: Mapping[str, str] = field(hash=False, repr=False)
     unknown_keys: tuple[str, ...] = ()
@@ -229,6 +235,8 @@ def _build(settings: Mapping[str, _Setting]) -> ConsumerConfig:
     if fields["zookeeper_auth_digest"]:
         register_secret(fields["zookeeper_auth_digest"])
         register_secret(fields["zookeeper_auth_digest"].partition(":")[2])
+    if fields["zookeeper_sasl_password"]:
+        register_secret(fields["zookeeper_sasl_password"])
     kafka_properties = {}
     unknown = []
     for name in sorted(settings):
@@ -253,6 +261,15 @@ def _check_combinations(fields: Mapping[str, Any], settings: Mapping[str, _Setti
                     f"must not exceed socket.timeout.ms ({timeout}), or fetches time out")
         _reject(settings, "socket.timeout.ms",
                 f"must be at least fetch.wait.max.ms ({wait}), or fetches time out")
+    if "zookeeper.auth.digest" in settings and "zookeeper.sasl.username" in settings:
+        _reject(settings, "zookeeper.sasl.username",
+                "cannot be combined with zookeeper.auth.digest; choose one way to authenticate")
+    if ("zookeeper.sasl.username" in settings) != ("zookeeper.sasl.password" in settings):
+        missing = ("zookeeper.sasl.password" if "zookeeper.sasl.username" in settings
+                   else "zookeeper.sasl.username")
+        present = "zookeeper.sasl.username" if missing.endswith("password") else \
+            "zookeeper.sasl.password"
+        _reject(settings, present, f"needs {missing} too", secret=present.endswith("password"))
     chosen = [name for name in _SUBSCRIPTION_KEYS if name in settings]
     if len(chosen) > 1:
         _reject(settings, chosen[1],
@@ -441,6 +458,9 @@ _KEYS = (
     _Key("blacklist", _topic_filter),
     _Key("kafka.api.version", _api_version, render=lambda v: ".".join(map(str, v))),
     _Key("zookeeper.auth.digest", _digest_credentials, secret=True),
+    _Key("zookeeper.sasl.mechanism", _one_of("digest-md5", "gssapi"), "digest-md5"),
+    _Key("zookeeper.sasl.username", _non_empty),
+    _Key("zookeeper.sasl.password", _non_empty, secret=True),
     _Key("zookeeper.acl.world.read", _bool, True),
 )
 _KEY_NAMES = frozenset(key.name for key in _KEYS)

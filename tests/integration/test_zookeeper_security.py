@@ -105,3 +105,48 @@ def test_credentials_never_reach_logs_or_errors(cluster, topic_factory, unique_n
         capture_output=True, text=True, timeout=60, check=False)
     assert bad.returncode == 1 and "zookeeper.auth.digest" in bad.stderr
     assert "no-colon-s3cret" not in bad.stderr
+
+
+@pytest.fixture(scope="module")
+def sasl_cluster(work_root):
+    """A ZooKeeper that accepts SASL DIGEST-MD5 logins for user `app`, with one broker."""
+    from zkconsumer.localcluster import JavaNotFoundError, LocalCluster, find_java
+
+    try:
+        find_java()
+    except JavaNotFoundError as exc:
+        pytest.skip(str(exc))
+    cluster = LocalCluster.start(work_root / "sasl-cluster", brokers=1,
+                                 zookeeper_sasl_users={"app": "sasl-Pa55"})
+    yield cluster
+    cluster.stop(remove_data=True)
+
+
+def test_sasl_authenticated_members_own_their_znodes(sasl_cluster, members_on):
+    from zkconsumer.localcluster import create_topic
+    from zkconsumer.zk.session import zookeeper_session
+
+    with zookeeper_session(sasl_cluster.zookeeper_connect) as zk:
+        create_topic(zk, "guarded", 1)
+    member = members_on(sasl_cluster, "sasl-group", topics={"guarded": 1}, **{
+        "zookeeper.sasl.username": "app", "zookeeper.sasl.password": "sasl-Pa55",
+        "kafka.api.version": "0.9"})
+    assert member.connector.wait_until_stable(timeout=60)
+
+    stranger = KazooClient(hosts=sasl_cluster.zookeeper_connect)
+    stranger.start(timeout=10)
+    try:
+        owner = GroupPaths("sasl-group").owner("guarded", 0)
+        assert stranger.exists(owner)
+        acl, _ = stranger.get_acls(owner)
+        assert {(a.id.scheme, a.id.id) for a in acl} == {("sasl", "app"), ("world", "anyone")}
+        with pytest.raises(NoAuthError):
+            stranger.delete(owner)
+    finally:
+        stranger.stop()
+        stranger.close()
+
+    wrong = CliRunner().invoke(cli, [
+        "group", "list", "--zookeeper", sasl_cluster.zookeeper_connect,
+        "--property", "zookeeper.sasl.username=app", "--property", "zookeeper.sasl.password=nope"])
+    assert wrong.exit_code == 1 and "nope" not in wrong.stderr

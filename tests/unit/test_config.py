@@ -56,6 +56,9 @@ REFERENCE_DEFAULTS = {
     "blacklist": None,
     "kafka_api_version": None,
     "zookeeper_auth_digest": None,
+    "zookeeper_sasl_mechanism": "digest-md5",
+    "zookeeper_sasl_username": None,
+    "zookeeper_sasl_password": None,
     "zookeeper_acl_world_read": True,
     "kafka_client_properties": {},
     "unknown_keys": (),
@@ -425,7 +428,7 @@ def test_to_properties_lists_every_default():
     assert properties["consumer.timeout.ms"] == "-1"
     assert properties["exclude.internal.topics"] == "true"
     assert "consumer.id" not in properties
-    assert len(properties) == 28  # every key that has a value by default
+    assert len(properties) == 29  # every key that has a value by default
 
 
 LEGACY_PROPERTIES = """\

@@ -26,7 +26,9 @@ from zkconsumer.zk.session import connect_for
 
 T = TypeVar("T")
 STORAGES = ("zookeeper", "kafka")
-ADMIN_ZOOKEEPER_KEYS = ("zookeeper.auth.digest", "zookeeper.acl.world.read")
+ADMIN_ZOOKEEPER_KEYS = ("zookeeper.auth.digest", "zookeeper.sasl.mechanism",
+                        "zookeeper.sasl.username", "zookeeper.sasl.password",
+                        "zookeeper.acl.world.read")
 # Groups are independent and each Kafka round trip mostly waits on the network, so commands
 # over many groups work on several at once; eight keeps the broker and ZooKeeper comfortable.
 GROUP_WORKERS = 8

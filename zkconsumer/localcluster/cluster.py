@@ -100,13 +100,18 @@ class LocalCluster:
         self.zookeeper: ServerProcess | None = None
         self.brokers: dict[int, BrokerProcess] = {}
         self._children: dict[int, subprocess.Popen] = {}
+        self.zookeeper_sasl_users: dict[str, str] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
     @classmethod
-    def start(cls, work_dir: Path, brokers: int = 1, kafka_home: Path | None = None) -> LocalCluster:
-        """Start ZooKeeper and `brokers` brokers; on any failure stop what was started."""
+    def start(cls, work_dir: Path, brokers: int = 1, kafka_home: Path | None = None,
+              zookeeper_sasl_users: dict[str, str] | None = None) -> LocalCluster:
+        """Start ZooKeeper and `brokers` brokers; on any failure stop what was started.
+        `zookeeper_sasl_users` (user -> password) makes ZooKeeper accept SASL DIGEST-MD5 logins
+        (unauthenticated clients, such as the brokers, are still let in)."""
         cluster = cls(work_dir, kafka_home)
+        cluster.zookeeper_sasl_users = dict(zookeeper_sasl_users or {})
         if (cluster.work_dir / STATE_FILE).exists():
             existing = cls.load(work_dir)
             if existing.is_running():
@@ -193,12 +198,21 @@ class LocalCluster:
         data_dir.mkdir(parents=True, exist_ok=True)
         port = port or free_port()
         config = self.work_dir / "zookeeper.properties"
-        config.write_text(
-            f"dataDir={data_dir}\nclientPort={port}\nclientPortAddress=127.0.0.1\n"
-            "maxClientCnxns=0\ntickTime=2000\n"
-        )
+        settings = (f"dataDir={data_dir}\nclientPort={port}\nclientPortAddress=127.0.0.1\n"
+                    "maxClientCnxns=0\ntickTime=2000\n")
+        jvm_options = ""
+        if self.zookeeper_sasl_users:
+            settings += "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n"
+            jaas = self.work_dir / "zookeeper-jaas.conf"
+            users = " ".join(f'user_{user}="{password}"'
+                             for user, password in self.zookeeper_sasl_users.items())
+            jaas.write_text("Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule "
+                            f"required {users};\n}};\n")
+            jvm_options = f"-Djava.security.auth.login.config={jaas}"
+        config.write_text(settings)
         log_file = self.work_dir / "logs" / "zookeeper.out"
-        process = self._spawn("zookeeper-server-start.sh", config, log_file, heap="-Xmx256M")
+        process = self._spawn("zookeeper-server-start.sh", config, log_file, heap="-Xmx256M",
+                              jvm_options=jvm_options)
         self.zookeeper = ServerProcess(port=port, pid=process.pid, log_file=str(log_file))
         self._save()
         self._wait(lambda: _zookeeper_answers(port), self.zookeeper, "ZooKeeper")
@@ -288,11 +302,13 @@ class LocalCluster:
         return "".join(f"{key}={value}\n" for key, value in settings.items())
 
     def _spawn(self, script: str, config: Path, log_file: Path, heap: str,
-               log_dir: Path | None = None) -> subprocess.Popen:
+               log_dir: Path | None = None, jvm_options: str = "") -> subprocess.Popen:
         if self.kafka_home is None:
             self.kafka_home = ensure_bundle()
         env = bundle_environment(heap=heap, log_dir=log_dir or log_file.parent,
                                  log4j_config=self._log4j_config())
+        if jvm_options:
+            env["KAFKA_OPTS"] = f"{env.get('KAFKA_OPTS', '')} {jvm_options}".strip()
         process = spawn([str(self.kafka_home / "bin" / script), str(config)], env, log_file)
         self._children[process.pid] = process
         return process

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import AuthFailedError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.security import make_acl, make_digest_acl
 
@@ -27,15 +28,23 @@ class ZookeeperAccessDeniedError(ZkConsumerError):
 
 
 def connect(connect_string: str, *, timeout_s: float = 6.0, session_timeout_s: float = 6.0,
-            digest: str | None = None, world_readable: bool = True) -> KazooClient:
+            digest: str | None = None, sasl: tuple[str, str, str] | None = None,
+            world_readable: bool = True) -> KazooClient:
     """A started client, or ZookeeperUnreachableError naming the servers and the timeout.
 
-    With `digest` ("user:password") the session authenticates, and every znode it creates
-    gets an ACL that lets only that user change it (and everyone read it if `world_readable`).
+    With `digest` ("user:password") or `sasl` (mechanism, user, password) the session
+    authenticates, and every znode it creates gets an ACL that lets only that user change it
+    (and everyone read it if `world_readable`).
     """
-    auth = [("digest", digest)] if digest else None
-    client = KazooClient(hosts=connect_string, timeout=session_timeout_s, auth_data=auth,
-                         default_acl=_acl_for(digest, world_readable))
+    options = {}
+    if digest:
+        options["auth_data"] = [("digest", digest)]
+    if sasl:
+        mechanism, user, password = sasl
+        options["sasl_options"] = {"mechanism": mechanism.upper(), "username": user,
+                                   "password": password}
+    client = KazooClient(hosts=connect_string, timeout=session_timeout_s,
+                         default_acl=_acl_for(digest, sasl, world_readable), **options)
     try:
         client.start(timeout=timeout_s)
     except KazooTimeoutError:
@@ -46,23 +55,34 @@ def connect(connect_string: str, *, timeout_s: float = 6.0, session_timeout_s: f
     except ValueError as exc:
         client.close()
         raise ZookeeperUnreachableError(f"bad ZooKeeper connect string {connect_string!r}: {exc}") from None
+    except AuthFailedError:
+        client.close()
+        raise ZookeeperAccessDeniedError(
+            f"ZooKeeper at {connect_string} refused the credentials") from None
     return client
 
 
 def connect_for(config: ConsumerConfig) -> KazooClient:
     """A session with the config's servers, timeouts and credentials."""
+    sasl = None
+    if config.zookeeper_sasl_username:
+        sasl = (config.zookeeper_sasl_mechanism, config.zookeeper_sasl_username,
+                config.zookeeper_sasl_password)
     return connect(config.zookeeper_connect.connect_string,
                    timeout_s=config.zookeeper_connection_timeout_ms / 1000.0,
                    session_timeout_s=config.zookeeper_session_timeout_ms / 1000.0,
-                   digest=config.zookeeper_auth_digest,
+                   digest=config.zookeeper_auth_digest, sasl=sasl,
                    world_readable=config.zookeeper_acl_world_read)
 
 
-def _acl_for(digest: str | None, world_readable: bool):
-    if not digest:
+def _acl_for(digest: str | None, sasl: tuple[str, str, str] | None, world_readable: bool):
+    if digest:
+        user, _, password = digest.partition(":")
+        acl = [make_digest_acl(user, password, all=True)]
+    elif sasl:
+        acl = [make_acl("sasl", sasl[1], all=True)]
+    else:
         return None  # kazoo's default: open to all, like the reference consumer's znodes
-    user, _, password = digest.partition(":")
-    acl = [make_digest_acl(user, password, all=True)]
     if world_readable:
         acl.append(make_acl("world", "anyone", read=True))
     return acl
