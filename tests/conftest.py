@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 from support.clusters import ClusterUnderTest, cluster_under_test
+from support.java import require_java
 
-from zkconsumer.localcluster import JavaNotFoundError, create_topic, find_java
+from zkconsumer.localcluster import create_topic
 from zkconsumer.localcluster.reference import ReferenceConsumer
 from zkconsumer.zk.session import connect
 
@@ -76,10 +77,7 @@ def second_broker(cluster):
 @pytest.fixture
 def reference_consumers(cluster, work_root):
     """Start reference Scala console consumers; every one is stopped when the test ends."""
-    try:
-        find_java()
-    except JavaNotFoundError as exc:
-        pytest.skip(str(exc))
+    require_java()
     started: list[ReferenceConsumer] = []
 
     def start(group: str, **selection) -> ReferenceConsumer:
@@ -136,10 +134,7 @@ def cli_members(cluster, tmp_path):
 @pytest.fixture(scope="session")
 def spark(work_root):
     """A local[2] Spark session with the zkconsumer data source; executors run this Python."""
-    try:
-        find_java()
-    except JavaNotFoundError as exc:
-        pytest.skip(str(exc))
+    require_java()
     pyspark_sql = pytest.importorskip("pyspark.sql")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable

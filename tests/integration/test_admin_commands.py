@@ -8,11 +8,11 @@ import json
 import pytest
 from click.testing import CliRunner
 from kazoo.client import KazooClient
+from support.java import require_java
 from support.kafka import committed_in_kafka, produce
 from support.offset_checker import offset_checker_rows
 
 from zkconsumer.cli import cli
-from zkconsumer.localcluster import JavaNotFoundError, find_java
 from zkconsumer.localcluster.processes import free_port
 from zkconsumer.localcluster.reference import run_tool
 from zkconsumer.model import TopicPartition
@@ -37,10 +37,7 @@ def admin(cluster):
 
 @pytest.fixture
 def java():
-    try:
-        find_java()
-    except JavaNotFoundError as exc:
-        pytest.skip(str(exc))
+    require_java()
 
 
 def _zk_offsets(zk, group: str) -> dict[TopicPartition, int]:

@@ -10,17 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from zkconsumer.localcluster.java import JavaNotFoundError, find_java
+from support.java import require_java
 
 pytestmark = pytest.mark.integration
 
 
 def test_demo_consumes_its_topic_as_a_group_member_and_cleans_up(tmp_path):
-    try:
-        find_java()
-    except JavaNotFoundError:
-        pytest.skip("the demo runs a local cluster, which needs Java")
+    require_java()
     env_tmp = tmp_path / "tmp"
     env_tmp.mkdir()
     result = subprocess.run(

@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from zkconsumer.localcluster import JavaNotFoundError, find_java
+from support.java import require_java
 
 pytestmark = pytest.mark.integration
 
@@ -25,10 +24,7 @@ def _load_runner():
 
 
 def test_every_fault_kind_is_survived_without_loss_or_double_ownership(capsys, tmp_path):
-    try:
-        find_java()
-    except JavaNotFoundError as exc:
-        pytest.skip(str(exc))
+    require_java()
     runner = _load_runner()
     code = runner.main(["--rounds", str(len(runner.FAULTS)), "--seed", "5", "--min-gap", "1.5",
                         "--max-gap", "3", "--rate", "150", "--keep", str(tmp_path)])

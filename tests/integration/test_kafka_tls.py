@@ -6,14 +6,13 @@ from __future__ import annotations
 import pytest
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
+from support.java import require_java
 from support.waiting import wait_until
 
 from zkconsumer.fetch import resolve_kafka_access
 from zkconsumer.localcluster import (
-    JavaNotFoundError,
     LocalCluster,
     create_topic,
-    find_java,
     make_self_signed_keystore,
 )
 from zkconsumer.zk.registry import read_brokers
@@ -24,10 +23,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def tls_cluster(work_root):
-    try:
-        find_java()
-    except JavaNotFoundError as exc:
-        pytest.skip(str(exc))
+    require_java()
     keystore = make_self_signed_keystore(work_root / "tls" / "certs")
     cluster = LocalCluster.start(work_root / "tls" / "cluster", brokers=0)
     try:

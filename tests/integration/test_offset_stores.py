@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from kafka import KafkaConsumer, OffsetAndMetadata
 from kafka import TopicPartition as KafkaTopicPartition
+from support.java import require_java
 from support.kafka import produce
 from support.offset_checker import offset_checker_rows
 
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ZnodeDataError
-from zkconsumer.localcluster import JavaNotFoundError, find_java
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import (
     DualOffsetStore,
@@ -157,10 +157,7 @@ def test_znodes_deleted_or_created_behind_our_back_are_still_written(zk, unique_
 
 def test_reference_offset_checker_reads_our_zookeeper_offsets(cluster, zk, topic_factory,
                                                                unique_name, work_root):
-    try:
-        find_java()
-    except JavaNotFoundError as exc:
-        pytest.skip(str(exc))
+    require_java()
     topic = topic_factory(partitions=3)
     produce(cluster, topic, [f"m{i}".encode() for i in range(30)], partitions=3)
     group = unique_name("g")

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
+from support.java import require_java
 from support.kafka import produce
 from support.waiting import wait_until
 
@@ -110,12 +111,9 @@ def test_credentials_never_reach_logs_or_errors(cluster, topic_factory, unique_n
 @pytest.fixture(scope="module")
 def sasl_cluster(work_root):
     """A ZooKeeper that accepts SASL DIGEST-MD5 logins for user `app`, with one broker."""
-    from zkconsumer.localcluster import JavaNotFoundError, LocalCluster, find_java
+    from zkconsumer.localcluster import LocalCluster
 
-    try:
-        find_java()
-    except JavaNotFoundError as exc:
-        pytest.skip(str(exc))
+    require_java()
     cluster = LocalCluster.start(work_root / "sasl-cluster", brokers=1,
                                  zookeeper_sasl_users={"app": "sasl-Pa55"})
     yield cluster

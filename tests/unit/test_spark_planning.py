@@ -103,7 +103,7 @@ def test_a_trigger_cap_is_exact_and_shares_the_backlog(backlog, cap):
 def testto_record_batches_carry_every_field_and_replace_invalid_utf8():
     from collections import namedtuple
 
-    from zkconsumer.spark.reading import to_record_batch, arrow_schema
+    from zkconsumer.spark.reading import arrow_schema, to_record_batch
 
     record = namedtuple("record", "topic partition offset key value timestamp")
     records = [record("t", 3, 7, None, b"caf\xc3\xa9", 1_700_000_000_123),
