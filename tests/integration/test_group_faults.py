@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -243,3 +244,29 @@ def test_the_cli_fails_with_a_clear_error_when_rebalancing_is_impossible(cluster
     assert result.stderr.strip().splitlines()[-1].startswith("error: consumer ")
     assert re.search(r"after \d+ rebalance attempts", result.stderr)
     assert "Traceback" not in result.stderr
+
+
+def test_a_stop_while_a_message_is_in_hand_writes_it_before_the_final_commit(
+        cluster, zk, topic_factory, unique_name, tmp_path):
+    """SIGTERM arrives while the 5th message is being handled: it is still printed, and the
+    committed offset is exactly what was printed, on the real CLI and cluster."""
+    topic = topic_factory(partitions=1)
+    produce(cluster, topic, _values(20, "h"), partitions=1)
+    (tmp_path / "stopper.py").write_text(
+        "import os, signal, time\n"
+        "def handle(message):\n"
+        "    if message.offset == 4:\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        time.sleep(1)  # the stop is surely requested before this message is done\n")
+    group = unique_name("inhand")
+    result = subprocess.run(
+        [sys.executable, "-m", "zkconsumer", "consume", "--zookeeper", cluster.zookeeper_connect,
+         "--group", group, "--topic", topic, "--from-beginning", "--format", "value",
+         "--handler", "stopper:handle"],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert result.returncode == 0, result.stderr[-2000:]
+    printed = result.stdout.splitlines()
+    assert printed[:5] == [v.decode() for v in _values(5, "h")]
+    committed = int(zk.get(GroupPaths(group).offset(topic, 0))[0])
+    assert committed == len(printed), "the committed offset must match what was printed"

@@ -71,10 +71,15 @@ class ConsumeRun:
         while not self._done.wait(0.2):
             if not any(t.is_alive() for t in threads):
                 break
-        handler_failed = any(isinstance(e, HandlerError) for e in self._errors)
-        self.connector.shutdown(commit=not handler_failed)
+        # A message counts as delivered once a stream hands it out, so every message in hand
+        # must be written before the final commit: stop the streams, let the threads finish
+        # what they hold, and only then commit and leave.
+        for stream in self.streams:
+            stream.close()
         for thread in threads:
             thread.join(timeout=30)
+        handler_failed = any(isinstance(e, HandlerError) for e in self._errors)
+        self.connector.shutdown(commit=not handler_failed)
         if self._errors:
             raise self._errors[0]
 
@@ -82,8 +87,6 @@ class ConsumeRun:
         out = sys.stdout.buffer
         try:
             for message in stream:
-                if self._done.is_set():
-                    return
                 if self._handler is not None:
                     try:
                         self._handler(message)
@@ -98,7 +101,8 @@ class ConsumeRun:
                     self.consumed += 1
                     if self._max is not None and self.consumed >= self._max:
                         self._done.set()
-                        return
+                if self._done.is_set():
+                    return
         except ConsumerTimeout:
             self._done.set()
         except ZkConsumerError as exc:
@@ -162,7 +166,9 @@ def stop_on_signals() -> Iterator[threading.Event]:
               help="A config override; repeatable; wins over the file and the environment.")
 @click.option("--from-beginning", is_flag=True,
               help="Partitions with no committed offset start at the earliest offset.")
-@click.option("--max-messages", type=click.IntRange(1), help="Stop after this many messages.")
+@click.option("--max-messages", type=click.IntRange(1),
+              help="Stop after this many messages (with several streams, a message another "
+                   "stream already holds is still printed, never dropped).")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="jsonl",
               show_default=True, help="jsonl: one JSON object per message; value: raw values.")
 @click.option("--handler", metavar="MODULE:FUNCTION",

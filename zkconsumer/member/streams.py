@@ -72,12 +72,13 @@ class KafkaStream:
     def __iter__(self) -> Iterator[Message]:
         claims = self._claims
         positions = self.positions
+        closed = self._closed
         try:
             while True:
                 chunk = self._next_chunk()
                 partition, claim = chunk.partition, chunk.claim
                 for message in chunk.messages:
-                    if claims.get(partition) is not claim:
+                    if claims.get(partition) is not claim or closed.is_set():
                         break
                     positions[partition] = message.offset + 1
                     yield message
