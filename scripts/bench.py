@@ -33,6 +33,8 @@ from pathlib import Path
 from zkconsumer.localcluster import LocalCluster, create_topic
 from zkconsumer.localcluster.bundle import ensure_bundle
 from zkconsumer.localcluster.processes import bundle_environment
+from zkconsumer.localcluster.reference import produce_test_data
+from zkconsumer.logs import configure_logging
 from zkconsumer.zk.session import zookeeper_session
 
 TOPIC = "bench"
@@ -290,15 +292,7 @@ def rebalance(cluster: LocalCluster, args, work: Path) -> None:
 def produce(cluster: LocalCluster, records: int, partitions: int, work: Path) -> None:
     with zookeeper_session(cluster.zookeeper_connect) as zk:
         create_topic(zk, TOPIC, partitions)
-    tool = ensure_bundle() / "bin" / "kafka-producer-perf-test.sh"
-    result = subprocess.run(
-        [str(tool), "--topic", TOPIC, "--num-records", str(records), "--record-size", "100",
-         "--throughput", "-1", "--producer-props", f"bootstrap.servers={cluster.bootstrap_servers}",
-         "acks=1", "batch.size=65536", "linger.ms=5"],
-        env=bundle_environment(heap="-Xmx512M", log_dir=work), capture_output=True, text=True,
-        check=False, timeout=900)
-    if result.returncode != 0:
-        raise SystemExit(f"producing failed: {result.stderr[-500:]}")
+    produce_test_data(cluster.bootstrap_servers, TOPIC, records, work_dir=work)
 
 
 def main() -> None:
@@ -313,6 +307,7 @@ def main() -> None:
     parser.add_argument("--zookeeper", help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    configure_logging("console", "warning")  # the members' own logs would drown the figures
     if args.contender:
         print(json.dumps(run_contender(args.contender, args.zookeeper, args.bootstrap,
                                        args.records, args.partitions)))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,8 +20,7 @@ from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
 
 from zkconsumer.localcluster import LocalCluster, create_topic
-from zkconsumer.localcluster.bundle import ensure_bundle
-from zkconsumer.localcluster.processes import bundle_environment
+from zkconsumer.localcluster.reference import produce_test_data
 from zkconsumer.zk.session import zookeeper_session
 
 API_VERSION = (0, 9)
@@ -86,15 +84,7 @@ def run(local: LocalCluster, args, work: Path) -> None:
 
 
 def produce(local: LocalCluster, topic: str, records: int, work: Path) -> None:
-    tool = ensure_bundle() / "bin" / "kafka-producer-perf-test.sh"
-    result = subprocess.run(
-        [str(tool), "--topic", topic, "--num-records", str(records), "--record-size", "100",
-         "--throughput", "-1", "--producer-props", f"bootstrap.servers={local.bootstrap_servers}",
-         "acks=1", "batch.size=65536", "linger.ms=5"],
-        env=bundle_environment(heap="-Xmx512M", log_dir=work), capture_output=True, text=True,
-        check=False, timeout=600)
-    if result.returncode != 0:
-        raise SystemExit(f"producing failed: {result.stderr[-500:]}")
+    produce_test_data(local.bootstrap_servers, topic, records, work_dir=work)
 
 
 def direct_read(bootstrap: str, topic: str, partitions: int) -> tuple[int, int]:

@@ -8,7 +8,7 @@ the rebalancer and handed to `assign`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
@@ -38,12 +38,14 @@ class PartitionFetcher:
             raise FetchError(f"cannot connect to Kafka at {bootstrap_servers}: {exc}") from exc
         self._assigned: set[TopicPartition] = set()
 
-    def assign(self, positions: Mapping[TopicPartition, int | None]) -> None:
+    def assign(self, positions: Mapping[TopicPartition, int | None],
+               restart: Collection[TopicPartition] = ()) -> None:
         """Fetch exactly these partitions. Partitions already assigned keep their position, so
-        a rebalance does not rewind what stays; new ones start at the given offset, or by
+        a rebalance does not rewind what stays; new ones, and those in `restart` (released and
+        claimed again since the last call), start at the given offset, or by
         `auto.offset.reset` when it is None (no committed offset)."""
         wanted = set(positions)
-        new = wanted - self._assigned
+        new = (wanted - self._assigned) | (set(restart) & wanted)
         self._consumer.assign([_to_kafka(tp) for tp in sorted(wanted)])
         self._assigned = wanted
         reset = []

@@ -67,3 +67,21 @@ def run_tool(class_name: str, args: list[str], *, work_dir: Path, timeout: float
         env=bundle_environment(heap="-Xmx128M", log_dir=work_dir),
         check=False, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
     )
+
+
+def produce_test_data(bootstrap_servers: str, topic: str, records: int, *, work_dir: Path,
+                      record_size: int = 100) -> None:
+    """Fill a topic fast with the reference kafka-producer-perf-test (fixed-size records),
+    for benchmarks; raises ClusterError with the tool's last words if it fails."""
+    from zkconsumer.localcluster.cluster import ClusterError
+
+    tool = ensure_bundle() / "bin" / "kafka-producer-perf-test.sh"
+    work_dir.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [str(tool), "--topic", topic, "--num-records", str(records), "--record-size",
+         str(record_size), "--throughput", "-1", "--producer-props",
+         f"bootstrap.servers={bootstrap_servers}", "acks=1", "batch.size=65536", "linger.ms=5"],
+        env=bundle_environment(heap="-Xmx512M", log_dir=work_dir), capture_output=True,
+        text=True, check=False, timeout=900, stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        raise ClusterError(f"producing test data failed: {result.stderr.strip()[-500:]}")

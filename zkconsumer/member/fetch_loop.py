@@ -1,8 +1,10 @@
 """The thread that moves fetched records into the streams of the threads that own them.
 
-kafka-python's consumer is not thread-safe, so every call on it (poll here, re-assignment from
-the rebalancer) happens under one lock; poll waits at most `fetch.wait.max.ms` per round, which
-bounds how long a rebalance waits for the lock.
+kafka-python's consumer is not thread-safe, so only this thread ever calls it. Rebalances do
+not wait for it: `route` and `unroute` record the wanted assignment and return at once, and the
+loop applies it between two polls (at most `fetch.wait.max.ms` later). A lock held across the
+poll instead would let this thread re-take it poll after poll while a rebalance waits, which
+made rebalances of many members take seconds.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ class FetchLoop:
         self._fetcher = fetcher
         self._poll_timeout_ms = max(10, poll_timeout_ms)
         self._on_error = on_error
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the wanted assignment below, never a poll
         self._routes: dict[TopicPartition, tuple[KafkaStream, Claim]] = {}
         self._positions: dict[TopicPartition, int | None] = {}
+        self._restart: set[TopicPartition] = set()  # routed anew: seek even if still assigned
+        self._changed = threading.Event()
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="zkconsumer-fetch", daemon=True)
 
@@ -34,6 +38,7 @@ class FetchLoop:
 
     def stop(self) -> None:
         self._stopped.set()
+        self._changed.set()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout=30)
 
@@ -43,29 +48,39 @@ class FetchLoop:
             for tp, (stream, claim, offset) in routes.items():
                 self._routes[tp] = (stream, claim)
                 self._positions[tp] = offset
-            self._fetcher.assign(dict(self._positions))
+                self._restart.add(tp)
+        self._changed.set()
 
     def unroute(self, partitions) -> None:
-        """Stop fetching released partitions; the others keep their positions and keep flowing."""
+        """Stop fetching released partitions; the others keep their positions and keep flowing.
+        Anything still fetched for them is dropped: their claims are gone."""
         with self._lock:
             for tp in partitions:
                 self._routes.pop(tp, None)
                 self._positions.pop(tp, None)
-            self._fetcher.assign(dict(self._positions))
+                self._restart.discard(tp)
+        self._changed.set()
+
+    def _apply_changes(self) -> None:
+        with self._lock:
+            positions = dict(self._positions)
+            restart = set(self._restart)
+            self._restart.clear()
+            self._changed.clear()
+        self._fetcher.assign(positions, restart=restart)
 
     def _run(self) -> None:
         try:
             while not self._stopped.is_set():
+                if self._changed.is_set():
+                    self._apply_changes()
                 with self._lock:
-                    if not self._positions:
-                        fetched = {}
-                    else:
-                        fetched = self._fetcher.poll(timeout_ms=self._poll_timeout_ms)
-                        routes = dict(self._routes)
-                if not fetched:
-                    if not self._positions:
-                        self._stopped.wait(self._poll_timeout_ms / 1000.0)
+                    idle = not self._positions
+                    routes = dict(self._routes)
+                if idle:
+                    self._changed.wait(self._poll_timeout_ms / 1000.0)
                     continue
+                fetched = self._fetcher.poll(timeout_ms=self._poll_timeout_ms)
                 for tp, messages in fetched.items():
                     route = routes.get(tp)
                     if route is None:
@@ -78,5 +93,6 @@ class FetchLoop:
             self._on_error(exc)
 
     def _still_routed(self, tp: TopicPartition, claim: Claim) -> bool:
-        route = self._routes.get(tp)
+        with self._lock:
+            route = self._routes.get(tp)
         return not self._stopped.is_set() and route is not None and route[1] is claim

@@ -12,7 +12,13 @@ from collections.abc import Callable, Collection, Mapping
 
 import structlog
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError, RolledBackError, RuntimeInconsistency
+from kazoo.exceptions import (
+    KazooException,
+    NodeExistsError,
+    NoNodeError,
+    RolledBackError,
+    RuntimeInconsistency,
+)
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from zkconsumer.errors import ZkConsumerError
@@ -138,11 +144,13 @@ class ZookeeperMembership:
 
     def release(self, partitions: Mapping[TopicPartition, str]) -> None:
         """Delete the owner znodes that still name our threads; others' znodes are left alone."""
+        requests = [(self.paths.owner(tp.topic, tp.partition), thread)
+                    for tp, thread in partitions.items()]
+        pending = [(path, thread, self.zk.get_async(path)) for path, thread in requests]
         mine = []
-        for tp, thread in partitions.items():
-            path = self.paths.owner(tp.topic, tp.partition)
+        for path, thread, request in pending:  # all reads in flight at once
             try:
-                data, stat = self.zk.get(path)
+                data, stat = request.get()
             except NoNodeError:
                 continue
             if decode_owner(path, data) == thread:
@@ -168,7 +176,11 @@ class ZookeeperMembership:
             def on_event(_event=None) -> None:
                 check(path)
 
-            if self.zk.exists(path, watch=on_event) is None:
+            try:
+                exists = self.zk.exists(path, watch=on_event)
+            except KazooException:
+                return  # the session is closing or lost; the waiter's timeout ends the wait
+            if exists is None:
                 with lock:
                     remaining.discard(path)
                     if not remaining:
