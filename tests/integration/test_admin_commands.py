@@ -11,6 +11,7 @@ from kazoo.client import KazooClient
 from support.java import require_java
 from support.kafka import committed_in_kafka, produce
 from support.offset_checker import offset_checker_rows
+from support.offsets import zookeeper_offsets
 
 from zkconsumer.cli import cli
 from zkconsumer.localcluster.processes import free_port
@@ -38,11 +39,6 @@ def admin(cluster):
 @pytest.fixture
 def java():
     require_java()
-
-
-def _zk_offsets(zk, group: str) -> dict[TopicPartition, int]:
-    from zkconsumer.zk.group_state import committed_partitions
-    return ZookeeperOffsetStore(zk, group).fetch(committed_partitions(zk, group))
 
 
 def _seed(zk, group: str, offsets: dict[TopicPartition, int]) -> None:
@@ -110,7 +106,7 @@ def test_reference_export_imports_into_ours_and_ours_into_the_reference(
     assert code == 0, err
     # The reference writes ZooKeeper's unordered child order; ours is sorted.
     assert ours_file.read_text().splitlines() == sorted(reference_file.read_text().splitlines())
-    assert _zk_offsets(zk, group) == original
+    assert zookeeper_offsets(zk, group) == original
 
     zk.delete(GroupPaths(group).root, recursive=True)
     result = run_tool("kafka.tools.ImportZkOffsets",
@@ -154,7 +150,7 @@ def test_migration_round_trip_dry_run_refusals_and_idempotence(
     code, _, err = admin("offsets", "migrate", "--group", group, "--to", "zookeeper",
                          "--topic", topics[0], "--topic", topics[1])
     assert code == 0, err
-    assert _zk_offsets(zk, group) == original
+    assert zookeeper_offsets(zk, group) == original
 
     # Kafka ahead of ZooKeeper on one partition: moving it back is refused, nothing written.
     _seed(zk, group, {TopicPartition(topics[0], 0): 5, TopicPartition(topics[1], 1): 99})
@@ -187,11 +183,11 @@ def test_reset_to_earliest_latest_offset_and_shift(cluster, zk, topic_factory, u
         code, _, err = admin("offsets", "reset", "--group", group, "--topic", topic, *how,
                              "--execute")
         assert code == 0, err
-        return {tp.partition: o for tp, o in _zk_offsets(zk, group).items()}
+        return {tp.partition: o for tp, o in zookeeper_offsets(zk, group).items()}
 
     code, _, err = admin("offsets", "reset", "--group", group, "--to-latest")
     assert code == 0 and "dry run" in err
-    assert {tp.partition: o for tp, o in _zk_offsets(zk, group).items()} == {0: 4, 1: 6}
+    assert {tp.partition: o for tp, o in zookeeper_offsets(zk, group).items()} == {0: 4, 1: 6}
 
     assert reset("--to-latest") == {0: 10, 1: 10}
     assert reset("--shift-by", "-3") == {0: 7, 1: 7}

@@ -30,6 +30,7 @@ TOPIC_ALIAS = "events"
 @dataclass
 class Sandbox:
     zk: object
+    zk_connect: str
     root: str
     topic: str
     api_version: str | None
@@ -65,9 +66,9 @@ def sandbox(cluster, zk, topic_factory, tmp_path):
     """A chroot with the real brokers and one real topic (so fetching works) and a group."""
     topic = topic_factory(partitions=2)
     root = f"/catalogue-{uuid.uuid4().hex[:8]}"
-    box = Sandbox(zk, root, topic, ".".join(map(str, cluster.kafka_api_version))
+    box = Sandbox(zk, cluster.zookeeper_connect, root, topic,
+                  ".".join(map(str, cluster.kafka_api_version))
                   if cluster.kafka_api_version else None)
-    box.zk_connect = cluster.zookeeper_connect
     for broker in zk.get_children("/brokers/ids"):
         box.put(f"/brokers/ids/{broker}", zk.get(f"/brokers/ids/{broker}")[0])
     box.put(f"/brokers/topics/{topic}", zk.get(f"/brokers/topics/{topic}")[0])

@@ -10,13 +10,13 @@ import pytest
 from click.testing import CliRunner
 from kazoo.client import KazooClient
 from support.kafka import committed_in_kafka, produce
+from support.offsets import zookeeper_offsets
 from support.waiting import wait_until
 
 from zkconsumer.cli import cli
 from zkconsumer.localcluster.processes import free_port
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import ZookeeperOffsetStore
-from zkconsumer.zk.group_state import committed_partitions
 from zkconsumer.znodes.paths import GroupPaths
 
 pytestmark = pytest.mark.integration
@@ -57,10 +57,6 @@ def _checksum(rows) -> str:
     return digest.hexdigest()
 
 
-def _zk_offsets(zk, group: str) -> dict[TopicPartition, int]:
-    return ZookeeperOffsetStore(zk, group).fetch(committed_partitions(zk, group))
-
-
 def test_batch_read_returns_exactly_the_messages_after_the_group_offsets(
         spark, cluster, zk, topic_factory, unique_name):
     topic = topic_factory(partitions=3)
@@ -76,7 +72,7 @@ def test_batch_read_returns_exactly_the_messages_after_the_group_offsets(
     expected = _direct_read(cluster, topic, {0: (40, 100), 1: (99, 100), 2: (0, 100)})
     assert len(rows) == len(expected) == 60 + 1 + 100
     assert _checksum(rows) == _checksum(expected)
-    assert _zk_offsets(zk, group) == {TopicPartition(topic, 0): 40,
+    assert zookeeper_offsets(zk, group) == {TopicPartition(topic, 0): 40,
                                       TopicPartition(topic, 1): 99}, "a plain read commits nothing"
 
     text = (spark.read.format("zkconsumer")
@@ -102,7 +98,7 @@ def test_a_planned_read_commits_back_and_refuses_when_the_group_moved_or_is_live
     produce(cluster, topic, [b"late"], partitions=1)
     assert read.load().count() == 45, "the planned read is pinned to its offsets"
     assert read.commit() == {TopicPartition(topic, 0): 25, TopicPartition(topic, 1): 25}
-    assert _zk_offsets(zk, group) == {TopicPartition(topic, 0): 25, TopicPartition(topic, 1): 25}
+    assert zookeeper_offsets(zk, group) == {TopicPartition(topic, 0): 25, TopicPartition(topic, 1): 25}
     described = CliRunner().invoke(cli, ["group", "describe", "--group", group, "--json",
                                          "--zookeeper", cluster.zookeeper_connect])
     offsets = {r["partition"]: r["zookeeper_offset"]
@@ -113,7 +109,7 @@ def test_a_planned_read_commits_back_and_refuses_when_the_group_moved_or_is_live
     ZookeeperOffsetStore(zk, group).commit({TopicPartition(topic, 0): 26})
     with pytest.raises(CommitRefusedError, match="moved since this read was planned"):
         moved.commit()
-    assert _zk_offsets(zk, group)[TopicPartition(topic, 0)] == 26
+    assert zookeeper_offsets(zk, group)[TopicPartition(topic, 0)] == 26
 
     live = GroupRead.plan(spark, _options(cluster, group, topics=topic))
     owner = KazooClient(hosts=cluster.zookeeper_connect)
@@ -126,7 +122,7 @@ def test_a_planned_read_commits_back_and_refuses_when_the_group_moved_or_is_live
     finally:
         owner.stop()
         owner.close()
-    assert _zk_offsets(zk, group)[TopicPartition(topic, 1)] == 25
+    assert zookeeper_offsets(zk, group)[TopicPartition(topic, 1)] == 25
 
 
 def test_committing_back_honours_kafka_offset_storage(spark, cluster, zk, topic_factory,
@@ -143,7 +139,7 @@ def test_committing_back_honours_kafka_offset_storage(spark, cluster, zk, topic_
     assert read.load().count() == 10
     read.commit()
     assert committed_in_kafka(cluster, group, topic, 2) == {0: 5, 1: 5}
-    assert _zk_offsets(zk, group) == {}
+    assert zookeeper_offsets(zk, group) == {}
 
 
 def test_a_streaming_query_continues_the_group_and_commits_each_batch(
@@ -173,7 +169,7 @@ def test_a_streaming_query_continues_the_group_and_commits_each_batch(
         wait_until(lambda: len(seen) >= 35, timeout=120, message="the second wave")
         produce(cluster, topic, [f"s2-{i}".encode() for i in range(10)], partitions=2)
         wait_until(lambda: len(seen) >= 45, timeout=120, message="the third wave")
-        wait_until(lambda: _zk_offsets(zk, group) == {TopicPartition(topic, 0): 25,
+        wait_until(lambda: zookeeper_offsets(zk, group) == {TopicPartition(topic, 0): 25,
                                                       TopicPartition(topic, 1): 25},
                    timeout=60, message="the group's offsets at the log end")
     finally:

@@ -15,7 +15,7 @@ import click
 from kazoo.client import KazooClient
 
 from zkconsumer.config import ConsumerConfig
-from zkconsumer.errors import ConfigError
+from zkconsumer.errors import ConfigError, ZkConsumerError
 from zkconsumer.fetch import KafkaAccess, LogOffsets, resolve_kafka_access
 from zkconsumer.kafka_client import kafka_client_options
 from zkconsumer.model import TopicPartition
@@ -126,6 +126,17 @@ class AdminContext:
     def write_offsets(self, storage: str, group: str, offsets: dict[TopicPartition, int]) -> None:
         store = self.zookeeper_store(group) if storage == "zookeeper" else self.kafka_store(group)
         store.commit(offsets)
+
+    def group_partitions(self, group: str, topics: Iterable[str] = ()
+                         ) -> tuple[set[str], list[TopicPartition]]:
+        """The named topics (default: every topic the group has anything for) and their
+        partitions; an error when none of them is registered."""
+        chosen = set(topics) or group_topics(self.zk, group)
+        partitions = self.partitions_of(chosen)
+        if not partitions:
+            raise ZkConsumerError(f"no registered topic for group {group} "
+                                  f"(asked: {', '.join(sorted(chosen)) or 'none'})")
+        return chosen, partitions
 
     def partitions_of(self, topics: Iterable[str]) -> list[TopicPartition]:
         """Partitions per the topic registry; topics it does not know are skipped."""

@@ -33,7 +33,7 @@ from zkconsumer.cli.admin_context import STORAGES, AdminContext, admin_context, 
 from zkconsumer.cli.group_commands import LiveGroupError
 from zkconsumer.cli.output import emit_json, emit_table
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.zk.group_state import group_topics, list_groups, read_members
+from zkconsumer.zk.group_state import list_groups, read_members
 
 ROLLING_PROCEDURE = (
     "to migrate a running group without stopping it, roll its members instead: restart each "
@@ -236,11 +236,7 @@ def spark_json_command(name, topics, storage, reset, zookeeper_connect, bootstra
                        properties, as_json) -> None:
     """The group's offsets as `startingOffsets` JSON for Spark's native Kafka source."""
     with admin_context(zookeeper_connect, bootstrap_server, properties) as ctx:
-        chosen_topics = set(topics) or group_topics(ctx.zk, name)
-        partitions = ctx.partitions_of(chosen_topics)
-        if not partitions:
-            raise ZkConsumerError(f"no registered topic for group {name} "
-                                  f"(asked: {', '.join(sorted(chosen_topics)) or 'none'})")
+        chosen_topics, partitions = ctx.group_partitions(name, topics)
         found: dict = {}
         for chosen in (STORAGES if storage == "both" else (storage,)):
             for tp, offset in ctx.read_offsets(chosen, name, chosen_topics).items():
@@ -272,11 +268,7 @@ def reset_command(name, topics, mode, to_offset, shift_by, to_datetime, storage,
     storages = STORAGES if storage == "both" else (storage,)
     with admin_context(zookeeper_connect, bootstrap_server, properties) as ctx:
         _refuse_live_groups(ctx, [name], force=False)
-        chosen_topics = set(topics) or group_topics(ctx.zk, name)
-        partitions = ctx.partitions_of(chosen_topics)
-        if not partitions:
-            raise ZkConsumerError(f"no registered topic to reset for group {name} "
-                                  f"(asked: {', '.join(sorted(chosen_topics)) or 'none'})")
+        chosen_topics, partitions = ctx.group_partitions(name, topics)
         log = ctx.log_offsets()
         earliest, latest = log.earliest(partitions), log.latest(partitions)
         by_time = log.at_time(partitions, spec.value) if spec.mode == "datetime" else None

@@ -24,10 +24,10 @@ from zkconsumer.spark.planning import (
     committed_offsets,
     plan_read,
     write_group_offsets,
-    zookeeper,
 )
 from zkconsumer.spark.source import register
 from zkconsumer.zk.group_state import read_owners
+from zkconsumer.zk.session import session_for
 
 
 class CommitRefusedError(ZkConsumerError):
@@ -69,7 +69,7 @@ class GroupRead:
     def commit(self) -> dict[TopicPartition, int]:
         """Move the group to the read's end offsets; returns what was written."""
         partitions = sorted(self.read_plan.ends)
-        with zookeeper(self._parsed) as zk:
+        with session_for(self._parsed.config) as zk:
             owned = {tp: owner for tp, owner in read_owners(zk, self.read_plan.group).items()
                      if tp in self.read_plan.ends}
             if owned:

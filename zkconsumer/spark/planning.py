@@ -7,7 +7,6 @@ This is the only part of the data source that talks to ZooKeeper; executors get 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,13 +15,18 @@ from kazoo.client import KazooClient
 from zkconsumer.admin.offset_files import EARLIEST, LATEST
 from zkconsumer.assignment import Blacklist, Whitelist
 from zkconsumer.errors import ConfigError
-from zkconsumer.fetch import KafkaAccess, LogOffsets, resolve_kafka_access
+from zkconsumer.fetch import (
+    KafkaAccess,
+    LogOffsets,
+    kafka_consumer_settings,
+    resolve_kafka_access,
+)
 from zkconsumer.kafka_client import kafka_client_options
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import open_offset_store
 from zkconsumer.spark.options import SOURCE, SourceOptions
 from zkconsumer.zk.registry import list_topics, read_brokers, read_topic
-from zkconsumer.zk.session import connect_for
+from zkconsumer.zk.session import session_for
 
 
 @dataclass(frozen=True)
@@ -31,21 +35,10 @@ class ReadPlan:
 
     group: str
     access: KafkaAccess
-    client_options: Mapping[str, Any]
-    fetch_max_bytes: int
+    consumer_settings: Mapping[str, Any]   # the consumer's own kafka-python options
     starts: Mapping[TopicPartition, int]
     ends: Mapping[TopicPartition, int]
     committed: Mapping[TopicPartition, int]
-
-
-@contextmanager
-def zookeeper(options: SourceOptions):
-    zk = connect_for(options.config)
-    try:
-        yield zk
-    finally:
-        zk.stop()
-        zk.close()
 
 
 def selected_partitions(zk: KazooClient, options: SourceOptions) -> list[TopicPartition]:
@@ -87,7 +80,7 @@ def committed_offsets(zk: KazooClient, options: SourceOptions, access: KafkaAcce
 
 
 def plan_read(options: SourceOptions) -> ReadPlan:
-    with zookeeper(options) as zk:
+    with session_for(options.config) as zk:
         partitions = selected_partitions(zk, options)
         access = kafka_access(zk, options)
         committed = committed_offsets(zk, options, access, partitions)
@@ -104,8 +97,9 @@ def plan_from(options: SourceOptions, access: KafkaAccess, partitions: list[Topi
         log.close()
     starts = resolve_starts(options, partitions, committed, earliest, latest)
     ends = resolve_ends(options, partitions, starts, latest)
-    return ReadPlan(options.config.group_id, access, client_options,
-                    options.config.fetch_message_max_bytes, starts, ends, dict(committed))
+    settings = kafka_consumer_settings(options.config, access.bootstrap_servers,
+                                       access.api_version)
+    return ReadPlan(options.config.group_id, access, settings, starts, ends, dict(committed))
 
 
 def resolve_starts(options: SourceOptions, partitions: list[TopicPartition],
@@ -147,7 +141,7 @@ def write_group_offsets(options: SourceOptions, access: KafkaAccess,
                         offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
     """Commit to the group in its own storage (both, with dual commit); only offsets that
     changed are written. Returns what was written."""
-    with zookeeper(options) as zk:
+    with session_for(options.config) as zk:
         store = open_offset_store(options.config, zk, *access)
         try:
             current = store.fetch(offsets)

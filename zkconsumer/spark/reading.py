@@ -43,12 +43,8 @@ class RangeReadError(ZkConsumerError):
 def read_range(plan: ReadPlan, offsets: OffsetRange, decode_utf8: bool
                ) -> Iterator[pa.RecordBatch]:
     schema = arrow_schema(decode_utf8)
-    options = {**plan.client_options, "bootstrap_servers": plan.access.bootstrap_servers,
-               "enable_auto_commit": False, "group_id": None,
-               "max_partition_fetch_bytes": plan.fetch_max_bytes,
-               "max_poll_records": BATCH_ROWS}
-    if plan.access.api_version is not None:
-        options["api_version"] = plan.access.api_version
+    # The same settings a group member fetches with (legacy fetch keys, security, protocol).
+    options = {**plan.consumer_settings, "max_poll_records": BATCH_ROWS}
     consumer = KafkaConsumer(**options)
     tp = KafkaTopicPartition(offsets.topic, offsets.partition)
     try:

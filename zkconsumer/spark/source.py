@@ -25,17 +25,13 @@ from zkconsumer.admin.offset_files import offsets_from_json, offsets_to_json
 from zkconsumer.model import TopicPartition
 from zkconsumer.spark.options import SourceOptions
 from zkconsumer.spark.planning import (
-    ReadPlan,
-    committed_offsets,
-    kafka_access,
-    plan_from,
     plan_read,
     selected_partitions,
     write_group_offsets,
-    zookeeper,
 )
 from zkconsumer.spark.ranges import OffsetRange, cap_total, split_ranges
 from zkconsumer.spark.reading import read_range, schema_ddl
+from zkconsumer.zk.session import session_for
 
 
 class RangePartition(InputPartition):
@@ -56,7 +52,7 @@ class ZkConsumerDataSource(DataSource):
     def schema(self) -> str:
         # Spark asks for the schema when the DataFrame is created: the moment to find an
         # unreachable ZooKeeper or an unknown topic, before anything is planned or run.
-        with zookeeper(self.parsed) as zk:
+        with session_for(self.parsed.config) as zk:
             selected_partitions(zk, self.parsed)
         return schema_ddl(self.parsed.decode_utf8)
 
@@ -105,10 +101,11 @@ class GroupStreamReader(DataSourceStreamReader):
     def latestOffset(self, start: dict, limit) -> dict:
         starts = _from_offset_dict(start)
         # Spark runs micro-batches one at a time, so `start` (the previous batch's end) has been
-        # processed: commit it now. `commit()` alone would leave the last batch uncommitted
-        # until more data arrives, since Spark only calls it when it plans the next batch.
+        # processed: commit it to the group here. Spark's own `commit()` hook is not used: it
+        # only comes when the next batch is planned, which would leave the last batch
+        # uncommitted until more data arrives.
         write_group_offsets(self._options, self._plan.access, starts)
-        fresh = self._replan(starts)
+        fresh = plan_read(self._options)
         # New partitions (a topic created for a whitelist) start where the plan says.
         starts = {tp: starts.get(tp, fresh.starts[tp]) for tp in fresh.ends}
         ends = {tp: max(starts[tp], fresh.ends[tp]) for tp in starts}
@@ -124,16 +121,6 @@ class GroupStreamReader(DataSourceStreamReader):
 
     def read(self, partition: RangePartition):
         return read_range(self._plan, partition.offsets, self._options.decode_utf8)
-
-    def commit(self, end: dict) -> None:
-        write_group_offsets(self._options, self._plan.access, _from_offset_dict(end))
-
-    def _replan(self, starts: dict[TopicPartition, int]) -> ReadPlan:
-        with zookeeper(self._options) as zk:
-            partitions = selected_partitions(zk, self._options)
-            access = kafka_access(zk, self._options)
-            committed = committed_offsets(zk, self._options, access, partitions)
-        return plan_from(self._options, access, partitions, committed)
 
 
 def _to_offset_dict(offsets: dict[TopicPartition, int]) -> dict:

@@ -89,6 +89,17 @@ def _acl_for(digest: str | None, sasl: tuple[str, str, str] | None, world_readab
 
 
 @contextmanager
+def session_for(config: ConsumerConfig) -> Iterator[KazooClient]:
+    """`connect_for` as a context manager: the session is closed on the way out."""
+    client = connect_for(config)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+@contextmanager
 def zookeeper_session(connect_string: str, *, timeout_s: float = 6.0) -> Iterator[KazooClient]:
     client = connect(connect_string, timeout_s=timeout_s)
     try:
