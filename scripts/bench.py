@@ -3,32 +3,32 @@
 Starts a throw-away local cluster, writes --records records of 100 bytes into --partitions
 partitions with the reference producer, then measures, on that same data:
 
-1. throughput of one worker from the beginning: zkconsumer per-record and batch iteration, raw
-   kafka-python (manual assignment, per-record loop), the reference Scala consumer
-   (kafka-consumer-perf-test --zookeeper), and pykafka / confluent-kafka when installed; each
-   in its own process, with its peak RSS;
+1. throughput of one worker from the beginning, every record's value read: zkconsumer per-record
+   and batch iteration, raw kafka-python (manual assignment, per-record loop), the reference
+   Scala consumer (kafka-consumer-perf-test --zookeeper), and pykafka's BalancedConsumer and
+   confluent-kafka when a --peers-python has them; each in its own process, with its peak RSS;
 2. offset commit of 1,000 changed partitions to ZooKeeper: zkconsumer's batched transactions
    against one write per znode in sequence;
-3. rebalance latency in a group of --members members on a --rebalance-partitions topic: time
-   from a member joining or leaving until every partition is owned by a registered member and
-   every member is stable again, p50 and p99 over --events events; and the same join event for
-   a reference consumer, which is timed from its registration appearing.
+3. rebalance latency in a group of --members members on a --rebalance-partitions topic, for
+   zkconsumer members and for reference consumers, over alternating leave and join events
+   (see `rebalance`), p50 and p99.
 
     scripts/bench [--records 1000000] [--partitions 8] [--only throughput,commit,rebalance]
+                  [--events 20] [--reference-events 6]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench_peers import PEERS, SAME_VENV_PEERS, TOPIC, measure
 
 from zkconsumer.localcluster import LocalCluster, create_topic
 from zkconsumer.localcluster.bundle import ensure_bundle
@@ -37,24 +37,13 @@ from zkconsumer.localcluster.reference import produce_test_data
 from zkconsumer.logs import configure_logging
 from zkconsumer.zk.session import zookeeper_session
 
-TOPIC = "bench"
-API_VERSION = (0, 9)
 SCENARIOS = ("throughput", "commit", "rebalance")
 
 
 # -- contenders, each run in a fresh process by `--contender NAME` --------------------------
 
-def run_contender(name: str, zookeeper: str, bootstrap: str, records: int, partitions: int
-                  ) -> dict:
-    started = time.perf_counter()
-    count = CONTENDERS[name](zookeeper, bootstrap, records, partitions)
-    seconds = time.perf_counter() - started
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"records": count, "seconds": seconds, "peak_rss_mb": peak_kb / 1024}
-
-
 def _zkconsumer(batches: bool):
-    def consume(zookeeper, _bootstrap, records, _partitions) -> int:
+    def consume(zookeeper, _bootstrap, records, _partitions) -> tuple[int, int]:
         from zkconsumer import ConsumerConnector
 
         group = f"bench-{'batch' if batches else 'record'}-{time.time_ns()}"
@@ -62,118 +51,73 @@ def _zkconsumer(batches: bool):
                                        "auto.offset.reset": "smallest",
                                        "auto.commit.enable": "false"})
         (stream,) = connector.create_message_streams({TOPIC: 1})[TOPIC]
-        count = 0
+        count = size = 0
         try:
             if batches:
                 for batch in stream.batches():
+                    for message in batch:
+                        size += len(message.value)
                     count += len(batch)
                     if count >= records:
                         break
             else:
-                for _message in stream:
+                for message in stream:
+                    size += len(message.value)
                     count += 1
                     if count >= records:
                         break
         finally:
             connector.shutdown(commit=False)
-        return count
+        return count, size
     return consume
-
-
-def _kafka_python(_zookeeper, bootstrap, records, partitions) -> int:
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, api_version=API_VERSION,
-                             enable_auto_commit=False, auto_offset_reset="earliest")
-    consumer.assign([TopicPartition(TOPIC, p) for p in range(partitions)])
-    count = 0
-    try:
-        while count < records:
-            for batch in consumer.poll(timeout_ms=1000).values():
-                for _record in batch:
-                    count += 1
-    finally:
-        consumer.close()
-    return count
-
-
-def _pykafka(zookeeper, bootstrap, records, _partitions) -> int:
-    from pykafka import KafkaClient
-
-    client = KafkaClient(hosts=bootstrap)
-    consumer = client.topics[TOPIC.encode()].get_balanced_consumer(
-        consumer_group=f"bench-pykafka-{time.time_ns()}".encode(), zookeeper_connect=zookeeper,
-        auto_offset_reset=-2, auto_commit_enable=False)
-    count = 0
-    try:
-        for _message in consumer:
-            count += 1
-            if count >= records:
-                break
-    finally:
-        consumer.stop()
-    return count
-
-
-def _confluent(_zookeeper, bootstrap, records, partitions) -> int:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-confluent",
-                         "enable.auto.commit": False, "api.version.request": False,
-                         "broker.version.fallback": "0.9.0"})
-    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(partitions)])
-    count = 0
-    try:
-        while count < records:
-            message = consumer.poll(1.0)
-            if message is not None and not message.error():
-                count += 1
-    finally:
-        consumer.close()
-    return count
 
 
 CONTENDERS = {
     "zkconsumer (per record)": _zkconsumer(batches=False),
     "zkconsumer (batches)": _zkconsumer(batches=True),
-    "kafka-python (per record)": _kafka_python,
-    "pykafka BalancedConsumer": _pykafka,
-    "confluent-kafka (per record)": _confluent,
 }
-OPTIONAL = {"pykafka BalancedConsumer": "pykafka", "confluent-kafka (per record)": "confluent_kafka"}
 
 
 # -- the scenarios ----------------------------------------------------------------------------
 
 def throughput(cluster: LocalCluster, args, work: Path) -> None:
-    results = {}
-    for name in CONTENDERS:
-        module = OPTIONAL.get(name)
-        if module and importlib.util.find_spec(module) is None:
-            print(f"  ({name}: not installed, skipped)")
+    """Each contender in a fresh process, in turn; the peers run by scripts/bench_peers.py in
+    the venv that has them (pykafka pins an old kazoo, so it gets a venv of its own)."""
+    runs = [(name, [sys.executable, __file__, "--contender", name]) for name in CONTENDERS]
+    for name in PEERS:
+        python = sys.executable if name in SAME_VENV_PEERS else args.peers_python
+        if python is None:
+            print(f"  ({name}: no peers venv given, skipped)")
             continue
+        runs.append((name, [python, str(Path(__file__).with_name("bench_peers.py")), name]))
+    results = {}
+    for name, command in runs:
         output = subprocess.run(
-            [sys.executable, __file__, "--contender", name, "--zookeeper",
-             cluster.zookeeper_connect, "--bootstrap", cluster.bootstrap_servers,
-             "--records", str(args.records), "--partitions", str(args.partitions)],
+            [*command, "--zookeeper", cluster.zookeeper_connect, "--bootstrap",
+             cluster.bootstrap_servers, "--records", str(args.records), "--partitions",
+             str(args.partitions)],
             capture_output=True, text=True, timeout=1800, check=False)
         if output.returncode != 0:
-            print(f"  ({name} failed: {output.stderr.strip().splitlines()[-1:]})")
+            print(f"  ({name} not measured: {output.stderr.strip().splitlines()[-1:]})")
             continue
         results[name] = json.loads(output.stdout.strip().splitlines()[-1])
-    reference = reference_throughput(cluster, args, work)
-    if reference:
-        results["reference Scala consumer"] = reference
-    base = results.get("zkconsumer (per record)")
-    print(f"{'contender':<32} {'records/s':>12} {'vs zkconsumer/record':>21} {'peak RSS MB':>12}")
+    results.update(reference_throughput(cluster, args, work))
+    base = results["zkconsumer (per record)"]
+    batches = results["zkconsumer (batches)"]
+    print(f"{'contender':<40} {'records/s':>11} {'zkc/record is':>14} {'zkc/batches is':>15} "
+          f"{'peak RSS MB':>12}")
     for name, result in results.items():
         rate = result["records"] / result["seconds"]
-        ratio = rate / (base["records"] / base["seconds"]) if base else float("nan")
         rss = f"{result['peak_rss_mb']:.0f}" if result.get("peak_rss_mb") else "-"
-        print(f"{name:<32} {rate:>12,.0f} {ratio:>20.2f}x {rss:>12}")
+        print(f"{name:<40} {rate:>11,.0f} {_rate(base) / rate:>13.2f}x "
+              f"{_rate(batches) / rate:>14.2f}x {rss:>12}")
 
 
-def reference_throughput(cluster: LocalCluster, args, work: Path) -> dict | None:
+def _rate(result: dict) -> float:
+    return result["records"] / result["seconds"]
+
+
+def reference_throughput(cluster: LocalCluster, args, work: Path) -> dict[str, dict]:
     tool = ensure_bundle() / "bin" / "kafka-consumer-perf-test.sh"
     started = time.perf_counter()
     result = subprocess.run(
@@ -185,9 +129,14 @@ def reference_throughput(cluster: LocalCluster, args, work: Path) -> dict | None
     seconds = time.perf_counter() - started
     if result.returncode != 0:
         print(f"  (reference consumer failed: {result.stderr.strip()[-300:]})")
-        return None
-    # The tool prints its own figure; we time the whole process like the others.
-    return {"records": args.records, "seconds": seconds, "peak_rss_mb": None}
+        return {}
+    # Timed as a whole process like the others, and by the tool itself (without the JVM's
+    # start-up and ZooKeeper connection): its last line ends with records per second.
+    own_rate = float(result.stdout.strip().splitlines()[-1].split(",")[-1])
+    return {"reference Scala consumer (whole process)":
+            {"records": args.records, "seconds": seconds, "peak_rss_mb": None},
+            "reference Scala consumer (its own timing)":
+            {"records": own_rate, "seconds": 1.0, "peak_rss_mb": None}}
 
 
 def commit(cluster: LocalCluster, _args, _work: Path) -> None:
@@ -216,77 +165,107 @@ def commit(cluster: LocalCluster, _args, _work: Path) -> None:
 
 
 def rebalance(cluster: LocalCluster, args, work: Path) -> None:
+    """The same group shape and the same events for zkconsumer members and reference consumers.
+
+    A join is timed from the joiner's registration znode being created (its ctime, on the
+    ZooKeeper server's clock, which is this machine's), so neither side is charged for starting
+    a process; a leave from the moment the member is asked to stop. Settled means every
+    partition is owned by a live member, every live member owns some, and (for zkconsumer,
+    which can tell) every member is fetching again.
+    """
     from zkconsumer import ConsumerConnector
-    from zkconsumer.assignment import consumer_of_thread
     from zkconsumer.localcluster.reference import ReferenceConsumer
-    from zkconsumer.zk.group_state import read_members, read_owners
 
     topic = f"bench-rebalance-{time.time_ns()}"
+    settings = {"rebalance.backoff.ms": "500", "rebalance.max.retries": "10"}
     with zookeeper_session(cluster.zookeeper_connect) as zk:
         create_topic(zk, topic, args.rebalance_partitions)
 
-        def settled(group: str, members: list) -> bool:
-            owners = read_owners(zk, group)
-            live = set(read_members(zk, group))
-            return (len(owners) == args.rebalance_partitions
-                    and all(consumer_of_thread(t) in live for t in owners.values())
-                    and all(m.wait_until_stable(timeout=0) for m in members))
-
-        def start(group: str) -> ConsumerConnector:
+        def start_ours(group: str):
             member = ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect,
-                                        "group.id": group, "rebalance.backoff.ms": "500"})
+                                        "group.id": group, **settings})
             member.create_message_streams({topic: 1})
             return member
 
-        def timed(group: str, members: list, event) -> float:
-            started = time.perf_counter()
-            event()
-            while not settled(group, members):
-                time.sleep(0.005)
-            return time.perf_counter() - started
+        def start_reference(group: str):
+            return ReferenceConsumer(work / "reference", cluster.zookeeper_connect, group,
+                                     topic=topic, properties=settings)
 
-        group = f"bench-rebalance-{time.time_ns()}"
-        members = [start(group) for _ in range(args.members)]
-        while not settled(group, members):
-            time.sleep(0.05)
-        times = []
-        try:
-            for event in range(args.events):
-                if event % 2 == 0:
-                    leaving = members.pop()
-                    times.append(timed(group, members, leaving.shutdown))
-                else:
-                    times.append(timed(group, members, lambda: members.append(start(group))))
-        finally:
-            for member in members:
-                member.shutdown()
-        times.sort()
+        ours, doubles = measure_rebalances(
+            zk, f"bench-rebalance-{time.time_ns()}", args, start_ours,
+            stop=lambda m: m.shutdown(),
+            stable=lambda m: m.wait_until_stable(timeout=0) and m.fetching_owned_partitions(),
+            owned=lambda m: set(m.owned_partitions()), events=args.events)
+        reference, _ = measure_rebalances(
+            zk, f"bench-ref-rebalance-{time.time_ns()}", args, start_reference,
+            stop=lambda m: m.stop(), stable=lambda _m: True, owned=lambda _m: set(),
+            events=args.reference_events)
+    print(f"{args.members} members x {args.rebalance_partitions} partitions, leave and join "
+          "events alternating")
+    print(f"{'contender':<44}{'events':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
+    for name, times in (("zkconsumer", ours), ("reference Scala consumer", reference)):
+        times = sorted(times)
         p50 = times[len(times) // 2]
         p99 = times[min(len(times) - 1, int(0.99 * len(times)))]
-        print(f"rebalance, {args.members} members x {args.rebalance_partitions} partitions, "
-              f"{len(times)} join/leave events: p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, "
-              f"max {times[-1] * 1000:.0f} ms")
+        print(f"{name:<44}{len(times):>7} {p50 * 1000:>8.0f} {p99 * 1000:>8.0f} "
+              f"{times[-1] * 1000:>8.0f}")
+    print(f"zkconsumer p50 is {statistics.median(reference) / statistics.median(ours):.1f}x "
+          f"the reference's speed; partitions held by two zkconsumer members at once, checked "
+          f"every few ms throughout: {doubles}")
 
-        ref_group = f"bench-ref-rebalance-{time.time_ns()}"
-        references = [ReferenceConsumer(work / "reference", cluster.zookeeper_connect, ref_group,
-                                        topic=topic) for _ in range(2)]
-        try:
-            while len(read_owners(zk, ref_group)) < args.rebalance_partitions:
-                time.sleep(0.05)
-            joiner_known = set(read_members(zk, ref_group))
-            references.append(ReferenceConsumer(work / "reference", cluster.zookeeper_connect,
-                                                ref_group, topic=topic))
-            while set(read_members(zk, ref_group)) == joiner_known:
-                time.sleep(0.002)
-            started = time.perf_counter()   # from the joiner's registration appearing
-            while not settled(ref_group, []) or len(
-                    {consumer_of_thread(t) for t in read_owners(zk, ref_group).values()}) < 3:
-                time.sleep(0.005)
-            print(f"reference consumer joining a group of 2 on the same topic: "
-                  f"{(time.perf_counter() - started) * 1000:.0f} ms from its registration")
-        finally:
-            for reference in references:
-                reference.stop()
+
+def measure_rebalances(zk, group: str, args, start, stop, stable, owned, events: int
+                       ) -> tuple[list[float], int]:
+    """Times per event, and how many times a partition was seen held by two members at once
+    (what each member itself believes it owns, which is what it delivers from)."""
+    from zkconsumer.assignment import consumer_of_thread
+    from zkconsumer.zk.group_state import read_members, read_owners
+    from zkconsumer.znodes.paths import GroupPaths
+
+    paths = GroupPaths(group)
+
+    def settled(members: list) -> bool:
+        owners = read_owners(zk, group)
+        live = set(read_members(zk, group))
+        owning = {consumer_of_thread(t) for t in owners.values()}
+        return (len(owners) == args.rebalance_partitions and owning <= live
+                and len(live) == len(members) and owning == live
+                and all(stable(m) for m in members))
+
+    doubles = 0
+
+    def wait_settled(members: list) -> float:
+        nonlocal doubles
+        while not settled(members):
+            held = [owned(m) for m in members]
+            doubles += sum(len(a & b) for i, a in enumerate(held) for b in held[i + 1:])
+            time.sleep(0.005)
+        return time.time()
+
+    members = []
+    for _ in range(args.members):
+        members.append(start(group))
+    wait_settled(members)
+    times = []
+    try:
+        for event in range(events):
+            if event % 2 == 0:
+                leaving = members.pop()
+                asked = time.time()
+                stop(leaving)
+                times.append(wait_settled(members) - asked)
+            else:
+                known = set(read_members(zk, group))
+                members.append(start(group))
+                while not (joined := set(read_members(zk, group)) - known):
+                    time.sleep(0.002)
+                (consumer_id,) = joined
+                registered = zk.exists(paths.member(consumer_id)).ctime / 1000.0
+                times.append(wait_settled(members) - registered)
+    finally:
+        for member in members:
+            stop(member)
+    return times, doubles
 
 
 def produce(cluster: LocalCluster, records: int, partitions: int, work: Path) -> None:
@@ -303,14 +282,17 @@ def main() -> None:
     parser.add_argument("--members", type=int, default=10)
     parser.add_argument("--rebalance-partitions", type=int, default=120)
     parser.add_argument("--events", type=int, default=20)
+    parser.add_argument("--reference-events", type=int, default=6)
+    parser.add_argument("--peers-python", help="a Python with pykafka and confluent-kafka "
+                        "(scripts/bench makes one)")
     parser.add_argument("--contender", help=argparse.SUPPRESS)
     parser.add_argument("--zookeeper", help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     args = parser.parse_args()
     configure_logging("console", "warning")  # the members' own logs would drown the figures
     if args.contender:
-        print(json.dumps(run_contender(args.contender, args.zookeeper, args.bootstrap,
-                                       args.records, args.partitions)))
+        print(json.dumps(measure(CONTENDERS[args.contender], args.zookeeper, args.bootstrap,
+                                 args.records, args.partitions)))
         return
     chosen = [s for s in args.only.split(",") if s]
     with tempfile.TemporaryDirectory(prefix="zkconsumer-bench-") as scratch:

@@ -137,6 +137,7 @@ class ConsumerConfig:
     topics: tuple[str, ...] | None
     whitelist: str | None
     blacklist: str | None
+    fetch_backend: str  # zkconsumer's own: "auto" picks the wire fetcher where it can serve
     kafka_api_version: tuple[int, ...] | None
     zookeeper_auth_digest: str | None = field(repr=False)
     zookeeper_sasl_mechanism: str
@@ -456,6 +457,7 @@ _KEYS = (
     _Key("topics", _topics, render=",".join),
     _Key("whitelist", _topic_filter),
     _Key("blacklist", _topic_filter),
+    _Key("fetch.backend", _one_of("auto", "wire", "kafka-python"), "auto"),
     _Key("kafka.api.version", _api_version, render=lambda v: ".".join(map(str, v))),
     _Key("zookeeper.auth.digest", _digest_credentials, secret=True),
     _Key("zookeeper.sasl.mechanism", _one_of("digest-md5", "gssapi"), "digest-md5"),

@@ -11,10 +11,10 @@ def _version(cluster) -> dict:
 
 
 def produce(cluster, topic: str, values: list[bytes], partitions: int,
-            keys: list[bytes] | None = None) -> None:
+            keys: list[bytes] | None = None, compression: str | None = None) -> None:
     """Send values round-robin over the partitions and wait until all are acknowledged."""
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks=1, linger_ms=5,
-                             **_version(cluster))
+                             compression_type=compression, **_version(cluster))
     try:
         futures = [producer.send(topic, value=value, key=keys[i] if keys else None,
                                  partition=i % partitions)

@@ -54,6 +54,7 @@ REFERENCE_DEFAULTS = {
     "topics": None,
     "whitelist": None,
     "blacklist": None,
+    "fetch_backend": "auto",
     "kafka_api_version": None,
     "zookeeper_auth_digest": None,
     "zookeeper_sasl_mechanism": "digest-md5",
@@ -428,7 +429,8 @@ def test_to_properties_lists_every_default():
     assert properties["consumer.timeout.ms"] == "-1"
     assert properties["exclude.internal.topics"] == "true"
     assert "consumer.id" not in properties
-    assert len(properties) == 29  # every key that has a value by default
+    assert properties["fetch.backend"] == "auto"
+    assert len(properties) == 30  # every key that has a value by default
 
 
 LEGACY_PROPERTIES = """\

@@ -12,7 +12,9 @@ from zkconsumer.fetch import (
     api_version_from_registrations,
     bootstrap_servers,
     kafka_consumer_settings,
+    open_fetcher,
 )
+from zkconsumer.fetch.wire_fetcher import WireFetcher, wire_unsupported_reason
 from zkconsumer.znodes.brokers import BrokerRegistration
 
 
@@ -96,3 +98,34 @@ def test_no_usable_broker_is_a_clear_error():
     ([V1, V2], (0, 8, 2)), ([V2], (0, 9)), ([V2, V4], (0, 9)), ([V4], None), ([], None)])
 def test_protocol_follows_the_oldest_registered_broker(brokers, expected):
     assert api_version_from_registrations(brokers) == expected
+
+
+def test_the_wire_fetcher_serves_plaintext_and_ssl_and_names_what_it_cannot():
+    plain = kafka_consumer_settings(config(), "h:9092", (0, 9))
+    tls = kafka_consumer_settings(config(**{"kafka.security.protocol": "SSL",
+                                            "kafka.ssl.cafile": "ca.pem",
+                                            "kafka.ssl.check.hostname": "false"}), "h:9093", None)
+    assert wire_unsupported_reason(plain) is None
+    assert wire_unsupported_reason(tls) is None
+    sasl = kafka_consumer_settings(config(**{"kafka.security.protocol": "SASL_SSL",
+                                             "kafka.sasl.mechanism": "PLAIN"}), "h:9093", None)
+    assert wire_unsupported_reason(sasl) == "kafka.security.protocol=SASL_SSL"
+    tuned = kafka_consumer_settings(config(**{"kafka.max.poll.records": "10"}), "h:9092", None)
+    assert wire_unsupported_reason(tuned) == "kafka.max.poll.records"
+
+
+def test_forcing_the_wire_backend_where_it_cannot_serve_is_a_config_error():
+    forced = config(**{"fetch.backend": "wire", "kafka.security.protocol": "SASL_PLAINTEXT"})
+    with pytest.raises(ConfigError, match="fetch.backend.*SASL_PLAINTEXT"):
+        open_fetcher(forced, "h:9092", None)
+    with pytest.raises(ConfigError, match="fetch.backend"):
+        config(**{"fetch.backend": "librdkafka"})
+
+
+def test_the_wire_backend_is_chosen_by_default_without_touching_the_network():
+    fetcher = open_fetcher(config(), "127.0.0.1:1", (0, 9))
+    try:
+        assert isinstance(fetcher, WireFetcher)
+        assert fetcher.poll(timeout_ms=0) == {}  # nothing assigned: no connection attempted
+    finally:
+        fetcher.close()

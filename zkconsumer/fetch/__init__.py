@@ -7,7 +7,8 @@ from zkconsumer.fetch.brokers import (
     bootstrap_servers,
     resolve_kafka_access,
 )
-from zkconsumer.fetch.fetcher import FetchError, PartitionFetcher
+from zkconsumer.fetch.errors import FetchError
+from zkconsumer.fetch.fetcher import open_fetcher
 from zkconsumer.fetch.log_offsets import LogOffsets, LogOffsetsError
 from zkconsumer.fetch.settings import kafka_consumer_settings
 
@@ -17,9 +18,9 @@ __all__ = [
     "LogOffsets",
     "LogOffsetsError",
     "NoBrokersError",
-    "PartitionFetcher",
     "api_version_from_registrations",
     "bootstrap_servers",
     "kafka_consumer_settings",
+    "open_fetcher",
     "resolve_kafka_access",
 ]

@@ -1,85 +1,32 @@
-"""Fetching the partitions a member owns, with kafka-python in manual-assignment mode.
+"""Choosing the fetch backend for a member: the wire fetcher where it can serve, else kafka-python.
 
-kafka-python does the hard parts of fetching: it follows leaders as they move, reconnects after
-broker restarts and resolves out-of-range offsets by its reset policy. What it cannot know is
-where a partition starts: that is the group's committed offset, read from ZooKeeper or Kafka by
-the rebalancer and handed to `assign`.
+Both take the same kafka-python settings, built once from the legacy keys and `kafka.*`
+properties, and offer the same three calls (`assign`, `poll`, `close`) to the fetch loop. The
+wire fetcher is several times faster; kafka-python covers what it does not (SASL, and any
+kafka-python option a user passes through). `fetch.backend` forces either one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-
-from kafka import KafkaConsumer
-from kafka import TopicPartition as KafkaTopicPartition
-from kafka.errors import KafkaError
+import structlog
 
 from zkconsumer.config import ConsumerConfig
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.errors import ConfigError
+from zkconsumer.fetch.kafka_python_fetcher import KafkaPythonFetcher
 from zkconsumer.fetch.settings import kafka_consumer_settings
-from zkconsumer.model import Message, TopicPartition
+from zkconsumer.fetch.wire_fetcher import WireFetcher, wire_unsupported_reason
+
+log = structlog.get_logger(__name__)
 
 
-class FetchError(ZkConsumerError):
-    """The Kafka client could not be created or failed for good."""
-
-
-class PartitionFetcher:
-    """One kafka-python consumer for all of a member's partitions. Not thread-safe: the fetch
-    loop serialises every call."""
-
-    def __init__(self, config: ConsumerConfig, bootstrap_servers: str,
-                 api_version: tuple[int, ...] | None = None) -> None:
-        self._reset_to_beginning = config.auto_offset_reset == "smallest"
-        try:
-            self._consumer = KafkaConsumer(
-                **kafka_consumer_settings(config, bootstrap_servers, api_version))
-        except KafkaError as exc:
-            raise FetchError(f"cannot connect to Kafka at {bootstrap_servers}: {exc}") from exc
-        self._assigned: set[TopicPartition] = set()
-
-    def assign(self, positions: Mapping[TopicPartition, int | None],
-               restart: Collection[TopicPartition] = ()) -> None:
-        """Fetch exactly these partitions. Partitions already assigned keep their position, so
-        a rebalance does not rewind what stays; new ones, and those in `restart` (released and
-        claimed again since the last call), start at the given offset, or by
-        `auto.offset.reset` when it is None (no committed offset)."""
-        wanted = set(positions)
-        new = (wanted - self._assigned) | (set(restart) & wanted)
-        self._consumer.assign([_to_kafka(tp) for tp in sorted(wanted)])
-        self._assigned = wanted
-        reset = []
-        for tp in sorted(new):
-            offset = positions[tp]
-            if offset is None:
-                reset.append(_to_kafka(tp))
-            else:
-                self._consumer.seek(_to_kafka(tp), offset)
-        if reset:
-            if self._reset_to_beginning:
-                self._consumer.seek_to_beginning(*reset)
-            else:
-                self._consumer.seek_to_end(*reset)
-
-    def poll(self, timeout_ms: int, max_records: int | None = None
-             ) -> dict[TopicPartition, list[Message]]:
-        if not self._assigned:
-            return {}
-        batches = self._consumer.poll(timeout_ms=timeout_ms, max_records=max_records)
-        return {TopicPartition(tp.topic, tp.partition): [_to_message(r) for r in records]
-                for tp, records in batches.items() if records}
-
-    def close(self) -> None:
-        self._consumer.close(autocommit=False)
-
-
-def _to_kafka(tp: TopicPartition) -> KafkaTopicPartition:
-    return KafkaTopicPartition(tp.topic, tp.partition)
-
-
-def _to_message(record) -> Message:
-    # Brokers before 0.10 store no timestamps; kafka-python reports those as -1 or None.
-    timestamp = record.timestamp if record.timestamp is not None and record.timestamp >= 0 \
-        else None
-    return Message(record.topic, record.partition, record.offset, record.key, record.value,
-                   timestamp)
+def open_fetcher(config: ConsumerConfig, bootstrap_servers: str,
+                 api_version: tuple[int, ...] | None) -> WireFetcher | KafkaPythonFetcher:
+    settings = kafka_consumer_settings(config, bootstrap_servers, api_version)
+    unsupported = wire_unsupported_reason(settings)
+    if config.fetch_backend == "wire" and unsupported:
+        raise ConfigError("fetch.backend", "wire", f"cannot be used with {unsupported}; "
+                          "use auto or kafka-python")
+    if config.fetch_backend == "kafka-python" or unsupported:
+        log.info("fetching with kafka-python", reason=unsupported or "fetch.backend")
+        return KafkaPythonFetcher(settings)
+    return WireFetcher(settings)

@@ -20,7 +20,7 @@ from kazoo.retry import KazooRetry
 from zkconsumer.assignment import TopicFilter, make_consumer_id
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.fetch import PartitionFetcher, resolve_kafka_access
+from zkconsumer.fetch import open_fetcher, resolve_kafka_access
 from zkconsumer.member.committer import OffsetCommitter
 from zkconsumer.member.fetch_loop import FetchLoop
 from zkconsumer.member.rebalancer import (
@@ -115,6 +115,11 @@ class ConsumerConnector:
     def state(self) -> State:
         return self._state.state
 
+    def fetching_owned_partitions(self) -> bool:
+        """True when the fetcher works on exactly the partitions owned now: a rebalance's routing
+        reaches it between two polls, shortly after the rebalance itself is done."""
+        return self._fetch_loop.caught_up()
+
     def wait_until_stable(self, timeout: float | None = None) -> bool:
         """Block until a rebalance finished (True), the member failed, or the timeout passed."""
         reached = self._state.wait_for({State.STABLE, State.FAILED, State.CLOSED}, timeout)
@@ -178,7 +183,7 @@ class ConsumerConnector:
             _startup_retry()(wait_for_brokers, self._zk, BROKER_WAIT_S).values(),
             config.kafka_client_properties.get("security.protocol", "PLAINTEXT"),
             config.kafka_api_version)
-        self._fetcher = PartitionFetcher(config, *access)
+        self._fetcher = open_fetcher(config, *access)
         self._offset_store = open_offset_store(config, self._zk, *access)
         self._membership = ZookeeperMembership(self._zk, config.group_id, self.consumer_id,
                                                registration)

@@ -2,7 +2,7 @@
 
 kafka-python's consumer is not thread-safe, so only this thread ever calls it. Rebalances do
 not wait for it: `route` and `unroute` record the wanted assignment and return at once, and the
-loop applies it between two polls (at most `fetch.wait.max.ms` later). A lock held across the
+loop applies it between two polls, which it keeps short so that this takes at most 20 ms. A lock held across the
 poll instead would let this thread re-take it poll after poll while a rebalance waits, which
 made rebalances of many members take seconds.
 """
@@ -19,17 +19,21 @@ from zkconsumer.model import TopicPartition
 
 log = structlog.get_logger(__name__)
 
+_MAX_POLL_MS = 20  # how long a routing change may wait for the poll in progress to return
+
 
 class FetchLoop:
     def __init__(self, fetcher, poll_timeout_ms: int, on_error) -> None:
         self._fetcher = fetcher
-        self._poll_timeout_ms = max(10, poll_timeout_ms)
+        self._poll_timeout_ms = max(1, min(_MAX_POLL_MS, poll_timeout_ms))
         self._on_error = on_error
         self._lock = threading.Lock()  # guards the wanted assignment below, never a poll
         self._routes: dict[TopicPartition, tuple[KafkaStream, Claim]] = {}
         self._positions: dict[TopicPartition, int | None] = {}
         self._restart: set[TopicPartition] = set()  # routed anew: seek even if still assigned
         self._changed = threading.Event()
+        self._wanted_version = 0  # bumped by every route/unroute
+        self._applied_version = 0  # the version the fetcher was last given
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="zkconsumer-fetch", daemon=True)
 
@@ -49,6 +53,7 @@ class FetchLoop:
                 self._routes[tp] = (stream, claim)
                 self._positions[tp] = offset
                 self._restart.add(tp)
+            self._wanted_version += 1
         self._changed.set()
 
     def unroute(self, partitions) -> None:
@@ -59,15 +64,25 @@ class FetchLoop:
                 self._routes.pop(tp, None)
                 self._positions.pop(tp, None)
                 self._restart.discard(tp)
+            self._wanted_version += 1
         self._changed.set()
+
+    def caught_up(self) -> bool:
+        """True once the fetcher has been given the latest routing, i.e. fetches exactly the
+        routed partitions."""
+        with self._lock:
+            return self._applied_version == self._wanted_version
 
     def _apply_changes(self) -> None:
         with self._lock:
             positions = dict(self._positions)
             restart = set(self._restart)
+            version = self._wanted_version
             self._restart.clear()
             self._changed.clear()
         self._fetcher.assign(positions, restart=restart)
+        with self._lock:
+            self._applied_version = version
 
     def _run(self) -> None:
         try:

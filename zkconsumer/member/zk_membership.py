@@ -173,18 +173,20 @@ class ZookeeperMembership:
         lock = threading.Lock()
 
         def check(path: str) -> None:
-            def on_event(_event=None) -> None:
-                check(path)
-
+            # Asynchronous, so every owner is asked at once; a watch re-asks on any change.
             try:
-                exists = self.zk.exists(path, watch=on_event)
+                request = self.zk.exists_async(path, watch=lambda _event: check(path))
             except KazooException:
                 return  # the session is closing or lost; the waiter's timeout ends the wait
-            if exists is None:
-                with lock:
-                    remaining.discard(path)
-                    if not remaining:
-                        released.set()
+            request.rawlink(lambda answered: settle(path, answered))
+
+        def settle(path: str, answered) -> None:
+            if not answered.successful() or answered.value is not None:
+                return
+            with lock:
+                remaining.discard(path)
+                if not remaining:
+                    released.set()
 
         for path in list(remaining):
             check(path)

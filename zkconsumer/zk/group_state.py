@@ -21,33 +21,38 @@ def _children(zk: KazooClient, path: str) -> list[str]:
         return []
 
 
+def _read_all(zk: KazooClient, paths: list[str]) -> dict[str, bytes]:
+    """The data of every znode that still exists, all reads in flight at once: one round trip
+    instead of one per znode, which is what makes a rebalance of many members fast."""
+    requests = [(path, zk.get_async(path)) for path in paths]
+    found = {}
+    for path, request in requests:
+        try:
+            found[path] = request.get()[0]
+        except NoNodeError:
+            continue
+    return found
+
+
 def read_members(zk: KazooClient, group: str) -> dict[str, ConsumerRegistration]:
     """Registered consumer ids and their registrations, sorted by id."""
     paths = GroupPaths(group)
-    members = {}
-    for consumer_id in sorted(_children(zk, paths.ids)):
-        path = paths.member(consumer_id)
-        try:
-            data, _ = zk.get(path)
-        except NoNodeError:
-            continue
-        members[consumer_id] = ConsumerRegistration.decode(path, data)
-    return members
+    ids = {paths.member(consumer_id): consumer_id
+           for consumer_id in sorted(_children(zk, paths.ids))}
+    return {ids[path]: ConsumerRegistration.decode(path, data)
+            for path, data in _read_all(zk, list(ids)).items()}
 
 
 def read_owners(zk: KazooClient, group: str) -> dict[TopicPartition, str]:
     """Every claimed partition of the group and the thread id that owns it."""
     paths = GroupPaths(group)
-    owners = {}
+    partitions = {}
     for topic in _children(zk, paths.owners):
         for name in _children(zk, paths.owners_topic(topic)):
             partition = parse_partition_number(name, f"{paths.owners_topic(topic)}/{name}")
-            path = paths.owner(topic, partition)
-            try:
-                data, _ = zk.get(path)
-            except NoNodeError:
-                continue
-            owners[TopicPartition(topic, partition)] = decode_owner(path, data)
+            partitions[paths.owner(topic, partition)] = TopicPartition(topic, partition)
+    owners = {partitions[path]: decode_owner(path, data)
+              for path, data in _read_all(zk, list(partitions)).items()}
     return dict(sorted(owners.items()))
 
 

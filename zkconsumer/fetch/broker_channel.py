@@ -1,0 +1,105 @@
+"""One connection to one broker: framed requests out, framed responses back, in order.
+
+Kafka answers the requests of a connection in the order they were sent, so a channel needs no
+bookkeeping beyond the correlation id it expects next. Blocking sockets with a timeout keep this
+small; the fetcher decides when to read by asking `selectors` which channels have data.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from collections import deque
+
+from zkconsumer.fetch.kafka_protocol import frame_request, response_correlation_id
+
+
+class ChannelError(Exception):
+    """The connection failed or the broker answered out of order; the channel is closed."""
+
+
+class BrokerChannel:
+    def __init__(self, host: str, port: int, *, client_id: str, timeout_s: float,
+                 ssl_context: ssl.SSLContext | None = None, receive_buffer_bytes: int = 0
+                 ) -> None:
+        self.address = f"{host}:{port}"
+        self._client_id = client_id
+        self._next_correlation_id = 0
+        self._expected: deque[int] = deque()
+        try:
+            sock = socket.create_connection((host, port), timeout=timeout_s)
+        except OSError as exc:
+            raise ChannelError(f"cannot connect to broker {self.address}: {exc}") from exc
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if receive_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer_bytes)
+            if ssl_context is not None:
+                sock = ssl_context.wrap_socket(
+                    sock, server_hostname=host if ssl_context.check_hostname else None)
+        except OSError as exc:
+            sock.close()
+            raise ChannelError(f"cannot set up the connection to {self.address}: {exc}") from exc
+        self._socket = sock
+
+    def fileno(self) -> int:
+        return self._socket.fileno()
+
+    @property
+    def waiting(self) -> int:
+        """Requests sent and not yet answered."""
+        return len(self._expected)
+
+    def has_buffered_data(self) -> bool:
+        """TLS may hold decrypted bytes that a readiness check on the socket cannot see."""
+        return isinstance(self._socket, ssl.SSLSocket) and self._socket.pending() > 0
+
+    def send(self, api_key: int, version: int, body: bytes) -> None:
+        correlation_id = self._next_correlation_id
+        self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
+        try:
+            self._socket.sendall(frame_request(api_key, version, correlation_id,
+                                               self._client_id, body))
+        except OSError as exc:
+            self.close()
+            raise ChannelError(f"sending to broker {self.address} failed: {exc}") from exc
+        self._expected.append(correlation_id)
+
+    def receive(self) -> bytes:
+        """The next response, correlation id first; blocks up to the channel's timeout."""
+        try:
+            size = int.from_bytes(self._read_exactly(4), "big", signed=True)
+            if size < 4:
+                raise ChannelError(f"broker {self.address} sent a response of {size} bytes")
+            payload = self._read_exactly(size)
+        except OSError as exc:
+            self.close()
+            raise ChannelError(f"reading from broker {self.address} failed: {exc}") from exc
+        expected = self._expected.popleft()
+        if response_correlation_id(payload) != expected:
+            self.close()
+            raise ChannelError(f"broker {self.address} answered out of order")
+        return payload
+
+    def request(self, api_key: int, version: int, body: bytes) -> bytes:
+        """Send and wait for the answer; only on a channel with nothing else outstanding."""
+        self.send(api_key, version, body)
+        return self.receive()
+
+    def close(self) -> None:
+        self._expected.clear()
+        try:
+            self._socket.close()
+        except OSError:
+            pass
+
+    def _read_exactly(self, size: int) -> bytes:
+        buffer = bytearray(size)
+        view = memoryview(buffer)
+        received = 0
+        while received < size:
+            count = self._socket.recv_into(view[received:], size - received)
+            if count == 0:
+                raise ConnectionResetError("the broker closed the connection")
+            received += count
+        return bytes(buffer)

@@ -1,0 +1,79 @@
+"""Fetching the partitions a member owns with kafka-python in manual-assignment mode: the
+backend for settings the wire fetcher does not cover (SASL, or any other kafka-python option).
+
+kafka-python does the hard parts of fetching: it follows leaders as they move, reconnects after
+broker restarts and resolves out-of-range offsets by its reset policy. What it cannot know is
+where a partition starts: that is the group's committed offset, read from ZooKeeper or Kafka by
+the rebalancer and handed to `assign`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KafkaTopicPartition
+from kafka.errors import KafkaError
+
+from zkconsumer.fetch.errors import FetchError
+from zkconsumer.model import Message, TopicPartition
+
+
+class KafkaPythonFetcher:
+    """One kafka-python consumer for all of a member's partitions. Not thread-safe: the fetch
+    loop serialises every call."""
+
+    def __init__(self, settings: Mapping[str, Any]) -> None:
+        self._reset_to_beginning = settings["auto_offset_reset"] == "earliest"
+        try:
+            self._consumer = KafkaConsumer(**settings)
+        except KafkaError as exc:
+            raise FetchError(
+                f"cannot connect to Kafka at {settings['bootstrap_servers']}: {exc}") from exc
+        self._assigned: set[TopicPartition] = set()
+
+    def assign(self, positions: Mapping[TopicPartition, int | None],
+               restart: Collection[TopicPartition] = ()) -> None:
+        """Fetch exactly these partitions. Partitions already assigned keep their position, so
+        a rebalance does not rewind what stays; new ones, and those in `restart` (released and
+        claimed again since the last call), start at the given offset, or by
+        `auto.offset.reset` when it is None (no committed offset)."""
+        wanted = set(positions)
+        new = (wanted - self._assigned) | (set(restart) & wanted)
+        self._consumer.assign([_to_kafka(tp) for tp in sorted(wanted)])
+        self._assigned = wanted
+        reset = []
+        for tp in sorted(new):
+            offset = positions[tp]
+            if offset is None:
+                reset.append(_to_kafka(tp))
+            else:
+                self._consumer.seek(_to_kafka(tp), offset)
+        if reset:
+            if self._reset_to_beginning:
+                self._consumer.seek_to_beginning(*reset)
+            else:
+                self._consumer.seek_to_end(*reset)
+
+    def poll(self, timeout_ms: int) -> dict[TopicPartition, list[Message]]:
+        if not self._assigned:
+            return {}
+        batches = self._consumer.poll(timeout_ms=timeout_ms)
+        return {TopicPartition(tp.topic, tp.partition): [_to_message(r) for r in records]
+                for tp, records in batches.items() if records}
+
+    def close(self) -> None:
+        self._consumer.close(autocommit=False)
+
+
+def _to_kafka(tp: TopicPartition) -> KafkaTopicPartition:
+    return KafkaTopicPartition(tp.topic, tp.partition)
+
+
+def _to_message(record) -> Message:
+    # Brokers before 0.10 store no timestamps; kafka-python reports those as -1 or None.
+    timestamp = record.timestamp if record.timestamp is not None and record.timestamp >= 0 \
+        else None
+    return Message(record.topic, record.partition, record.offset, record.key, record.value,
+                   timestamp)
