@@ -16,7 +16,6 @@ broke.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import random
 import signal
@@ -26,13 +25,13 @@ import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka import KafkaProducer
 
 from zkconsumer.assignment import consumer_of_thread
 from zkconsumer.localcluster import LocalCluster, create_topic
+from zkconsumer.localcluster.consume_process import ConsumeProcess
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import ZookeeperOffsetStore
 from zkconsumer.zk.group_state import committed_partitions, read_members, read_owners
@@ -44,38 +43,15 @@ TOPIC = "fault-run"
 SESSION_TIMEOUT_MS = 4000  # the server's minimum (two ticks), so expiry is quick to force
 
 
-@dataclass
-class Worker:
-    name: str
-    process: subprocess.Popen
-    output: Path
-    log: Path
-    fate: str = "running"          # running | stopped | killed
-    # Committed offsets at each unclean end (kill) or interruption (session expiry): what this
-    # worker delivered from there on may legitimately be delivered again by others.
-    unclean_at: list[dict] = field(default_factory=list)
+class Worker(ConsumeProcess):
+    """A worker of the run, and how it ended."""
 
-    def records(self) -> list[dict]:
-        lines = self.output.read_bytes().splitlines() if self.output.exists() else []
-        found = []
-        for line in lines:
-            try:
-                found.append(json.loads(line))
-            except ValueError:
-                continue  # a line cut short by SIGKILL
-        return found
-
-    def rebalance_ms(self) -> list[int]:
-        if not self.log.exists():
-            return []
-        times = []
-        for line in self.log.read_text(errors="replace").splitlines():
-            if '"rebalanced"' in line:
-                try:
-                    times.append(json.loads(line)["ms"])
-                except (ValueError, KeyError):
-                    continue
-        return times
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        self.fate = "running"  # running | stopped | killed
+        # Committed offsets at each unclean end (kill) or interruption (session expiry): what
+        # this worker delivered from there on may legitimately be delivered again by others.
+        self.unclean_at: list[dict] = []
 
 
 class Run:
@@ -99,17 +75,11 @@ class Run:
     def start_worker(self) -> Worker:
         self._sequence += 1
         name = f"w{self._sequence}"
-        output, log = self.work / f"{name}.jsonl", self.work / f"{name}.log"
-        command = [sys.executable, "-m", "zkconsumer", "--log-format", "json", "consume",
-                   "--zookeeper", self.cluster.zookeeper_connect, "--group", GROUP,
-                   "--topic", TOPIC, "--from-beginning", "--format", "jsonl",
-                   "--property", "auto.commit.interval.ms=1000",
-                   "--property", "rebalance.backoff.ms=1000",
-                   "--property", "rebalance.max.retries=20",
-                   "--property", f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}"]
-        with open(output, "wb") as out, open(log, "wb") as err:
-            process = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-        worker = Worker(name, process, output, log)
+        worker = Worker(self.cluster.zookeeper_connect, GROUP, TOPIC, self.work, name,
+                        "--property", "auto.commit.interval.ms=1000",
+                        "--property", "rebalance.backoff.ms=1000",
+                        "--property", "rebalance.max.retries=20",
+                        "--property", f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}")
         self.workers.append(worker)
         return worker
 
@@ -118,9 +88,8 @@ class Run:
         for worker in self.workers:
             if worker.fate == "running" and worker.process.poll() is not None:
                 worker.fate = "stopped"
-                last = worker.log.read_text(errors="replace").strip().splitlines()[-1:]
                 self.violations.append(f"{worker.name} exited by itself with "
-                                       f"{worker.process.returncode}: {' '.join(last)[:300]}")
+                                       f"{worker.process.returncode}: {worker.log_tail(1)[:300]}")
                 self.start_worker()
 
     def running(self) -> list[Worker]:

@@ -117,12 +117,12 @@ def members(cluster, members_on):
 @pytest.fixture
 def cli_members(cluster, tmp_path):
     """Start `zkconsumer consume` processes; any still running is killed when the test ends."""
-    from support.cli_members import CliMember
+    from zkconsumer.localcluster.consume_process import ConsumeProcess
 
-    started: list[CliMember] = []
+    started: list[ConsumeProcess] = []
 
-    def start(group: str, topic: str, name: str, *extra: str) -> CliMember:
-        member = CliMember(cluster, group, topic, tmp_path, name, *extra)
+    def start(group: str, topic: str, name: str, *extra: str) -> ConsumeProcess:
+        member = ConsumeProcess(cluster.zookeeper_connect, group, topic, tmp_path, name, *extra)
         started.append(member)
         return member
 

@@ -49,3 +49,15 @@ def _convert(key: str, text: str, default: Any) -> Any:
         except ValueError:
             raise ConfigError(f"kafka.{key}", text, "must be a number") from None
     return text
+
+
+def client_settings(pass_through: Mapping[str, Any], bootstrap_servers: str,
+                    api_version: tuple[int, ...] | None, **managed: Any) -> dict[str, Any]:
+    """Options for one of our kafka-python clients: the user's pass-through options, then what
+    zkconsumer manages, which always wins (brokers, protocol, and never an automatic commit)."""
+    settings = {**pass_through, **managed, "bootstrap_servers": bootstrap_servers,
+                "enable_auto_commit": False}
+    if api_version is not None:
+        settings["api_version"] = api_version
+    return settings
+

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import pytest
 from support.kafka import produce
+from support.waiting import wait_until
 
 from zkconsumer import ConsumerConnector
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.localcluster import create_topic
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import ZookeeperOffsetStore
+from zkconsumer.zk.registry import read_partition_state
 
 pytestmark = pytest.mark.integration
 
@@ -68,3 +71,27 @@ def test_a_message_larger_than_the_fetch_size_fails_the_stream_with_a_clear_erro
     with pytest.raises(ZkConsumerError, match="offset 1 of .* fetch.message.max.bytes"):
         consume(cluster, unique_name("too-large"), topic, 2,
                 **{"fetch.backend": "wire", "fetch.message.max.bytes": "1024"})
+
+
+def test_the_wire_fetcher_follows_a_leader_that_moves_to_another_broker(
+        cluster, zk, unique_name, members, second_broker):
+    topic = unique_name("moving-leader")
+    create_topic(zk, topic, partitions=2, replication_factor=2)
+    moving = [p for p in (0, 1)
+              if read_partition_state(zk, topic, p).leader == second_broker.broker_id]
+    assert moving, "the second broker leads a partition"
+    before = [b"before-%d" % i for i in range(20)]
+    produce(cluster, topic, before, partitions=2)
+    member = members(unique_name("moving-leader"), topics={topic: 1},
+                     **{"fetch.backend": "wire"})
+    wait_until(lambda: len(member.values()) >= 20, timeout=60, message="messages before")
+
+    # A controlled shutdown hands the second broker's leaderships to the first.
+    cluster.local.stop_broker(second_broker.broker_id, graceful=True)
+    wait_until(lambda: all(read_partition_state(zk, topic, p).leader != second_broker.broker_id
+                           for p in moving), timeout=60, message="leadership moved")
+    after = [b"after-%d" % i for i in range(20)]
+    produce(cluster, topic, after, partitions=2)
+    wait_until(lambda: len(member.values()) >= 40, timeout=60, message="messages after")
+    assert sorted(member.values()) == sorted(before + after)
+    assert member.failure is None

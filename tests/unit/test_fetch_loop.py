@@ -14,23 +14,28 @@ TP = TopicPartition("t", 0)
 
 
 class RecordingFetcher:
-    """Stands in for a backend: records assignments; a poll blocks until released."""
+    """Stands in for a backend: records assignments; a poll lasts its whole timeout unless
+    woken."""
 
     def __init__(self) -> None:
         self.assigned: list[tuple[dict, set]] = []
-        self.poll_may_return = threading.Event()
+        self._woken = threading.Event()
+
+    def wakeup(self):
+        self._woken.set()
 
     def assign(self, positions, restart=()):
         self.assigned.append((dict(positions), set(restart)))
 
     def poll(self, timeout_ms):
-        self.poll_may_return.wait(timeout_ms / 1000.0)
+        self._woken.wait(timeout_ms / 1000.0)
+        self._woken.clear()
         return {}
 
 
-def test_a_route_is_caught_up_only_once_the_fetcher_was_given_it():
+def test_routing_wakes_a_long_poll_and_is_caught_up_once_the_fetcher_has_it():
     fetcher = RecordingFetcher()
-    loop = FetchLoop(fetcher, poll_timeout_ms=100, on_error=lambda exc: None)
+    loop = FetchLoop(fetcher, poll_timeout_ms=600_000, on_error=lambda exc: None)
     assert loop.caught_up()
     loop.route({TP: (object(), Claim(TP, "c-0"), 42)})
     assert not loop.caught_up()
@@ -42,5 +47,4 @@ def test_a_route_is_caught_up_only_once_the_fetcher_was_given_it():
         wait_until(loop.caught_up, timeout=5, interval=0.005, message="unrouting applied")
         assert fetcher.assigned[-1] == ({}, set())
     finally:
-        fetcher.poll_may_return.set()
         loop.stop()

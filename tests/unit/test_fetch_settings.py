@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from kafka import KafkaConsumer
 
@@ -15,6 +18,7 @@ from zkconsumer.fetch import (
     open_fetcher,
 )
 from zkconsumer.fetch.wire_fetcher import WireFetcher, wire_unsupported_reason
+from zkconsumer.model import TopicPartition
 from zkconsumer.znodes.brokers import BrokerRegistration
 
 
@@ -128,4 +132,19 @@ def test_the_wire_backend_is_chosen_by_default_without_touching_the_network():
         assert isinstance(fetcher, WireFetcher)
         assert fetcher.poll(timeout_ms=0) == {}  # nothing assigned: no connection attempted
     finally:
+        fetcher.close()
+
+
+def test_a_wakeup_ends_a_wire_poll_that_waits_for_an_unreachable_broker():
+    fetcher = open_fetcher(config(**{"refresh.leader.backoff.ms": "600000"}), "127.0.0.1:1",
+                           (0, 9))
+    fetcher.assign({TopicPartition("t", 0): 0})
+    timer = threading.Timer(0.2, fetcher.wakeup)
+    timer.start()
+    try:
+        started = time.monotonic()
+        assert fetcher.poll(timeout_ms=600_000) == {}
+        assert time.monotonic() - started < 30
+    finally:
+        timer.cancel()
         fetcher.close()

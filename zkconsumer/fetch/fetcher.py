@@ -2,7 +2,7 @@
 
 Both take the same kafka-python settings, built once from the legacy keys and `kafka.*`
 properties, and offer the same three calls (`assign`, `poll`, `close`) to the fetch loop. The
-wire fetcher is several times faster; kafka-python covers what it does not (SASL, and any
+wire fetcher is more than twice as fast; kafka-python covers what it does not (SASL, and any
 kafka-python option a user passes through). `fetch.backend` forces either one.
 """
 

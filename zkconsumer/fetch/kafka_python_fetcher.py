@@ -19,6 +19,8 @@ from kafka.errors import KafkaError
 from zkconsumer.fetch.errors import FetchError
 from zkconsumer.model import Message, TopicPartition
 
+_MAX_POLL_MS = 20
+
 
 class KafkaPythonFetcher:
     """One kafka-python consumer for all of a member's partitions. Not thread-safe: the fetch
@@ -59,9 +61,14 @@ class KafkaPythonFetcher:
     def poll(self, timeout_ms: int) -> dict[TopicPartition, list[Message]]:
         if not self._assigned:
             return {}
-        batches = self._consumer.poll(timeout_ms=timeout_ms)
+        # kafka-python's poll cannot be woken from another thread, so it is kept short: a
+        # rebalance's routing waits for the poll in progress.
+        batches = self._consumer.poll(timeout_ms=min(timeout_ms, _MAX_POLL_MS))
         return {TopicPartition(tp.topic, tp.partition): [_to_message(r) for r in records]
                 for tp, records in batches.items() if records}
+
+    def wakeup(self) -> None:
+        """Nothing to do: polls are short (see `poll`)."""
 
     def close(self) -> None:
         self._consumer.close(autocommit=False)

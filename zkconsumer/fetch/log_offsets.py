@@ -14,6 +14,7 @@ from kafka import TopicPartition as KafkaTopicPartition
 from kafka.errors import KafkaError, UnsupportedVersionError
 
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.kafka_client import client_settings
 from zkconsumer.model import TopicPartition
 
 
@@ -25,10 +26,8 @@ class LogOffsets:
     def __init__(self, bootstrap_servers: str, api_version: tuple[int, ...] | None,
                  client_options: Mapping[str, Any] | None = None,
                  request_timeout_ms: int = 30000) -> None:
-        options = {**(client_options or {}), "bootstrap_servers": bootstrap_servers,
-                   "request_timeout_ms": request_timeout_ms, "enable_auto_commit": False}
-        if api_version is not None:
-            options["api_version"] = api_version
+        options = client_settings(client_options or {}, bootstrap_servers, api_version,
+                                  request_timeout_ms=request_timeout_ms)
         self._where = bootstrap_servers
         self._timeout_ms = request_timeout_ms
         try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from zkconsumer.config import ConsumerConfig
-from zkconsumer.kafka_client import kafka_client_options
+from zkconsumer.kafka_client import client_settings, kafka_client_options
 
 RESET_POLICY = {"smallest": "earliest", "largest": "latest"}
 # kafka-python closes idle connections after this long, and insists it exceed the request
@@ -35,8 +35,5 @@ def kafka_consumer_settings(config: ConsumerConfig, bootstrap_servers: str,
     }
     if config.socket_receive_buffer_bytes > 0:
         settings["receive_buffer_bytes"] = config.socket_receive_buffer_bytes
-    settings.update(kafka_client_options(config.kafka_client_properties))
-    settings.update(bootstrap_servers=bootstrap_servers, group_id=None, enable_auto_commit=False)
-    if api_version is not None:
-        settings["api_version"] = api_version
-    return settings
+    return client_settings({**settings, **kafka_client_options(config.kafka_client_properties)},
+                           bootstrap_servers, api_version, group_id=None)

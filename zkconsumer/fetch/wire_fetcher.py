@@ -3,14 +3,16 @@
 Measured on 100-byte records, kafka-python's consumer spends most of its time per record in its
 own fetch pipeline rather than on the network. This fetcher speaks the three requests the legacy
 consumer spoke (Metadata, ListOffsets, Fetch) and decodes message sets straight into `Message`
-tuples, several times faster. It keeps one fetch in flight per leader and sends the next one as
-soon as a response arrives, so the broker prepares data while the streams are being consumed.
+tuples, more than twice as fast (see scripts/bench). It keeps one fetch in flight per leader
+and sends the next one as soon as a response arrives, so the broker prepares data while the
+streams are being consumed.
 
 It covers PLAINTEXT and SSL. Anything else (SASL, or a kafka-python option it does not know)
-makes the connector choose the kafka-python backend instead: see `backends.py`.
+makes the connector choose the kafka-python backend instead: see `fetcher.py`.
 
-Transient trouble (a broker restarting, a leader moving, a connection dropping) is retried
-after `refresh.leader.backoff.ms`, for as long as it lasts, as the legacy consumer did; errors
+Transient trouble (a broker restarting, a leader moving, a connection dropping) sets the
+partitions concerned aside until metadata names a reachable leader again, asked at most every
+`refresh.leader.backoff.ms`, for as long as it lasts, as the legacy consumer did; errors
 no retry can fix (a message larger than `fetch.message.max.bytes`, corrupt data, an error code
 the broker should never send a consumer) raise `FetchError`.
 """
@@ -18,6 +20,7 @@ the broker should never send a consumer) raise `FetchError`.
 from __future__ import annotations
 
 import selectors
+import socket
 import ssl
 import time
 from collections.abc import Collection, Mapping
@@ -51,13 +54,14 @@ WIRE_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL")
 _IDLE_S = 0.01
 
 
-class _RetryLater(Exception):
-    """Something transient failed; back off, refresh metadata and try again."""
-
-
 class WireFetcher:
     """Same interface as the kafka-python backend. Not thread-safe: the fetch loop serialises
-    every call."""
+    every call.
+
+    A partition whose leader is unknown, moved or unreachable is set aside (its leader
+    forgotten) until the next metadata refresh, at most every `refresh.leader.backoff.ms`;
+    the other partitions keep flowing meanwhile.
+    """
 
     def __init__(self, settings: Mapping[str, Any]) -> None:
         self._addresses = _parse_servers(settings["bootstrap_servers"])
@@ -83,8 +87,16 @@ class WireFetcher:
         self._control_channels: dict[int, BrokerChannel] = {}
         # per node: the offsets asked for, and when the answer is overdue
         self._in_flight: dict[int, tuple[dict[TopicPartition, int], float]] = {}
-        self._metadata_stale = True
-        self._retry_at = 0.0
+        self._refresh_at = 0.0  # no metadata refresh before this (monotonic seconds)
+        # One selector for the fetcher's life: the fetch loop polls every few milliseconds, and
+        # making one per poll cost more CPU than everything else an idle member does.
+        self._selector = selectors.DefaultSelector()
+        self._selected: set[int] = set()  # nodes whose fetch channel the selector watches
+        # `wakeup` writes here to end a wait early (data None marks it in the selector).
+        self._waker, self._wake_signal = socket.socketpair()
+        self._waker.setblocking(False)
+        self._wake_signal.setblocking(False)
+        self._selector.register(self._waker, selectors.EVENT_READ, None)
 
     # -- the fetcher interface ----------------------------------------------------------------
 
@@ -97,69 +109,77 @@ class WireFetcher:
         new = (wanted - self._positions.keys()) | (set(restart) & wanted)
         self._positions = {tp: positions[tp] if tp in new else self._positions[tp]
                            for tp in wanted}
-        if any(tp not in self._leaders for tp in new):
-            self._metadata_stale = True
 
     def poll(self, timeout_ms: int) -> dict[TopicPartition, list[Message]]:
         if not self._positions:
             return {}
         deadline = time.monotonic() + timeout_ms / 1000.0
-        if time.monotonic() >= self._retry_at:
-            try:
-                if self._metadata_stale:
-                    self._refresh_metadata()
-                self._reset_positions()
-                self._send_fetches(self._nodes_to_fetch_from())
-            except _RetryLater as exc:
-                self._back_off(str(exc))
+        leaderless = [tp for tp in self._positions if tp not in self._leaders]
+        if leaderless and time.monotonic() >= self._refresh_at:
+            self._refresh_metadata()
+        self._reset_positions()
+        self._send_fetches(self._nodes_to_fetch_from())
         return self._collect(deadline)
 
+    def wakeup(self) -> None:
+        """End the current `poll` at once; safe from any thread (the fetch loop's routing)."""
+        try:
+            self._wake_signal.send(b"\0")
+        except (BlockingIOError, OSError):
+            pass  # a wake-up is already pending, or the fetcher is closed
+
     def close(self) -> None:
-        for channel in [*self._fetch_channels.values(), *self._control_channels.values()]:
-            channel.close()
-        self._fetch_channels.clear()
-        self._control_channels.clear()
-        self._in_flight.clear()
+        for node in {*self._fetch_channels, *self._control_channels}:
+            self._drop_channels(node)
+        self._selector.close()
+        self._waker.close()
+        self._wake_signal.close()
 
     # -- fetching ---------------------------------------------------------------------------
 
     def _nodes_to_fetch_from(self) -> set[int]:
-        return {node for tp, position in self._positions.items()
-                if position is not None and (node := self._leaders.get(tp, -1)) >= 0}
+        return {self._leaders[tp] for tp, position in self._positions.items()
+                if position is not None and tp in self._leaders}
 
     def _send_fetches(self, nodes: Collection[int]) -> None:
         for node in nodes:
-            if node in self._in_flight or node not in self._nodes:
+            if node in self._in_flight:
                 continue
             offsets = {tp: position for tp, position in self._positions.items()
                        if position is not None and self._leaders.get(tp) == node}
             if not offsets:
                 continue
-            channel = self._channel(self._fetch_channels, node)
             try:
+                channel = self._channel(self._fetch_channels, node)
                 channel.send(protocol.FETCH, self._version, protocol.fetch_request(
                     self._max_wait_ms, self._min_bytes, offsets, self._max_bytes))
             except ChannelError as exc:
-                self._drop_channel(node)
-                raise _RetryLater(str(exc)) from exc
+                self._lose_node(node, str(exc))
+                continue
+            if node not in self._selected:
+                self._selector.register(channel, selectors.EVENT_READ, node)
+                self._selected.add(node)
             self._in_flight[node] = (offsets, time.monotonic() + self._timeout_s)
 
     def _collect(self, deadline: float) -> dict[TopicPartition, list[Message]]:
-        """Wait for the first answers, up to the deadline, and send the next request to each
-        broker that answered before decoding, so the network works while we do."""
+        """Wait for the first answers, up to the deadline, and ask each broker that answered
+        for more at once, so that it prepares the next response while this one is consumed."""
         results: dict[TopicPartition, list[Message]] = {}
         if not self._in_flight:
-            # Backing off, or waiting for leaders: nothing can arrive before the next retry.
-            wake = min(deadline, max(self._retry_at, time.monotonic() + _IDLE_S))
-            time.sleep(max(0.0, wake - time.monotonic()))
-            return results
+            # Every partition waits for a leader or a reset: nothing can arrive before the next
+            # metadata refresh, unless a wake-up comes.
+            deadline = min(deadline, max(self._refresh_at, time.monotonic() + _IDLE_S))
         for node in self._ready_nodes(deadline):
+            if node not in self._in_flight:
+                # Readable with nothing asked: the broker closed the connection.
+                self._lose_node(node, f"broker {self._fetch_channels[node].address} closed "
+                                      "the connection")
+                continue
             offsets, _ = self._in_flight.pop(node)
             try:
                 payload = self._fetch_channels[node].receive()
             except ChannelError as exc:
-                self._drop_channel(node)
-                self._back_off(str(exc))
+                self._lose_node(node, str(exc))
                 continue
             try:
                 partitions = protocol.decode_fetch(self._version, payload)
@@ -167,10 +187,7 @@ class WireFetcher:
                 raise FetchError(f"a fetch response did not parse: {exc}") from exc
             for fetched in partitions:
                 self._absorb(fetched, offsets, results)
-            try:
-                self._send_fetches([node])
-            except _RetryLater as exc:
-                self._back_off(str(exc))
+            self._send_fetches([node])
         self._expire_overdue()
         return results
 
@@ -179,11 +196,18 @@ class WireFetcher:
                     if self._fetch_channels[node].has_buffered_data()]
         if buffered:
             return buffered
-        with selectors.DefaultSelector() as selector:
-            for node in self._in_flight:
-                selector.register(self._fetch_channels[node], selectors.EVENT_READ, node)
-            ready = selector.select(max(0.0, deadline - time.monotonic()))
-        return [key.data for key, _ in ready]
+        ready = self._selector.select(max(0.0, deadline - time.monotonic()))
+        nodes = [key.data for key, _ in ready if key.data is not None]
+        if len(nodes) < len(ready):
+            self._drain_wakeups()
+        return nodes
+
+    def _drain_wakeups(self) -> None:
+        try:
+            while self._waker.recv(4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
 
     def _absorb(self, fetched: protocol.FetchedPartition, offsets: Mapping[TopicPartition, int],
                 results: dict[TopicPartition, list[Message]]) -> None:
@@ -198,8 +222,7 @@ class WireFetcher:
             self._positions[tp] = None
             return
         if fetched.error in RETRIABLE_ERRORS:
-            self._metadata_stale = True
-            self._back_off(f"broker error {fetched.error} for {tp}")
+            self._forget_leaders([tp], f"Kafka error code {fetched.error} for {tp}")
             return
         if fetched.error:
             raise FetchError(f"the broker refused to fetch {tp}: Kafka error code {fetched.error}")
@@ -220,18 +243,16 @@ class WireFetcher:
     def _expire_overdue(self) -> None:
         now = time.monotonic()
         for node in [n for n, (_, overdue) in self._in_flight.items() if overdue < now]:
-            address = self._fetch_channels[node].address
-            self._drop_channel(node)
-            self._back_off(f"broker {address} did not answer a fetch in time")
+            self._lose_node(node, f"broker {self._fetch_channels[node].address} did not answer "
+                                  "a fetch in time")
 
     # -- metadata and offset resets ---------------------------------------------------------
 
     def _refresh_metadata(self) -> None:
-        topics = sorted({tp.topic for tp in self._positions})
-        body = protocol.metadata_request(topics)
-        addresses = list(dict.fromkeys([*self._nodes.values(), *self._addresses]))
+        self._refresh_at = time.monotonic() + self._backoff_s
+        body = protocol.metadata_request(sorted({tp.topic for tp in self._positions}))
         failures = []
-        for host, port in addresses:
+        for host, port in dict.fromkeys([*self._nodes.values(), *self._addresses]):
             try:
                 channel = self._open_channel(host, port)
                 try:
@@ -244,47 +265,54 @@ class WireFetcher:
                 continue
             self._apply_metadata(metadata)
             return
-        raise _RetryLater("no broker answered a metadata request: " + "; ".join(failures))
+        log.warning("no broker answered a metadata request; retrying",
+                    errors=failures[-3:], retry_in_ms=round(self._backoff_s * 1000))
 
     def _apply_metadata(self, metadata: protocol.Metadata) -> None:
         for node, address in list(self._nodes.items()):
             if metadata.brokers.get(node) != address:
-                self._drop_channel(node)
+                self._drop_channels(node)
         self._nodes = dict(metadata.brokers)
+        # Every partition of the topics, not only those fetched now: the next rebalance then
+        # finds its new partitions' leaders known (a stale one answers "not the leader").
         self._leaders = {tp: leader for tp, leader in metadata.leaders.items()
                          if leader in self._nodes}
-        missing = [tp for tp in self._positions if tp not in self._leaders]
-        self._metadata_stale = bool(missing)
+        missing = [str(tp) for tp in self._positions if tp not in self._leaders]
         if missing:
-            log.info("waiting for partition leaders", partitions=[str(tp) for tp in missing[:8]],
-                     count=len(missing))
-            self._retry_at = time.monotonic() + self._backoff_s
+            log.info("waiting for partition leaders", partitions=missing[:8], count=len(missing))
 
     def _reset_positions(self) -> None:
         by_node: dict[int, dict[TopicPartition, int]] = {}
         for tp, position in self._positions.items():
-            node = self._leaders.get(tp, -1)
-            if position is None and node >= 0:
-                by_node.setdefault(node, {})[tp] = self._reset_time
+            if position is None and tp in self._leaders:
+                by_node.setdefault(self._leaders[tp], {})[tp] = self._reset_time
         for node, times in by_node.items():
-            channel = self._channel(self._control_channels, node)
             try:
-                answer = protocol.decode_list_offsets(channel.request(
-                    protocol.LIST_OFFSETS, 0, protocol.list_offsets_request(times)))
+                answer = protocol.decode_list_offsets(
+                    self._channel(self._control_channels, node).request(
+                        protocol.LIST_OFFSETS, 0, protocol.list_offsets_request(times)))
             except (ChannelError, protocol.ProtocolError) as exc:
-                channel.close()
-                self._control_channels.pop(node, None)
-                raise _RetryLater(str(exc)) from exc
+                self._lose_node(node, str(exc))
+                continue
             for tp, (error, offset) in answer.items():
                 if tp not in times or self._positions.get(tp, 0) is not None:
                     continue
                 if error == 0 and offset is not None:
                     self._positions[tp] = offset
                 elif error in RETRIABLE_ERRORS:
-                    self._metadata_stale = True
+                    self._forget_leaders([tp], f"Kafka error code {error} for {tp}")
                 else:
                     raise FetchError(f"the broker refused the log offsets of {tp}: "
                                      f"Kafka error code {error}")
+
+    def _forget_leaders(self, partitions: Collection[TopicPartition], reason: str) -> None:
+        """Set these partitions aside until metadata names their leaders again."""
+        for tp in partitions:
+            self._leaders.pop(tp, None)
+        self._refresh_at = max(self._refresh_at, time.monotonic() + self._backoff_s)
+        log.warning("partitions wait for their leader", reason=reason,
+                    partitions=[str(tp) for tp in list(partitions)[:8]],
+                    retry_in_ms=round(self._backoff_s * 1000))
 
     # -- connections ------------------------------------------------------------------------
 
@@ -292,10 +320,7 @@ class WireFetcher:
         channel = channels.get(node)
         if channel is None:
             host, port = self._nodes[node]
-            try:
-                channel = channels[node] = self._open_channel(host, port)
-            except ChannelError as exc:
-                raise _RetryLater(str(exc)) from exc
+            channel = channels[node] = self._open_channel(host, port)
         return channel
 
     def _open_channel(self, host: str, port: int) -> BrokerChannel:
@@ -303,18 +328,23 @@ class WireFetcher:
                              ssl_context=self._ssl_context,
                              receive_buffer_bytes=self._receive_buffer_bytes)
 
-    def _drop_channel(self, node: int) -> None:
-        self._in_flight.pop(node, None)
-        for channels in (self._fetch_channels, self._control_channels):
-            channel = channels.pop(node, None)
-            if channel is not None:
-                channel.close()
+    def _lose_node(self, node: int, reason: str) -> None:
+        """A broker failed us: close its connections and set its partitions aside."""
+        self._drop_channels(node)
+        self._forget_leaders([tp for tp, leader in self._leaders.items() if leader == node],
+                             reason)
 
-    def _back_off(self, reason: str) -> None:
-        log.warning("fetching paused, retrying", reason=reason,
-                    retry_in_ms=round(self._backoff_s * 1000))
-        self._metadata_stale = True
-        self._retry_at = time.monotonic() + self._backoff_s
+    def _drop_channels(self, node: int) -> None:
+        self._in_flight.pop(node, None)
+        fetch_channel = self._fetch_channels.pop(node, None)
+        if fetch_channel is not None:
+            if node in self._selected:
+                self._selector.unregister(fetch_channel)  # also once closed: found by identity
+                self._selected.discard(node)
+            fetch_channel.close()
+        control_channel = self._control_channels.pop(node, None)
+        if control_channel is not None:
+            control_channel.close()
 
 
 def wire_unsupported_reason(settings: Mapping[str, Any]) -> str | None:

@@ -1,8 +1,8 @@
 """The thread that moves fetched records into the streams of the threads that own them.
 
 kafka-python's consumer is not thread-safe, so only this thread ever calls it. Rebalances do
-not wait for it: `route` and `unroute` record the wanted assignment and return at once, and the
-loop applies it between two polls, which it keeps short so that this takes at most 20 ms. A lock held across the
+not wait for it: `route` and `unroute` record the wanted assignment, wake the poll in progress
+and return at once; the loop applies the assignment as soon as that poll returns. A lock held across the
 poll instead would let this thread re-take it poll after poll while a rebalance waits, which
 made rebalances of many members take seconds.
 """
@@ -19,13 +19,11 @@ from zkconsumer.model import TopicPartition
 
 log = structlog.get_logger(__name__)
 
-_MAX_POLL_MS = 20  # how long a routing change may wait for the poll in progress to return
-
 
 class FetchLoop:
     def __init__(self, fetcher, poll_timeout_ms: int, on_error) -> None:
         self._fetcher = fetcher
-        self._poll_timeout_ms = max(1, min(_MAX_POLL_MS, poll_timeout_ms))
+        self._poll_timeout_ms = max(10, poll_timeout_ms)
         self._on_error = on_error
         self._lock = threading.Lock()  # guards the wanted assignment below, never a poll
         self._routes: dict[TopicPartition, tuple[KafkaStream, Claim]] = {}
@@ -43,6 +41,7 @@ class FetchLoop:
     def stop(self) -> None:
         self._stopped.set()
         self._changed.set()
+        self._fetcher.wakeup()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout=30)
 
@@ -55,6 +54,7 @@ class FetchLoop:
                 self._restart.add(tp)
             self._wanted_version += 1
         self._changed.set()
+        self._fetcher.wakeup()
 
     def unroute(self, partitions) -> None:
         """Stop fetching released partitions; the others keep their positions and keep flowing.
@@ -66,6 +66,7 @@ class FetchLoop:
                 self._restart.discard(tp)
             self._wanted_version += 1
         self._changed.set()
+        self._fetcher.wakeup()
 
     def caught_up(self) -> bool:
         """True once the fetcher has been given the latest routing, i.e. fetches exactly the

@@ -17,6 +17,7 @@ import kafka.errors as kafka_errors
 from kafka import KafkaConsumer, OffsetAndMetadata
 from kafka import TopicPartition as KafkaTopicPartition
 
+from zkconsumer.kafka_client import client_settings
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.retry import RetryPolicy, call_with_retries, describe_error
 from zkconsumer.offsets.store import OffsetStoreError
@@ -51,19 +52,12 @@ class KafkaOffsetStore:
         # kafka-python's consumer is not safe to share between threads, and the committer and
         # the rebalancer call us from different ones.
         self._lock = threading.Lock()
-        options = {
-            **(client_properties or {}),
-            "bootstrap_servers": bootstrap_servers,
-            "group_id": group,
-            "enable_auto_commit": False,
-            "client_id": client_id,
-            "request_timeout_ms": request_timeout_ms,
+        options = client_settings(
+            client_properties or {}, bootstrap_servers, api_version, group_id=group,
+            client_id=client_id, request_timeout_ms=request_timeout_ms,
             # Never used (nothing is fetched), but kafka-python insists it be below the
             # request timeout, which offsets.channel.socket.timeout.ms may set very low.
-            "fetch_max_wait_ms": min(500, request_timeout_ms - 1),
-        }
-        if api_version is not None:
-            options["api_version"] = api_version
+            fetch_max_wait_ms=min(500, request_timeout_ms - 1))
         try:
             self._consumer = KafkaConsumer(**options)
         except kafka_errors.KafkaError as exc:

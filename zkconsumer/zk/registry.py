@@ -6,6 +6,7 @@ entries are skipped rather than failing the whole read.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 
@@ -79,7 +80,12 @@ def read_topic(zk: KazooClient, topic: str) -> TopicPartitions | None:
         data, _ = zk.get(path)
     except NoNodeError:
         return None
-    return TopicPartitions.decode(path, data)
+    return _decode_topic(path, data)
+
+
+# Every member re-reads every subscribed topic on every rebalance, and the znode rarely changes;
+# decoding a many-partition topic once per distinct content saves most of that work.
+_decode_topic = functools.lru_cache(maxsize=256)(TopicPartitions.decode)
 
 
 def read_partition_state(zk: KazooClient, topic: str, partition: int) -> PartitionState | None:

@@ -1,0 +1,72 @@
+"""A `zkconsumer consume` worker in a process of its own, as deployments run it.
+
+Tests and the fault runner kill, freeze and stop these the way real workers die; what a worker
+delivered (`--format jsonl`) and logged (`--log-format json`) is read back from its files.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+
+class ConsumeProcess:
+    def __init__(self, zookeeper_connect: str, group: str, topic: str, work_dir: Path,
+                 name: str, *extra: str) -> None:
+        self.name = name
+        self.output = Path(work_dir) / f"{name}.jsonl"
+        self.log = Path(work_dir) / f"{name}.log"
+        command = [sys.executable, "-m", "zkconsumer", "--log-format", "json", "consume",
+                   "--zookeeper", zookeeper_connect, "--group", group, "--topic", topic,
+                   "--from-beginning", "--format", "jsonl", *extra]
+        with open(self.output, "wb") as out, open(self.log, "wb") as err:
+            self.process = subprocess.Popen(command, stdout=out, stderr=err,
+                                            stdin=subprocess.DEVNULL)
+
+    def records(self) -> list[dict]:
+        """Every record delivered so far; a last line cut short by SIGKILL is not one."""
+        return _json_lines(self.output)
+
+    def log_events(self, event: str) -> list[dict]:
+        return [line for line in _json_lines(self.log) if line.get("event") == event]
+
+    def rebalance_ms(self) -> list[int]:
+        return [line["ms"] for line in self.log_events("rebalanced") if "ms" in line]
+
+    def has_rebalanced(self) -> bool:
+        """True once the worker owns its share (before that, SIGTERM may find Python still
+        starting, with no handler installed yet)."""
+        return bool(self.log_events("rebalanced"))
+
+    def log_tail(self, lines: int = 20) -> str:
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def terminate(self, timeout: float = 60) -> int:
+        """A clean stop, as a service manager asks for one; returns the exit status."""
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout=timeout)
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        """Kill it if it is still running (clean-up after a test)."""
+        if self.process.poll() is None:
+            self.kill()
+
+
+def _json_lines(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    found = []
+    for line in path.read_bytes().splitlines():
+        try:
+            found.append(json.loads(line))
+        except ValueError:
+            continue
+    return found
