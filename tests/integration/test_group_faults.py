@@ -62,6 +62,10 @@ def test_members_join_leave_and_die_while_a_producer_writes(cluster, zk, topic_f
 
     sampler_thread = threading.Thread(target=sample_owners, daemon=True)
     sampler_thread.start()
+    # Produce once all three hold their shares: a member that joins after the others have
+    # drained the backlog would have nothing to consume before it is killed.
+    for member in (first, doomed, leaver):
+        wait_until(member.has_rebalanced, timeout=60, message=f"{member.name} to be running")
     sent = _values(3000, "c")
     producer = threading.Thread(
         target=lambda: [produce(cluster, topic, sent[i:i + 100], partitions=6)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 import threading
 
 import pytest
@@ -178,6 +179,30 @@ def test_a_streaming_query_continues_the_group_and_commits_each_batch(
                 + [f"s1-{i}" for i in range(10)] + [f"s2-{i}" for i in range(10)])
     assert sorted(seen) == sorted(expected), "every message exactly once"
     assert len([n for n in batches if n]) >= 3 and max(batches) <= 20
+
+
+def test_a_stream_reader_keeps_one_session_across_triggers_and_never_ships_it(
+        cluster, zk, topic_factory, unique_name):
+    from zkconsumer.spark.options import SourceOptions
+    from zkconsumer.spark.source import GroupStreamReader
+
+    topic = topic_factory(partitions=1)
+    produce(cluster, topic, [b"a", b"b", b"c"], partitions=1)
+    group = unique_name("stream-session")
+    reader = GroupStreamReader(SourceOptions.parse(_options(cluster, group, topics=topic)))
+    try:
+        session = reader._group().zk.client_id
+        end = reader.latestOffset(reader.initialOffset(), reader.getDefaultReadLimit())
+        reader.latestOffset(end, reader.getDefaultReadLimit())  # commits the first batch's end
+        assert reader._group().zk.client_id == session
+        assert zookeeper_offsets(zk, group) == {TopicPartition(topic, 0): 3}
+        from pyspark import cloudpickle  # how Spark ships a reader to executors
+
+        shipped = pickle.loads(cloudpickle.dumps(reader))
+        assert shipped._clients is None and reader._clients is not None
+    finally:
+        reader.stop()
+    assert reader._clients is None
 
 
 @pytest.mark.parametrize(("options", "named"), [

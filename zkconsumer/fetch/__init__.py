@@ -8,7 +8,7 @@ from zkconsumer.fetch.brokers import (
     resolve_kafka_access,
 )
 from zkconsumer.fetch.errors import FetchError
-from zkconsumer.fetch.fetcher import open_fetcher
+from zkconsumer.fetch.fetcher import fetcher_for, open_fetcher
 from zkconsumer.fetch.log_offsets import LogOffsets, LogOffsetsError
 from zkconsumer.fetch.settings import kafka_consumer_settings
 
@@ -20,6 +20,7 @@ __all__ = [
     "NoBrokersError",
     "api_version_from_registrations",
     "bootstrap_servers",
+    "fetcher_for",
     "kafka_consumer_settings",
     "open_fetcher",
     "resolve_kafka_access",

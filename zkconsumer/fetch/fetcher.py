@@ -8,6 +8,9 @@ kafka-python option a user passes through). `fetch.backend` forces either one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import structlog
 
 from zkconsumer.config import ConsumerConfig
@@ -21,12 +24,18 @@ log = structlog.get_logger(__name__)
 
 def open_fetcher(config: ConsumerConfig, bootstrap_servers: str,
                  api_version: tuple[int, ...] | None) -> WireFetcher | KafkaPythonFetcher:
-    settings = kafka_consumer_settings(config, bootstrap_servers, api_version)
+    return fetcher_for(kafka_consumer_settings(config, bootstrap_servers, api_version),
+                       config.fetch_backend)
+
+
+def fetcher_for(settings: Mapping[str, Any], backend: str = "auto"
+                ) -> WireFetcher | KafkaPythonFetcher:
+    """The backend for these kafka-python settings (also what Spark executors read with)."""
     unsupported = wire_unsupported_reason(settings)
-    if config.fetch_backend == "wire" and unsupported:
+    if backend == "wire" and unsupported:
         raise ConfigError("fetch.backend", "wire", f"cannot be used with {unsupported}; "
                           "use auto or kafka-python")
-    if config.fetch_backend == "kafka-python" or unsupported:
+    if backend == "kafka-python" or unsupported:
         log.info("fetching with kafka-python", reason=unsupported or "fetch.backend")
         return KafkaPythonFetcher(settings)
     return WireFetcher(settings)

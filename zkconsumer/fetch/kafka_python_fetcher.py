@@ -67,6 +67,9 @@ class KafkaPythonFetcher:
         return {TopicPartition(tp.topic, tp.partition): [_to_message(r) for r in records]
                 for tp, records in batches.items() if records}
 
+    def position(self, tp: TopicPartition) -> int | None:
+        return self._consumer.position(_to_kafka(tp))
+
     def wakeup(self) -> None:
         """Nothing to do: polls are short (see `poll`)."""
 

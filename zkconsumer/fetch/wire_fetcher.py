@@ -121,6 +121,10 @@ class WireFetcher:
         self._send_fetches(self._nodes_to_fetch_from())
         return self._collect(deadline)
 
+    def position(self, tp: TopicPartition) -> int | None:
+        """The next offset to fetch; None while a reset by `auto.offset.reset` is pending."""
+        return self._positions.get(tp)
+
     def wakeup(self) -> None:
         """End the current `poll` at once; safe from any thread (the fetch loop's routing)."""
         try:

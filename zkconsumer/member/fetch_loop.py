@@ -1,10 +1,10 @@
 """The thread that moves fetched records into the streams of the threads that own them.
 
-kafka-python's consumer is not thread-safe, so only this thread ever calls it. Rebalances do
-not wait for it: `route` and `unroute` record the wanted assignment, wake the poll in progress
-and return at once; the loop applies the assignment as soon as that poll returns. A lock held across the
-poll instead would let this thread re-take it poll after poll while a rebalance waits, which
-made rebalances of many members take seconds.
+A fetcher is not thread-safe, so only this thread ever calls it. Rebalances do not wait for it:
+`route` and `unroute` record the wanted assignment, wake the poll in progress and return at
+once; the loop applies the assignment as soon as that poll returns. A lock held across the poll
+instead would let this thread re-take it poll after poll while a rebalance waits, which made
+rebalances of many members take seconds.
 """
 
 from __future__ import annotations

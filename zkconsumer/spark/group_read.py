@@ -19,15 +19,9 @@ from zkconsumer.admin.offset_files import offsets_to_json
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.model import TopicPartition
 from zkconsumer.spark.options import SourceOptions
-from zkconsumer.spark.planning import (
-    ReadPlan,
-    committed_offsets,
-    plan_read,
-    write_group_offsets,
-)
+from zkconsumer.spark.planning import GroupClients, ReadPlan, plan_read
 from zkconsumer.spark.source import register
 from zkconsumer.zk.group_state import read_owners
-from zkconsumer.zk.session import session_for
 
 
 class CommitRefusedError(ZkConsumerError):
@@ -69,20 +63,20 @@ class GroupRead:
     def commit(self) -> dict[TopicPartition, int]:
         """Move the group to the read's end offsets; returns what was written."""
         partitions = sorted(self.read_plan.ends)
-        with session_for(self._parsed.config) as zk:
-            owned = {tp: owner for tp, owner in read_owners(zk, self.read_plan.group).items()
-                     if tp in self.read_plan.ends}
+        with GroupClients(self._parsed) as clients:
+            owners = read_owners(clients.zk, self.read_plan.group)
+            owned = {tp: owner for tp, owner in owners.items() if tp in self.read_plan.ends}
             if owned:
                 tp, owner = next(iter(owned.items()))
                 raise CommitRefusedError(
                     f"group {self.read_plan.group} has live members owning {len(owned)} of these "
                     f"partitions (e.g. {tp} by {owner}); nothing committed")
-            now = committed_offsets(zk, self._parsed, self.read_plan.access, partitions)
-        moved = {tp for tp in partitions if now.get(tp) != self.read_plan.committed.get(tp)}
-        if moved:
-            tp = min(moved)
-            raise CommitRefusedError(
-                f"the offsets of group {self.read_plan.group} moved since this read was planned "
-                f"(e.g. {tp}: {self.read_plan.committed.get(tp)} then, {now.get(tp)} now); "
-                "nothing committed")
-        return write_group_offsets(self._parsed, self.read_plan.access, self.read_plan.ends)
+            now = clients.committed(partitions)
+            moved = {tp for tp in partitions if now.get(tp) != self.read_plan.committed.get(tp)}
+            if moved:
+                tp = min(moved)
+                raise CommitRefusedError(
+                    f"the offsets of group {self.read_plan.group} moved since this read was "
+                    f"planned (e.g. {tp}: {self.read_plan.committed.get(tp)} then, "
+                    f"{now.get(tp)} now); nothing committed")
+            return clients.commit(self.read_plan.ends)

@@ -26,7 +26,7 @@ from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import open_offset_store
 from zkconsumer.spark.options import SOURCE, SourceOptions
 from zkconsumer.zk.registry import list_topics, read_brokers, read_topic
-from zkconsumer.zk.session import session_for
+from zkconsumer.zk.session import connect_for
 
 
 @dataclass(frozen=True)
@@ -70,36 +70,76 @@ def kafka_access(zk: KazooClient, options: SourceOptions) -> KafkaAccess:
                                 config.kafka_api_version, options.bootstrap_servers)
 
 
-def committed_offsets(zk: KazooClient, options: SourceOptions, access: KafkaAccess,
-                      partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
-    store = open_offset_store(options.config, zk, *access)
-    try:
-        return store.fetch(partitions)
-    finally:
-        store.close()
+class GroupClients:
+    """The driver's connections for one group: a ZooKeeper session, the group's offset store
+    and (when asked for) a log-offsets client.
+
+    A one-off read opens them around one plan; a streaming query keeps them for its whole
+    life, so each trigger costs a few requests instead of new sessions and clients. Not
+    picklable: readers drop them before Spark ships a reader to executors.
+    """
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        self.zk = connect_for(options.config)
+        self._store = None
+        self._log: LogOffsets | None = None
+        try:
+            self.access = kafka_access(self.zk, options)
+            self._store = open_offset_store(options.config, self.zk, *self.access)
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> GroupClients:
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.close()
+
+    def plan(self) -> ReadPlan:
+        """From the group's committed offsets (or as the options say) to the log ends."""
+        options = self.options
+        partitions = selected_partitions(self.zk, options)
+        committed = self._store.fetch(partitions)
+        log = self._log_offsets()
+        earliest, latest = log.earliest(partitions), log.latest(partitions)
+        starts = resolve_starts(options, partitions, committed, earliest, latest)
+        ends = resolve_ends(options, partitions, starts, latest)
+        settings = kafka_consumer_settings(options.config, self.access.bootstrap_servers,
+                                           self.access.api_version)
+        return ReadPlan(options.config.group_id, self.access, settings, starts, ends,
+                        dict(committed))
+
+    def committed(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        return self._store.fetch(partitions)
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Commit to the group in its own storage (both, with dual commit); only offsets that
+        changed are written. Returns what was written."""
+        current = self._store.fetch(offsets)
+        changed = {tp: o for tp, o in offsets.items() if current.get(tp) != o}
+        self._store.commit(changed)
+        return changed
+
+    def close(self) -> None:
+        for client in (self._log, self._store):
+            if client is not None:
+                client.close()
+        self.zk.stop()
+        self.zk.close()
+
+    def _log_offsets(self) -> LogOffsets:
+        if self._log is None:
+            properties = self.options.config.kafka_client_properties
+            self._log = LogOffsets(self.access.bootstrap_servers, self.access.api_version,
+                                   kafka_client_options(properties))
+        return self._log
 
 
 def plan_read(options: SourceOptions) -> ReadPlan:
-    with session_for(options.config) as zk:
-        partitions = selected_partitions(zk, options)
-        access = kafka_access(zk, options)
-        committed = committed_offsets(zk, options, access, partitions)
-    return plan_from(options, access, partitions, committed)
-
-
-def plan_from(options: SourceOptions, access: KafkaAccess, partitions: list[TopicPartition],
-              committed: Mapping[TopicPartition, int]) -> ReadPlan:
-    client_options = kafka_client_options(options.config.kafka_client_properties)
-    log = LogOffsets(access.bootstrap_servers, access.api_version, client_options)
-    try:
-        earliest, latest = log.earliest(partitions), log.latest(partitions)
-    finally:
-        log.close()
-    starts = resolve_starts(options, partitions, committed, earliest, latest)
-    ends = resolve_ends(options, partitions, starts, latest)
-    settings = kafka_consumer_settings(options.config, access.bootstrap_servers,
-                                       access.api_version)
-    return ReadPlan(options.config.group_id, access, settings, starts, ends, dict(committed))
+    with GroupClients(options) as clients:
+        return clients.plan()
 
 
 def resolve_starts(options: SourceOptions, partitions: list[TopicPartition],
@@ -135,18 +175,3 @@ def resolve_ends(options: SourceOptions, partitions: list[TopicPartition],
             wanted = latest[tp] if wanted == LATEST else starts[tp]
         ends[tp] = max(starts[tp], min(wanted, latest[tp]))
     return ends
-
-
-def write_group_offsets(options: SourceOptions, access: KafkaAccess,
-                        offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
-    """Commit to the group in its own storage (both, with dual commit); only offsets that
-    changed are written. Returns what was written."""
-    with session_for(options.config) as zk:
-        store = open_offset_store(options.config, zk, *access)
-        try:
-            current = store.fetch(offsets)
-            changed = {tp: o for tp, o in offsets.items() if current.get(tp) != o}
-            store.commit(changed)
-            return changed
-        finally:
-            store.close()

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from kafka import KafkaConsumer
-from kafka import TopicPartition as KafkaTopicPartition
 
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.fetch import fetcher_for
+from zkconsumer.model import TopicPartition
 from zkconsumer.spark.planning import ReadPlan
 from zkconsumer.spark.ranges import OffsetRange
 
@@ -43,24 +43,25 @@ class RangeReadError(ZkConsumerError):
 def read_range(plan: ReadPlan, offsets: OffsetRange, decode_utf8: bool
                ) -> Iterator[pa.RecordBatch]:
     schema = arrow_schema(decode_utf8)
-    # The same settings a group member fetches with (legacy fetch keys, security, protocol).
-    options = {**plan.consumer_settings, "max_poll_records": BATCH_ROWS}
-    consumer = KafkaConsumer(**options)
-    tp = KafkaTopicPartition(offsets.topic, offsets.partition)
+    tp = TopicPartition(offsets.topic, offsets.partition)
+    # The backend and settings a group member fetches with (legacy fetch keys, security,
+    # protocol): the wire fetcher unless the settings need kafka-python.
+    fetcher = fetcher_for(plan.consumer_settings)
     try:
-        consumer.assign([tp])
-        consumer.seek(tp, offsets.start)
+        fetcher.assign({tp: offsets.start})
         pending: list = []
         position, stalled = offsets.start, 0
         while position < offsets.end:
-            records = consumer.poll(timeout_ms=POLL_MS).get(tp, [])
+            records = fetcher.poll(timeout_ms=POLL_MS).get(tp, [])
             if not records:
                 stalled += 1
                 if stalled > STALL_LIMIT_POLLS:
                     raise RangeReadError(f"no progress reading {offsets.topic}-{offsets.partition}"
                                          f" at offset {position} (range ends at {offsets.end})")
                 # Retention may have removed the rest of the range under us.
-                position = max(position, consumer.position(tp))
+                reset_to = fetcher.position(tp)
+                if reset_to is not None:
+                    position = max(position, reset_to)
                 continue
             stalled = 0
             position = records[-1].offset + 1
@@ -73,7 +74,7 @@ def read_range(plan: ReadPlan, offsets: OffsetRange, decode_utf8: bool
         if pending:
             yield to_record_batch(pending, schema, decode_utf8)
     finally:
-        consumer.close(autocommit=False)
+        fetcher.close()
 
 
 def to_record_batch(records: list, schema: pa.Schema, decode_utf8: bool) -> pa.RecordBatch:

@@ -24,11 +24,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 from zkconsumer.admin.offset_files import offsets_from_json, offsets_to_json
 from zkconsumer.model import TopicPartition
 from zkconsumer.spark.options import SourceOptions
-from zkconsumer.spark.planning import (
-    plan_read,
-    selected_partitions,
-    write_group_offsets,
-)
+from zkconsumer.spark.planning import GroupClients, plan_read, selected_partitions
 from zkconsumer.spark.ranges import OffsetRange, cap_total, split_ranges
 from zkconsumer.spark.reading import read_range, schema_ddl
 from zkconsumer.zk.session import session_for
@@ -89,7 +85,12 @@ class GroupStreamReader(DataSourceStreamReader):
 
     def __init__(self, options: SourceOptions) -> None:
         self._options = options
-        self._plan = plan_read(options)
+        self._clients: GroupClients | None = None
+        self._plan = self._group().plan()
+
+    def __getstate__(self) -> dict:
+        # Spark ships the reader to executors for `read`; the connections stay on the driver.
+        return {**self.__dict__, "_clients": None}
 
     def initialOffset(self) -> dict:
         return _to_offset_dict(self._plan.starts)
@@ -100,18 +101,34 @@ class GroupStreamReader(DataSourceStreamReader):
 
     def latestOffset(self, start: dict, limit) -> dict:
         starts = _from_offset_dict(start)
-        # Spark runs micro-batches one at a time, so `start` (the previous batch's end) has been
-        # processed: commit it to the group here. Spark's own `commit()` hook is not used: it
-        # only comes when the next batch is planned, which would leave the last batch
-        # uncommitted until more data arrives.
-        write_group_offsets(self._options, self._plan.access, starts)
-        fresh = plan_read(self._options)
+        clients = self._group()
+        try:
+            # Spark runs micro-batches one at a time, so `start` (the previous batch's end) has
+            # been processed: commit it to the group here. Spark's own `commit()` hook is not
+            # used: it only comes when the next batch is planned, which would leave the last
+            # batch uncommitted until more data arrives.
+            clients.commit(starts)
+            fresh = clients.plan()
+        except BaseException:
+            self.stop()  # the next trigger connects anew
+            raise
         # New partitions (a topic created for a whitelist) start where the plan says.
         starts = {tp: starts.get(tp, fresh.starts[tp]) for tp in fresh.ends}
         ends = {tp: max(starts[tp], fresh.ends[tp]) for tp in starts}
         if isinstance(limit, ReadMaxRows):
             ends = cap_total(starts, ends, limit.max_rows)
         return _to_offset_dict(ends)
+
+    def stop(self) -> None:
+        if self._clients is not None:
+            clients, self._clients = self._clients, None
+            clients.close()
+
+    def _group(self) -> GroupClients:
+        """The query's connections, kept across triggers."""
+        if self._clients is None:
+            self._clients = GroupClients(self._options)
+        return self._clients
 
     def partitions(self, start: dict, end: dict) -> list[RangePartition]:
         starts, ends = _from_offset_dict(start), _from_offset_dict(end)
