@@ -36,6 +36,7 @@ class ReadPlan:
     group: str
     access: KafkaAccess
     consumer_settings: Mapping[str, Any]   # the consumer's own kafka-python options
+    fetch_backend: str                     # and its `fetch.backend`
     starts: Mapping[TopicPartition, int]
     ends: Mapping[TopicPartition, int]
     committed: Mapping[TopicPartition, int]
@@ -108,8 +109,8 @@ class GroupClients:
         ends = resolve_ends(options, partitions, starts, latest)
         settings = kafka_consumer_settings(options.config, self.access.bootstrap_servers,
                                            self.access.api_version)
-        return ReadPlan(options.config.group_id, self.access, settings, starts, ends,
-                        dict(committed))
+        return ReadPlan(options.config.group_id, self.access, settings,
+                        options.config.fetch_backend, starts, ends, dict(committed))
 
     def committed(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
         return self._store.fetch(partitions)

@@ -46,7 +46,7 @@ def read_range(plan: ReadPlan, offsets: OffsetRange, decode_utf8: bool
     tp = TopicPartition(offsets.topic, offsets.partition)
     # The backend and settings a group member fetches with (legacy fetch keys, security,
     # protocol): the wire fetcher unless the settings need kafka-python.
-    fetcher = fetcher_for(plan.consumer_settings)
+    fetcher = fetcher_for(plan.consumer_settings, plan.fetch_backend)
     try:
         fetcher.assign({tp: offsets.start})
         pending: list = []
