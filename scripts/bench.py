@@ -14,7 +14,7 @@ partitions with the reference producer, then measures, on that same data:
    (see `rebalance`), p50 and p99.
 
     scripts/bench [--records 1000000] [--partitions 8] [--only throughput,commit,rebalance]
-                  [--events 20] [--reference-events 6]
+                  [--events 20] [--reference-events 20]
 """
 
 from __future__ import annotations
@@ -290,7 +290,7 @@ def main() -> None:
     parser.add_argument("--members", type=int, default=10)
     parser.add_argument("--rebalance-partitions", type=int, default=120)
     parser.add_argument("--events", type=int, default=20)
-    parser.add_argument("--reference-events", type=int, default=6)
+    parser.add_argument("--reference-events", type=int, default=20)
     parser.add_argument("--peers-python", help="a Python with pykafka and confluent-kafka "
                         "(scripts/bench makes one)")
     parser.add_argument("--contender", help=argparse.SUPPRESS)
