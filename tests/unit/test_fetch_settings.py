@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+import structlog.testing
 from kafka import KafkaConsumer
 
 from zkconsumer.config import ConsumerConfig
@@ -148,3 +149,17 @@ def test_a_wakeup_ends_a_wire_poll_that_waits_for_an_unreachable_broker():
     finally:
         timer.cancel()
         fetcher.close()
+
+
+def test_an_outage_is_warned_about_once_not_at_every_retry():
+    fetcher = open_fetcher(config(**{"refresh.leader.backoff.ms": "0"}), "127.0.0.1:1", (0, 9))
+    fetcher.assign({TopicPartition("t", 0): 0})
+    try:
+        with structlog.testing.capture_logs() as logs:
+            for _ in range(20):
+                fetcher.poll(timeout_ms=0)
+    finally:
+        fetcher.close()
+    retries = [e for e in logs if e["event"].startswith("no broker answered")]
+    assert len(retries) == 20
+    assert [e["log_level"] for e in retries].count("warning") == 1

@@ -52,6 +52,7 @@ WIRE_OPTIONS = frozenset({
 })
 WIRE_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL")
 _IDLE_S = 0.01
+_REPORT_EVERY_S = 30.0
 
 
 class WireFetcher:
@@ -88,6 +89,8 @@ class WireFetcher:
         # per node: the offsets asked for, and when the answer is overdue
         self._in_flight: dict[int, tuple[dict[TopicPartition, int], float]] = {}
         self._refresh_at = 0.0  # no metadata refresh before this (monotonic seconds)
+        self._trouble_since: float | None = None  # when partitions started waiting for leaders
+        self._trouble_reported_at = -_REPORT_EVERY_S
         # One selector for the fetcher's life: the fetch loop polls every few milliseconds, and
         # making one per poll cost more CPU than everything else an idle member does.
         self._selector = selectors.DefaultSelector()
@@ -269,8 +272,8 @@ class WireFetcher:
                 continue
             self._apply_metadata(metadata)
             return
-        log.warning("no broker answered a metadata request; retrying",
-                    errors=failures[-3:], retry_in_ms=round(self._backoff_s * 1000))
+        self._report_trouble("no broker answered a metadata request; retrying",
+                             errors=failures[-3:], retry_in_ms=round(self._backoff_s * 1000))
 
     def _apply_metadata(self, metadata: protocol.Metadata) -> None:
         for node, address in list(self._nodes.items()):
@@ -283,7 +286,13 @@ class WireFetcher:
                          if leader in self._nodes}
         missing = [str(tp) for tp in self._positions if tp not in self._leaders]
         if missing:
-            log.info("waiting for partition leaders", partitions=missing[:8], count=len(missing))
+            self._report_trouble("waiting for partition leaders", partitions=missing[:8],
+                                 count=len(missing))
+        elif self._trouble_since is not None:
+            log.info("every partition has its leader again",
+                     after_s=round(time.monotonic() - self._trouble_since, 1))
+            self._trouble_since = None
+            self._trouble_reported_at = -_REPORT_EVERY_S
 
     def _reset_positions(self) -> None:
         by_node: dict[int, dict[TopicPartition, int]] = {}
@@ -314,9 +323,22 @@ class WireFetcher:
         for tp in partitions:
             self._leaders.pop(tp, None)
         self._refresh_at = max(self._refresh_at, time.monotonic() + self._backoff_s)
-        log.warning("partitions wait for their leader", reason=reason,
-                    partitions=[str(tp) for tp in list(partitions)[:8]],
-                    retry_in_ms=round(self._backoff_s * 1000))
+        self._report_trouble("partitions wait for their leader", reason=reason,
+                             partitions=[str(tp) for tp in list(partitions)[:8]],
+                             retry_in_ms=round(self._backoff_s * 1000))
+
+    def _report_trouble(self, event: str, **fields: Any) -> None:
+        """Warn when trouble starts, then at most every 30 s while it lasts: a broker outage
+        retried every `refresh.leader.backoff.ms` must show in the log, not flood it. The
+        repeats go to debug."""
+        now = time.monotonic()
+        if self._trouble_since is None:
+            self._trouble_since = now
+        if now - self._trouble_reported_at >= _REPORT_EVERY_S:
+            self._trouble_reported_at = now
+            log.warning(event, for_s=round(now - self._trouble_since, 1), **fields)
+        else:
+            log.debug(event, **fields)
 
     # -- connections ------------------------------------------------------------------------
 
