@@ -14,7 +14,8 @@ partitions with the reference producer, then measures, on that same data:
    (see `rebalance`), p50 and p99.
 
     scripts/bench [--records 1000000] [--partitions 8] [--only throughput,commit,rebalance]
-                  [--events 20] [--reference-events 20]
+                  [--members 10] [--rebalance-partitions 120] [--events 20]
+                  [--reference-events 20]
 """
 
 from __future__ import annotations

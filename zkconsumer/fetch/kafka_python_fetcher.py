@@ -9,6 +9,8 @@ the rebalancer and handed to `assign`.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -19,7 +21,9 @@ from kafka.errors import KafkaError
 from zkconsumer.fetch.errors import FetchError
 from zkconsumer.model import Message, TopicPartition
 
-_MAX_POLL_MS = 20
+# kafka-python's poll cannot be woken from another thread, so a poll is made of short slices and
+# `wakeup` ends it at the next slice.
+_POLL_SLICE_MS = 20
 
 
 class KafkaPythonFetcher:
@@ -34,6 +38,7 @@ class KafkaPythonFetcher:
             raise FetchError(
                 f"cannot connect to Kafka at {settings['bootstrap_servers']}: {exc}") from exc
         self._assigned: set[TopicPartition] = set()
+        self._woken = threading.Event()
 
     def assign(self, positions: Mapping[TopicPartition, int | None],
                restart: Collection[TopicPartition] = ()) -> None:
@@ -61,17 +66,21 @@ class KafkaPythonFetcher:
     def poll(self, timeout_ms: int) -> dict[TopicPartition, list[Message]]:
         if not self._assigned:
             return {}
-        # kafka-python's poll cannot be woken from another thread, so it is kept short: a
-        # rebalance's routing waits for the poll in progress.
-        batches = self._consumer.poll(timeout_ms=min(timeout_ms, _MAX_POLL_MS))
-        return {TopicPartition(tp.topic, tp.partition): [_to_message(r) for r in records]
-                for tp, records in batches.items() if records}
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        while True:
+            remaining_ms = max(0, round((deadline - time.monotonic()) * 1000))
+            batches = self._consumer.poll(timeout_ms=min(remaining_ms, _POLL_SLICE_MS))
+            if batches or remaining_ms == 0 or self._woken.is_set():
+                self._woken.clear()
+                return {TopicPartition(tp.topic, tp.partition): [_to_message(r) for r in records]
+                        for tp, records in batches.items() if records}
 
     def position(self, tp: TopicPartition) -> int | None:
         return self._consumer.position(_to_kafka(tp))
 
     def wakeup(self) -> None:
-        """Nothing to do: polls are short (see `poll`)."""
+        """End the current `poll` at its next slice; safe from any thread."""
+        self._woken.set()
 
     def close(self) -> None:
         self._consumer.close(autocommit=False)

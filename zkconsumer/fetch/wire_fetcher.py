@@ -4,7 +4,7 @@ Measured on 100-byte records, kafka-python's consumer spends most of its time pe
 own fetch pipeline rather than on the network. This fetcher speaks the three requests the legacy
 consumer spoke (Metadata, ListOffsets, Fetch) and decodes message sets straight into `Message`
 tuples, more than twice as fast (see scripts/bench). It keeps one fetch in flight per leader
-and sends the next one as soon as a response arrives, so the broker prepares data while the
+and sends the next one as soon as a response is decoded, so the broker prepares data while the
 streams are being consumed.
 
 It covers PLAINTEXT and SSL. Anything else (SASL, or a kafka-python option it does not know)
@@ -91,8 +91,8 @@ class WireFetcher:
         self._refresh_at = 0.0  # no metadata refresh before this (monotonic seconds)
         self._trouble_since: float | None = None  # when partitions started waiting for leaders
         self._trouble_reported_at = -_REPORT_EVERY_S
-        # One selector for the fetcher's life: the fetch loop polls every few milliseconds, and
-        # making one per poll cost more CPU than everything else an idle member does.
+        # One selector for the fetcher's life: making one per poll cost more CPU than everything
+        # else an idle member does.
         self._selector = selectors.DefaultSelector()
         self._selected: set[int] = set()  # nodes whose fetch channel the selector watches
         # `wakeup` writes here to end a wait early (data None marks it in the selector).
@@ -117,7 +117,7 @@ class WireFetcher:
         if not self._positions:
             return {}
         deadline = time.monotonic() + timeout_ms / 1000.0
-        leaderless = [tp for tp in self._positions if tp not in self._leaders]
+        leaderless = any(tp not in self._leaders for tp in self._positions)
         if leaderless and time.monotonic() >= self._refresh_at:
             self._refresh_metadata()
         self._reset_positions()

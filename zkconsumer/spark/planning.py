@@ -12,7 +12,6 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from zkconsumer.admin.offset_files import EARLIEST, LATEST
 from zkconsumer.assignment import Blacklist, Whitelist
 from zkconsumer.errors import ConfigError
 from zkconsumer.fetch import (
@@ -21,6 +20,7 @@ from zkconsumer.fetch import (
     kafka_consumer_settings,
     resolve_kafka_access,
 )
+from zkconsumer.fetch.kafka_protocol import EARLIEST, LATEST
 from zkconsumer.kafka_client import kafka_client_options
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import open_offset_store
