@@ -4,6 +4,7 @@ the benchmark that backs the performance claims cannot rot unnoticed."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,9 @@ from support.java import require_java
 pytestmark = pytest.mark.integration
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+# contender, records/s, the two ratios, peak RSS (MB, or "-" where not measured)
+THROUGHPUT_ROW = re.compile(r"^(?P<name>\S.*?)\s+(?P<rate>[\d,]+)\s+[\d.]+x\s+[\d.]+x\s+"
+                            r"(?P<rss>\d+|-)$", re.MULTILINE)
 
 
 def test_the_benchmark_runs_every_scenario_and_prints_each_figure(work_root):
@@ -27,11 +31,13 @@ def test_the_benchmark_runs_every_scenario_and_prints_each_figure(work_root):
         env={**os.environ, "TMPDIR": str(scratch)},  # its cluster lives where strays are reaped
         capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
-    rows = {line.split("  ")[0].strip(): line for line in result.stdout.splitlines()}
+    rows = {match["name"]: match for match in THROUGHPUT_ROW.finditer(result.stdout)}
     for contender in ("zkconsumer (per record)", "zkconsumer (batches)",
                       "kafka-python (per record)", "reference Scala consumer (its own timing)"):
         assert contender in rows, result.stdout
-        assert rows[contender].rstrip().endswith(tuple("0123456789-")), rows[contender]
+        assert int(rows[contender]["rate"].replace(",", "")) > 0, rows[contender][0]
+    for own in ("zkconsumer (per record)", "zkconsumer (batches)"):
+        assert rows[own]["rss"].isdigit(), f"no peak RSS measured: {rows[own][0]}"
     assert "commit 1,000 changed offsets: batched" in result.stdout
     assert "partitions held by two zkconsumer members at once" in result.stdout
     assert any(line.startswith("zkconsumer ") and line.split()[1] == "2"

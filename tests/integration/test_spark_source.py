@@ -6,8 +6,10 @@ import hashlib
 import json
 import pickle
 import threading
+from dataclasses import replace
 
 import pytest
+import structlog
 from click.testing import CliRunner
 from kazoo.client import KazooClient
 from support.kafka import committed_in_kafka, produce
@@ -18,6 +20,7 @@ from zkconsumer.cli import cli
 from zkconsumer.localcluster.processes import free_port
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import ZookeeperOffsetStore
+from zkconsumer.zk.group_state import read_owners
 from zkconsumer.znodes.paths import GroupPaths
 
 pytestmark = pytest.mark.integration
@@ -239,3 +242,161 @@ def test_spark_json_prints_the_group_offsets_for_the_native_source(cluster, zk, 
                                       "smallest", "--zookeeper", cluster.zookeeper_connect])
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout) == {topic: {"0": 7, "1": -2, "2": 9}}
+
+
+def test_a_streaming_query_fails_rather_than_rewind_a_live_members_offsets(
+        spark, cluster, zk, topic_factory, unique_name, members, work_root):
+    topic = topic_factory(partitions=2)
+    produce(cluster, topic, [f"m{i}".encode() for i in range(20)], partitions=2)
+    group = unique_name("live-stream")
+    members(group, topics={topic: 1}, **{"auto.commit.interval.ms": "100"})
+    consumed = {TopicPartition(topic, 0): 10, TopicPartition(topic, 1): 10}
+    wait_until(lambda: zookeeper_offsets(zk, group) == consumed, timeout=60,
+               message="the member's commits")
+    owner = read_owners(zk, group)[TopicPartition(topic, 0)]
+
+    # From the earliest offsets, so that the query's first commit would take the group back.
+    query = (spark.readStream.format("zkconsumer")
+             .options(**_options(cluster, group, topics=topic, startingOffsets="earliest")).load()
+             .writeStream.foreachBatch(lambda frame, batch_id: frame.count())
+             .trigger(processingTime="500 milliseconds")
+             .option("checkpointLocation", str(work_root / "checkpoints" / group)).start())
+    try:
+        wait_until(lambda: not query.isActive or zookeeper_offsets(zk, group) != consumed,
+                   timeout=120, message="the query to commit or stop")
+    finally:
+        query.stop()
+    assert zookeeper_offsets(zk, group) == consumed, "the member's offsets were rewound"
+    failure = str(query.exception())
+    assert "live members owning 2" in failure and owner in failure
+
+
+def test_a_stream_never_commits_below_the_groups_offsets(cluster, zk, topic_factory,
+                                                         unique_name):
+    from zkconsumer.spark import CommitRefusedError
+    from zkconsumer.spark.options import SourceOptions
+    from zkconsumer.spark.source import GroupStreamReader
+
+    topic = topic_factory(partitions=1)
+    produce(cluster, topic, [b"a", b"b", b"c", b"d"], partitions=1)
+    group = unique_name("ahead")
+    ZookeeperOffsetStore(zk, group).commit({TopicPartition(topic, 0): 3})  # no member left
+    reader = GroupStreamReader(SourceOptions.parse(
+        _options(cluster, group, topics=topic, startingOffsets="earliest")))
+    try:
+        with pytest.raises(CommitRefusedError, match=f"{topic}-0 up to 3, past this read's 0"):
+            reader.latestOffset(reader.initialOffset(), reader.getDefaultReadLimit())
+    finally:
+        reader.stop()
+    assert zookeeper_offsets(zk, group) == {TopicPartition(topic, 0): 3}
+
+
+# Size-based retention enforced every half second (the bundle checks every five minutes): a
+# partition keeps its last 40 kB or so, in segments of 20 kB.
+RETENTION = {"log.retention.check.interval.ms": 500, "log.segment.bytes": 20_000,
+             "log.retention.bytes": 40_000}
+
+
+@pytest.fixture
+def retention_broker(cluster):
+    """One more broker, with `RETENTION`, so that records can be deleted under a read. Kafka
+    0.9 runs its first retention check 30 s after a broker starts."""
+    if cluster.local is None:
+        pytest.skip(f"cannot add a broker to a {cluster.kind} cluster")
+    broker = cluster.local.add_broker(overrides=RETENTION)
+    yield broker
+    cluster.local.stop_broker(broker.broker_id)
+    del cluster.local.brokers[broker.broker_id]
+
+
+def _kilobyte_values(first: int, count: int) -> list[bytes]:
+    return [f"{i:08d}".encode().ljust(1000, b".") for i in range(first, first + count)]
+
+
+def test_records_deleted_under_a_read_fail_it_or_are_skipped_with_a_warning(
+        spark, cluster, zk, topic_factory, unique_name, retention_broker, work_root):
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+
+    brokers = sorted(int(b) for b in zk.get_children("/brokers/ids"))
+    topic = topic_factory(partitions=len(brokers))
+    lossy = TopicPartition(topic, brokers.index(retention_broker.broker_id))  # its only replica
+    produce(cluster, topic, _kilobyte_values(0, 60 * len(brokers)), partitions=len(brokers))
+    group = unique_name("lossy")
+    # The group's auto.offset.reset is `largest`: a reset by it would jump to the log end.
+    options = {"zookeeper.connect": cluster.zookeeper_connect, "group.id": group, "topics": topic}
+    log = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers,
+                        api_version=cluster.kafka_api_version)
+    try:
+        def log_start() -> int:
+            return log.beginning_offsets([KTP(*lossy)])[KTP(*lossy)]
+
+        next_offset = _stream_until_retention_deletes_a_batch(
+            spark, cluster, zk, len(brokers), lossy, options, log_start, work_root)
+        _read_deleted_records_on_an_executor(options, lossy, next_offset, log_start)
+    finally:
+        log.close()
+
+
+def _stream_until_retention_deletes_a_batch(spark, cluster, zk, partitions, lossy, options,
+                                            log_start, work_root) -> int:
+    """A streaming query reads a first batch, then retention deletes the records its second
+    batch is to read: the query fails, naming them, and the group stays before them."""
+    read: list[list[int]] = []
+
+    def hold_the_first_batch(frame, batch_id):
+        offsets = sorted(r.offset for r in frame.where(frame.partition == lossy.partition)
+                         .select("offset").collect())
+        read.append(offsets)
+        if batch_id == 0:
+            produce(cluster, lossy.topic, _kilobyte_values(1000, 60 * partitions),
+                    partitions=partitions)
+            wait_until(lambda: log_start() > offsets[-1] + 1, timeout=120,
+                       message="retention to delete the next batch's records")
+
+    query = (spark.readStream.format("zkconsumer")
+             .options(**options, startingOffsets="earliest",
+                      maxOffsetsPerTrigger=str(10 * partitions)).load()
+             .writeStream.foreachBatch(hold_the_first_batch)
+             .trigger(processingTime="500 milliseconds")
+             .option("checkpointLocation", str(work_root / "checkpoints" / options["group.id"]))
+             .start())
+    try:
+        wait_until(lambda: not query.isActive or len(read) > 1, timeout=240,
+                   message="the second batch to fail or be read")
+    finally:
+        query.stop()
+    assert len(read) == 1, f"the second batch read {read[1:]} and skipped the deleted records"
+    next_offset = read[0][-1] + 1
+    failure = str(query.exception())
+    assert "RangeReadError" in failure and f"offsets {next_offset} to " in failure
+    assert f"of {lossy} (" in failure and "failOnDataLoss=false" in failure
+    assert zookeeper_offsets(zk, options["group.id"])[lossy] == next_offset, \
+        "the group stays before the deleted records"
+    return next_offset
+
+
+def _read_deleted_records_on_an_executor(options, lossy, start, log_start) -> None:
+    """What an executor does with a range retention deleted the start of, with either fetch
+    backend: fail by default; with failOnDataLoss=false, read on from the earliest offset (not
+    the log end the group's `largest` would jump to) and warn how many records were skipped."""
+    from zkconsumer.spark.options import SourceOptions
+    from zkconsumer.spark.planning import plan_read
+    from zkconsumer.spark.ranges import OffsetRange
+    from zkconsumer.spark.reading import RangeReadError, read_range
+
+    plan = plan_read(SourceOptions.parse(options))
+    offsets = OffsetRange(lossy.topic, lossy.partition, start, plan.ends[lossy])
+    for backend in ("wire", "kafka-python"):
+        backend_plan = replace(plan, fetch_backend=backend)
+        with pytest.raises(RangeReadError, match=f"offsets {start} to [0-9]+ of {lossy}"):
+            list(read_range(backend_plan, offsets, False, fail_on_data_loss=True))
+        earliest = log_start()
+        with structlog.testing.capture_logs() as logs:
+            rows = [o for batch in read_range(backend_plan, offsets, False,
+                                              fail_on_data_loss=False)
+                    for o in batch.column("offset").to_pylist()]
+        assert rows, backend
+        assert rows == list(range(rows[0], offsets.end)) and start < earliest <= rows[0], backend
+        skipped = [(e["partition"], e["skipped"]) for e in logs if "skipped" in e]
+        assert skipped == [(str(lossy), rows[0] - start)], backend

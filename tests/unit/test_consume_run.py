@@ -6,8 +6,14 @@ from __future__ import annotations
 
 import threading
 
-from zkconsumer.cli.consume_command import ConsumeRun
-from zkconsumer.model import Message
+import pytest
+from support.memory_store import MemoryStore
+
+from zkconsumer.cli.consume_command import ConsumeRun, HandlerError
+from zkconsumer.member.committer import OffsetCommitter
+from zkconsumer.member.streams import Chunk, Claim, DeliveryGate, KafkaStream
+from zkconsumer.model import Message, TopicPartition
+from zkconsumer.offsets import OffsetTracker
 
 
 class StopArrivesOnReceipt:
@@ -26,6 +32,9 @@ class StopArrivesOnReceipt:
             if offset == 2:
                 self._stop.set()
             yield Message("t", 0, offset, None, f"v{offset}".encode(), None)
+
+    def mark_consumed(self) -> None:
+        """Positions are recorded as messages are handed out here."""
 
     def close(self) -> None:
         self.closed.set()
@@ -56,3 +65,39 @@ def test_a_message_received_as_the_stop_arrives_is_written_before_the_commit(cap
     assert written == [f"v{i}".encode() for i in range(delivered)], "a delivered message was dropped"
     assert connector.committed_after == written, "the commit came before a write"
     assert capsysbinary.readouterr().out.splitlines() == written
+
+
+class ClosingConnector:
+    """Shuts the real streams' committer down the way the connector does."""
+
+    def __init__(self, committer) -> None:
+        self.committer = committer
+        self.final_commit: bool | None = None
+
+    def shutdown(self, commit: bool = True) -> None:
+        self.final_commit = commit
+        if commit:
+            self.committer.commit()
+
+
+def test_an_auto_commit_while_the_handler_runs_does_not_commit_the_message_it_rejects(
+        capsysbinary):
+    tp = TopicPartition("t", 0)
+    claims = {tp: Claim(tp, "c-0")}
+    stream = KafkaStream("s", 10, 5000, claims, DeliveryGate())
+    stream.offer(Chunk(tp, [Message("t", 0, o, None, b"v", None) for o in range(5)],
+                       claims[tp]), lambda: True)
+    store = MemoryStore()
+    committer = OffsetCommitter(store, OffsetTracker(), lambda: [stream], lambda: claims)
+
+    def handler(message: Message) -> None:
+        if message.offset == 2:
+            committer.commit()  # the auto-commit thread's tick, while offset 2 is handled
+            raise ValueError("rejected")
+
+    connector = ClosingConnector(committer)
+    with pytest.raises(HandlerError, match="offset 2"):
+        ConsumeRun(connector, [stream], lambda m: b"", handler, None,
+                   threading.Event()).run()
+    assert store.offsets == {tp: 2}, "offset 2 was committed although its handler failed"
+    assert connector.final_commit is False

@@ -7,8 +7,8 @@ import threading
 from support.waiting import wait_until
 
 from zkconsumer.member.fetch_loop import FetchLoop
-from zkconsumer.member.streams import Claim
-from zkconsumer.model import TopicPartition
+from zkconsumer.member.streams import Claim, DeliveryGate, KafkaStream
+from zkconsumer.model import Message, TopicPartition
 
 TP = TopicPartition("t", 0)
 
@@ -19,6 +19,7 @@ class RecordingFetcher:
 
     def __init__(self) -> None:
         self.assigned: list[tuple[dict, set]] = []
+        self.positions: dict = {}
         self._woken = threading.Event()
 
     def wakeup(self):
@@ -26,6 +27,10 @@ class RecordingFetcher:
 
     def assign(self, positions, restart=()):
         self.assigned.append((dict(positions), set(restart)))
+        self.positions = dict(positions)
+
+    def position(self, tp):
+        return self.positions.get(tp)
 
     def poll(self, timeout_ms):
         self._woken.wait(timeout_ms / 1000.0)
@@ -35,7 +40,8 @@ class RecordingFetcher:
 
 def test_routing_wakes_a_long_poll_and_is_caught_up_once_the_fetcher_has_it():
     fetcher = RecordingFetcher()
-    loop = FetchLoop(fetcher, poll_timeout_ms=600_000, on_error=lambda exc: None)
+    loop = FetchLoop(fetcher, poll_timeout_ms=600_000, on_error=lambda exc: None,
+                     on_reset=lambda *_: None)
     assert loop.caught_up()
     loop.route({TP: (object(), Claim(TP, "c-0"), 42)})
     assert not loop.caught_up()
@@ -46,5 +52,67 @@ def test_routing_wakes_a_long_poll_and_is_caught_up_once_the_fetcher_has_it():
         loop.unroute([TP])
         wait_until(loop.caught_up, timeout=5, interval=0.005, message="unrouting applied")
         assert fetcher.assigned[-1] == ({}, set())
+    finally:
+        loop.stop()
+
+
+def test_where_a_partition_without_offset_was_reset_is_reported_once_for_its_claim():
+    fetcher = RecordingFetcher()
+    reports = []
+    loop = FetchLoop(fetcher, poll_timeout_ms=20, on_error=lambda exc: None,
+                     on_reset=lambda *report: reports.append(report))
+    claim = Claim(TP, "c-0")
+    loop.route({TP: (object(), claim, None)})
+    loop.start()
+    try:
+        wait_until(loop.caught_up, timeout=5, interval=0.005, message="routing applied")
+        fetcher.positions[TP] = 100  # the fetcher's auto.offset.reset answered
+        wait_until(lambda: reports, timeout=5, interval=0.005, message="reset reported")
+        fetcher.wakeup()
+        wait_until(lambda: len(fetcher.assigned) == 1 and not fetcher._woken.is_set(),
+                   timeout=5, interval=0.005, message="another poll")
+        assert reports == [(TP, claim, 100)]
+    finally:
+        loop.stop()
+
+
+def test_a_reset_is_not_reported_for_a_partition_routed_with_its_committed_offset():
+    fetcher = RecordingFetcher()
+    reports = []
+    loop = FetchLoop(fetcher, poll_timeout_ms=20, on_error=lambda exc: None,
+                     on_reset=lambda *report: reports.append(report))
+    loop.route({TP: (object(), Claim(TP, "c-0"), 42)})
+    loop.start()
+    try:
+        wait_until(loop.caught_up, timeout=5, interval=0.005, message="routing applied")
+        fetcher.positions[TP] = 100
+        loop.unroute([TP])
+        wait_until(loop.caught_up, timeout=5, interval=0.005, message="unrouting applied")
+        assert reports == []
+    finally:
+        loop.stop()
+
+
+class FetchingOnce(RecordingFetcher):
+    """Resets to 100 and fetches 100..109 in the same poll, as the wire fetcher does."""
+
+    def poll(self, timeout_ms):
+        if self.positions.get(TP, 0) is None:
+            self.positions[TP] = 110
+            return {TP: [Message("t", 0, offset, None, b"", None) for offset in range(100, 110)]}
+        return super().poll(timeout_ms)
+
+
+def test_a_reset_fetched_in_the_same_poll_reports_the_first_message_not_the_next_fetch():
+    fetcher = FetchingOnce()
+    reports = []
+    loop = FetchLoop(fetcher, poll_timeout_ms=20, on_error=lambda exc: None,
+                     on_reset=lambda *report: reports.append(report))
+    claim = Claim(TP, "c-0")
+    loop.route({TP: (KafkaStream("s", 10, -1, {TP: claim}, DeliveryGate()), claim, None)})
+    loop.start()
+    try:
+        wait_until(lambda: reports, timeout=5, interval=0.005, message="reset reported")
+        assert reports == [(TP, claim, 100)], "committing 110 would skip 100..109"
     finally:
         loop.stop()

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-
 import pytest
+from support.memory_store import MemoryStore
 
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import DualOffsetStore, OffsetStoreError
@@ -13,28 +12,6 @@ A = TopicPartition("t", 0)
 B = TopicPartition("t", 1)
 C = TopicPartition("t", 2)
 D = TopicPartition("t", 3)
-
-
-class MemoryStore:
-    def __init__(self, name: str, journal: list, offsets=None, fail_commit: bool = False) -> None:
-        self.name = name
-        self.offsets = dict(offsets or {})
-        self.journal = journal
-        self.fail_commit = fail_commit
-        self.closed = False
-
-    def fetch(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        return {tp: self.offsets[tp] for tp in partitions if tp in self.offsets}
-
-    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        self.journal.append(self.name)
-        if self.fail_commit:
-            raise OffsetStoreError(f"{self.name} is down")
-        self.offsets.update(offsets)
-
-    def close(self) -> None:
-        self.journal.append(f"close {self.name}")
-        self.closed = True
 
 
 def stores(zk_offsets=None, kafka_offsets=None, **failures):

@@ -26,6 +26,11 @@ def test_defaults_read_from_the_group_to_the_log_end():
     assert options.config.topics == ("t",) and options.max_offsets_per_trigger is None
 
 
+def test_data_loss_fails_a_read_unless_told_otherwise():
+    assert parse().fail_on_data_loss is True
+    assert parse(failOnDataLoss="False").fail_on_data_loss is False
+
+
 @pytest.mark.parametrize(("extra", "option"), [
     ({"group.id": ""}, "group.id"),
     ({"topics": "", "whitelist": ""}, "topics"),
@@ -35,6 +40,7 @@ def test_defaults_read_from_the_group_to_the_log_end():
     ({"startingOffsets": "{\"t\": {\"0\": -3}}"}, "startingOffsets"),
     ({"maxOffsetsPerTrigger": "-5"}, "maxOffsetsPerTrigger"),
     ({"decodeUtf8": "yes"}, "decodeUtf8"),
+    ({"failOnDataLoss": "sometimes"}, "failOnDataLoss"),
     ({"offsets.storage": "s3"}, "offsets.storage"),
 ])
 def test_bad_options_name_the_option(extra, option):

@@ -102,6 +102,8 @@ class ConsumeRun:
                     if self._max is not None and self.consumed >= self._max:
                         self._done.set()
                 if self._done.is_set():
+                    # Handled and written: commit it, though the loop asks for no next one.
+                    stream.mark_consumed()
                     return
         except ConsumerTimeout:
             self._done.set()

@@ -2,9 +2,12 @@
 backend for settings the wire fetcher does not cover (SASL, or any other kafka-python option).
 
 kafka-python does the hard parts of fetching: it follows leaders as they move, reconnects after
-broker restarts and resolves out-of-range offsets by its reset policy. What it cannot know is
-where a partition starts: that is the group's committed offset, read from ZooKeeper or Kafka by
-the rebalancer and handed to `assign`.
+broker restarts, retries the errors Kafka calls retriable and resolves out-of-range offsets by
+its reset policy. What it cannot know is where a partition starts: that is the group's committed
+offset, read from ZooKeeper or Kafka by the rebalancer and handed to `assign`.
+
+It raises every other partition error from `poll`, UNKNOWN_SERVER_ERROR included, which the
+fetchers' rule (`retry_policy`) retries: that one is backed off and fetched again here.
 """
 
 from __future__ import annotations
@@ -14,12 +17,16 @@ import time
 from collections.abc import Collection, Mapping
 from typing import Any
 
+import structlog
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
-from kafka.errors import KafkaError
+from kafka.errors import BrokerResponseError, KafkaError
 
 from zkconsumer.fetch.errors import FetchError
+from zkconsumer.fetch.retry_policy import RetryWarnings, error_name, is_retriable
 from zkconsumer.model import Message, TopicPartition
+
+log = structlog.get_logger(__name__)
 
 # kafka-python's poll cannot be woken from another thread, so a poll is made of short slices and
 # `wakeup` ends it at the next slice.
@@ -32,6 +39,8 @@ class KafkaPythonFetcher:
 
     def __init__(self, settings: Mapping[str, Any]) -> None:
         self._reset_to_beginning = settings["auto_offset_reset"] == "earliest"
+        self._backoff_s = settings["retry_backoff_ms"] / 1000.0
+        self._warnings = RetryWarnings(log)
         try:
             self._consumer = KafkaConsumer(**settings)
         except KafkaError as exc:
@@ -69,14 +78,31 @@ class KafkaPythonFetcher:
         deadline = time.monotonic() + timeout_ms / 1000.0
         while True:
             remaining_ms = max(0, round((deadline - time.monotonic()) * 1000))
-            batches = self._consumer.poll(timeout_ms=min(remaining_ms, _POLL_SLICE_MS))
+            try:
+                batches = self._consumer.poll(timeout_ms=min(remaining_ms, _POLL_SLICE_MS))
+            except BrokerResponseError as exc:
+                if not is_retriable(exc.errno):
+                    raise
+                self._back_off(exc)
+                return {}
             if batches or remaining_ms == 0 or self._woken.is_set():
                 self._woken.clear()
                 return {TopicPartition(tp.topic, tp.partition): [_to_message(r) for r in records]
                         for tp, records in batches.items() if records}
 
+    def _back_off(self, error: BrokerResponseError) -> None:
+        """Wait `refresh.leader.backoff.ms` (or a wake-up) before kafka-python fetches the
+        partition again. Its error names no partition, so all of them wait, for that long only."""
+        self._warnings.report(error.errno, "Kafka error; fetching again after a backoff",
+                              error=f"{error.errno} {error_name(error.errno)}",
+                              retry_in_ms=round(self._backoff_s * 1000))
+        self._woken.wait(self._backoff_s)
+        self._woken.clear()
+
     def position(self, tp: TopicPartition) -> int | None:
-        return self._consumer.position(_to_kafka(tp))
+        """None while a reset is still under way: asked from the fetch loop, this must not
+        wait for a broker."""
+        return self._consumer.position(_to_kafka(tp), timeout_ms=0)
 
     def wakeup(self) -> None:
         """End the current `poll` at its next slice; safe from any thread."""

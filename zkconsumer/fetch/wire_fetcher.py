@@ -10,11 +10,12 @@ streams are being consumed.
 It covers PLAINTEXT and SSL. Anything else (SASL, or a kafka-python option it does not know)
 makes the connector choose the kafka-python backend instead: see `fetcher.py`.
 
-Transient trouble (a broker restarting, a leader moving, a connection dropping) sets the
-partitions concerned aside until metadata names a reachable leader again, asked at most every
-`refresh.leader.backoff.ms`, for as long as it lasts, as the legacy consumer did; errors
-no retry can fix (a message larger than `fetch.message.max.bytes`, corrupt data, an error code
-the broker should never send a consumer) raise `FetchError`.
+Transient trouble (a broker restarting, a leader moving, a connection dropping, an error code
+Kafka calls retriable, or an unknown server error) sets the partitions concerned aside until
+metadata names a reachable leader again, asked at most every `refresh.leader.backoff.ms`, for as
+long as it lasts, as the legacy consumer did; the other partitions keep flowing. Errors no retry
+can fix (a message larger than `fetch.message.max.bytes`, corrupt data, any other error code:
+see `retry_policy`) raise `FetchError`.
 """
 
 from __future__ import annotations
@@ -32,15 +33,16 @@ from zkconsumer.fetch import kafka_protocol as protocol
 from zkconsumer.fetch.broker_channel import BrokerChannel, ChannelError
 from zkconsumer.fetch.errors import FetchError
 from zkconsumer.fetch.message_sets import CorruptMessageError, decode_message_set
+from zkconsumer.fetch.retry_policy import (
+    OFFSET_OUT_OF_RANGE,
+    RetryWarnings,
+    describe_error,
+    error_name,
+    is_retriable,
+)
 from zkconsumer.model import Message, TopicPartition
 
 log = structlog.get_logger(__name__)
-
-OFFSET_OUT_OF_RANGE = 1
-# Unknown topic or partition, leader not available, not the leader, request timed out,
-# replica not available, network exception, not enough replicas (the broker's own view is
-# moving): all cured by asking for metadata again.
-RETRIABLE_ERRORS = frozenset({3, 5, 6, 7, 9, 13, 19})
 
 # The kafka-python options this fetcher honours; any other one chooses the kafka-python backend.
 WIRE_OPTIONS = frozenset({
@@ -52,16 +54,15 @@ WIRE_OPTIONS = frozenset({
 })
 WIRE_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL")
 _IDLE_S = 0.01
-_REPORT_EVERY_S = 30.0
 
 
 class WireFetcher:
     """Same interface as the kafka-python backend. Not thread-safe: the fetch loop serialises
     every call.
 
-    A partition whose leader is unknown, moved or unreachable is set aside (its leader
-    forgotten) until the next metadata refresh, at most every `refresh.leader.backoff.ms`;
-    the other partitions keep flowing meanwhile.
+    A partition whose leader is unknown, moved or unreachable, or that its leader answered with
+    a retriable error, is set aside (its leader forgotten) until the next metadata refresh, at
+    most every `refresh.leader.backoff.ms`; the other partitions keep flowing meanwhile.
     """
 
     def __init__(self, settings: Mapping[str, Any]) -> None:
@@ -89,8 +90,11 @@ class WireFetcher:
         # per node: the offsets asked for, and when the answer is overdue
         self._in_flight: dict[int, tuple[dict[TopicPartition, int], float]] = {}
         self._refresh_at = 0.0  # no metadata refresh before this (monotonic seconds)
-        self._trouble_since: float | None = None  # when partitions started waiting for leaders
-        self._trouble_reported_at = -_REPORT_EVERY_S
+        self._warnings = RetryWarnings(log)
+        # Partitions set aside that have not fetched since; the trouble lasts while any is left.
+        self._troubled: set[TopicPartition] = set()
+        self._trouble_since: float | None = None
+        self._trouble_warned = False  # whether this trouble has been warned about
         # One selector for the fetcher's life: making one per poll cost more CPU than everything
         # else an idle member does.
         self._selector = selectors.DefaultSelector()
@@ -112,6 +116,7 @@ class WireFetcher:
         new = (wanted - self._positions.keys()) | (set(restart) & wanted)
         self._positions = {tp: positions[tp] if tp in new else self._positions[tp]
                            for tp in wanted}
+        self._settle(self._troubled - wanted)
 
     def poll(self, timeout_ms: int) -> dict[TopicPartition, list[Message]]:
         if not self._positions:
@@ -192,8 +197,10 @@ class WireFetcher:
                 partitions = protocol.decode_fetch(self._version, payload)
             except protocol.ProtocolError as exc:
                 raise FetchError(f"a fetch response did not parse: {exc}") from exc
+            errors: dict[int, list[TopicPartition]] = {}
             for fetched in partitions:
-                self._absorb(fetched, offsets, results)
+                self._absorb(fetched, offsets, results, errors)
+            self._set_aside(errors)
             self._send_fetches([node])
         self._expire_overdue()
         return results
@@ -217,7 +224,10 @@ class WireFetcher:
             pass
 
     def _absorb(self, fetched: protocol.FetchedPartition, offsets: Mapping[TopicPartition, int],
-                results: dict[TopicPartition, list[Message]]) -> None:
+                results: dict[TopicPartition, list[Message]],
+                errors: dict[int, list[TopicPartition]]) -> None:
+        """Take one partition's answer: its messages into `results`, a retriable error code
+        into `errors`, to be set aside once the whole response is read."""
         tp = fetched.partition
         asked = offsets.get(tp)
         if asked is None or self._positions.get(tp) != asked:
@@ -228,11 +238,11 @@ class WireFetcher:
                         else "latest")
             self._positions[tp] = None
             return
-        if fetched.error in RETRIABLE_ERRORS:
-            self._forget_leaders([tp], f"Kafka error code {fetched.error} for {tp}")
-            return
         if fetched.error:
-            raise FetchError(f"the broker refused to fetch {tp}: Kafka error code {fetched.error}")
+            _note_error(errors, fetched.error, tp)
+            return
+        if self._troubled:
+            self._settle([tp])
         try:
             decoded = decode_message_set(fetched.message_set, tp.topic, tp.partition, asked,
                                          self._check_crcs)
@@ -273,6 +283,7 @@ class WireFetcher:
             self._apply_metadata(metadata)
             return
         self._report_trouble("no broker answered a metadata request; retrying",
+                             [tp for tp in self._positions if tp not in self._leaders],
                              errors=failures[-3:], retry_in_ms=round(self._backoff_s * 1000))
 
     def _apply_metadata(self, metadata: protocol.Metadata) -> None:
@@ -284,18 +295,13 @@ class WireFetcher:
         # finds its new partitions' leaders known (a stale one answers "not the leader").
         self._leaders = {tp: leader for tp, leader in metadata.leaders.items()
                          if leader in self._nodes}
-        missing = [str(tp) for tp in self._positions if tp not in self._leaders]
+        missing = [tp for tp in self._positions if tp not in self._leaders]
         if missing:
-            self._report_trouble("waiting for partition leaders", partitions=missing[:8],
-                                 count=len(missing))
-        elif self._trouble_since is not None:
-            log.info("every partition has its leader again",
-                     after_s=round(time.monotonic() - self._trouble_since, 1))
-            self._trouble_since = None
-            self._trouble_reported_at = -_REPORT_EVERY_S
+            self._report_trouble("waiting for partition leaders", missing)
 
     def _reset_positions(self) -> None:
         by_node: dict[int, dict[TopicPartition, int]] = {}
+        errors: dict[int, list[TopicPartition]] = {}
         for tp, position in self._positions.items():
             if position is None and tp in self._leaders:
                 by_node.setdefault(self._leaders[tp], {})[tp] = self._reset_time
@@ -310,35 +316,55 @@ class WireFetcher:
             for tp, (error, offset) in answer.items():
                 if tp not in times or self._positions.get(tp, 0) is not None:
                     continue
-                if error == 0 and offset is not None:
-                    self._positions[tp] = offset
-                elif error in RETRIABLE_ERRORS:
-                    self._forget_leaders([tp], f"Kafka error code {error} for {tp}")
+                if error:
+                    _note_error(errors, error, tp)
+                elif offset is None:
+                    raise FetchError(f"the broker answered no log offset for {tp}")
                 else:
-                    raise FetchError(f"the broker refused the log offsets of {tp}: "
-                                     f"Kafka error code {error}")
+                    self._positions[tp] = offset
+        self._set_aside(errors)
+
+    def _set_aside(self, errors: Mapping[int, list[TopicPartition]]) -> None:
+        """Set aside the partitions a broker answered with retriable errors, one report per
+        error code."""
+        for code, partitions in errors.items():
+            self._forget_leaders(partitions, f"Kafka error {code} {error_name(code)}")
 
     def _forget_leaders(self, partitions: Collection[TopicPartition], reason: str) -> None:
         """Set these partitions aside until metadata names their leaders again."""
         for tp in partitions:
             self._leaders.pop(tp, None)
         self._refresh_at = max(self._refresh_at, time.monotonic() + self._backoff_s)
-        self._report_trouble("partitions wait for their leader", reason=reason,
-                             partitions=[str(tp) for tp in list(partitions)[:8]],
+        self._report_trouble("partitions wait for their leader",
+                             [tp for tp in partitions if tp in self._positions], reason=reason,
                              retry_in_ms=round(self._backoff_s * 1000))
 
-    def _report_trouble(self, event: str, **fields: Any) -> None:
-        """Warn when trouble starts, then at most every 30 s while it lasts: a broker outage
-        retried every `refresh.leader.backoff.ms` must show in the log, not flood it. The
-        repeats go to debug."""
+    def _report_trouble(self, event: str, partitions: list[TopicPartition],
+                        reason: str | None = None, **fields: Any) -> None:
+        """Count these partitions troubled until they fetch again, and report the trouble:
+        warned about when it starts, then at most every 30 s per event and reason (see
+        `RetryWarnings`)."""
         now = time.monotonic()
-        if self._trouble_since is None:
+        self._troubled.update(partitions)
+        if self._troubled and self._trouble_since is None:
             self._trouble_since = now
-        if now - self._trouble_reported_at >= _REPORT_EVERY_S:
-            self._trouble_reported_at = now
-            log.warning(event, for_s=round(now - self._trouble_since, 1), **fields)
-        else:
-            log.debug(event, **fields)
+        if reason is not None:
+            fields["reason"] = reason
+        self._trouble_warned |= self._warnings.report(
+            (event, reason), event, for_s=round(now - (self._trouble_since or now), 1),
+            partitions=[str(tp) for tp in partitions[:8]], count=len(partitions), **fields)
+
+    def _settle(self, partitions: Collection[TopicPartition]) -> None:
+        """These partitions fetch again, or are no longer ours: once none is left troubled, say
+        that the trouble is over (at info if it was warned about)."""
+        self._troubled.difference_update(partitions)
+        if self._troubled or self._trouble_since is None:
+            return
+        report = log.info if self._trouble_warned else log.debug
+        report("every partition fetches again",
+               after_s=round(time.monotonic() - self._trouble_since, 1))
+        self._trouble_since = None
+        self._trouble_warned = False
 
     # -- connections ------------------------------------------------------------------------
 
@@ -382,6 +408,13 @@ def wire_unsupported_reason(settings: Mapping[str, Any]) -> str | None:
     if foreign:
         return "kafka." + foreign[0].replace("_", ".")
     return None
+
+
+def _note_error(errors: dict[int, list[TopicPartition]], code: int, tp: TopicPartition) -> None:
+    """Collect a retriable error code to set its partition aside; raise on any other."""
+    if not is_retriable(code):
+        raise FetchError(describe_error(code, tp))
+    errors.setdefault(code, []).append(tp)
 
 
 def _parse_servers(servers: str) -> list[tuple[str, int]]:

@@ -12,7 +12,8 @@ import socket
 import subprocess
 import threading
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kazoo.client import KazooClient
@@ -59,6 +60,8 @@ class BrokerProcess(ServerProcess):
     ssl_port: int | None = None
     ssl_keystore: str | None = None
     ssl_password: str | None = None
+    # Broker settings over the cluster's own (e.g. a fast retention check for a test).
+    overrides: dict[str, str | int] = field(default_factory=dict)
 
     @property
     def address(self) -> str:
@@ -219,15 +222,18 @@ class LocalCluster:
         return self.zookeeper
 
     def add_broker(self, broker_id: int | None = None,
-                   ssl_keystore: TlsKeystore | None = None) -> BrokerProcess:
+                   ssl_keystore: TlsKeystore | None = None,
+                   overrides: Mapping[str, str | int] | None = None) -> BrokerProcess:
         """Start one more broker (id: the next free one), registered in this ZooKeeper; with
-        `ssl_keystore` it also listens for SSL clients on a second port."""
+        `ssl_keystore` it also listens for SSL clients on a second port; `overrides` are
+        broker settings that win over the cluster's."""
         if broker_id is None:
             broker_id = max(self.brokers, default=-1) + 1
         if broker_id in self.brokers:
             raise ClusterError(f"broker {broker_id} already exists")
         broker = BrokerProcess(port=free_port(), pid=0, log_file="", broker_id=broker_id,
-                               data_dir=str(self.work_dir / f"kafka-{broker_id}"))
+                               data_dir=str(self.work_dir / f"kafka-{broker_id}"),
+                               overrides=dict(overrides or {}))
         if ssl_keystore is not None:
             broker.ssl_port = free_port()
             broker.ssl_keystore = str(ssl_keystore.keystore)
@@ -299,6 +305,7 @@ class LocalCluster:
                              "ssl.keystore.password": broker.ssl_password,
                              "ssl.key.password": broker.ssl_password,
                              "ssl.enabled.protocols": "TLSv1.2"})
+        settings.update(broker.overrides)
         return "".join(f"{key}={value}\n" for key, value in settings.items())
 
     def _spawn(self, script: str, config: Path, log_file: Path, heap: str,

@@ -30,7 +30,7 @@ from zkconsumer.member.rebalancer import (
     Rebalancer,
 )
 from zkconsumer.member.state import Event, MemberStateMachine, State, Work
-from zkconsumer.member.streams import KafkaStream
+from zkconsumer.member.streams import DeliveryGate, KafkaStream
 from zkconsumer.member.zk_membership import ZookeeperMembership
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import OffsetTracker, open_offset_store
@@ -65,8 +65,7 @@ class ConsumerConnector:
         self._callbacks = RebalanceCallbacks(on_partitions_revoked, on_partitions_assigned)
         self._state = MemberStateMachine()
         self._ownership = Ownership()
-        self._failure = threading.Event()
-        self._failure_reason: list[BaseException] = []
+        self._gate = DeliveryGate()
         self._streams: list[KafkaStream] = []
         self._stop_auto_commit = threading.Event()
         self._session_lost = False
@@ -100,8 +99,9 @@ class ConsumerConnector:
         return streams
 
     def commit_offsets(self) -> dict[TopicPartition, int]:
-        """Commit the positions delivered so far (last delivered offset + 1) for owned partitions."""
-        return self._committer.commit()
+        """Commit the positions delivered so far (last delivered offset + 1) for owned
+        partitions, counting the message each stream handed out last as done with."""
+        return self._committer.commit(in_hand=True)
 
     def owned_partitions(self) -> dict[TopicPartition, str]:
         return dict(self._ownership.threads)
@@ -124,7 +124,7 @@ class ConsumerConnector:
         """Block until a rebalance finished (True), the member failed, or the timeout passed."""
         reached = self._state.wait_for({State.STABLE, State.FAILED, State.CLOSED}, timeout)
         if reached is State.FAILED:
-            raise self._failure_reason[0]
+            self._gate.raise_failure()
         return reached is State.STABLE
 
     def shutdown(self, commit: bool = True) -> None:
@@ -169,8 +169,7 @@ class ConsumerConnector:
 
     def _new_stream(self, name: str) -> KafkaStream:
         stream = KafkaStream(name, self.config.queued_max_message_chunks,
-                             self.config.consumer_timeout_ms, self._ownership.claims,
-                             self._failure, self._failure_reason)
+                             self.config.consumer_timeout_ms, self._ownership.claims, self._gate)
         self._streams.append(stream)
         return stream
 
@@ -187,9 +186,12 @@ class ConsumerConnector:
         self._offset_store = open_offset_store(config, self._zk, *access)
         self._membership = ZookeeperMembership(self._zk, config.group_id, self.consumer_id,
                                                registration)
-        self._committer = OffsetCommitter(self._offset_store, OffsetTracker(),
-                                          lambda: self._streams, lambda: self._ownership.claims)
-        self._fetch_loop = FetchLoop(self._fetcher, config.fetch_wait_max_ms, self._fail)
+        self._committer = OffsetCommitter(
+            self._offset_store, OffsetTracker(), lambda: self._streams,
+            lambda: self._ownership.claims, owner_checks=self._membership.owner_checks,
+            may_commit=lambda: self._gate.open.is_set() and not self._session_lost)
+        self._fetch_loop = FetchLoop(self._fetcher, config.fetch_wait_max_ms, self._fail,
+                                     self._committer.reset_to)
         self._rebalancer = Rebalancer(
             consumer_id=self.consumer_id, strategy=config.partition_assignment_strategy,
             exclude_internal_topics=config.exclude_internal_topics,
@@ -216,6 +218,8 @@ class ConsumerConnector:
         while True:
             work = self._state.next_work()
             if work is Work.STOP:
+                if self._state.state is State.FAILED:
+                    self._leave_after_failure()
                 return
             try:
                 if work is Work.REREGISTER:
@@ -224,33 +228,45 @@ class ConsumerConnector:
                     continue
                 self._rebalancer.rebalance()
                 self._state.handle(Event.REBALANCE_DONE)
-            except ZkConsumerError as exc:
-                self._fail(exc)
-                return
             except NoAuthError:
                 self._fail(ZookeeperAccessDeniedError.because(
                     f"a change to group {self.config.group_id}"))
-                return
             except KazooException as exc:
                 # A dropped connection: the session listener reports expiry; otherwise retry.
                 self._log.warning("rebalance interrupted by ZooKeeper", error=repr(exc))
                 time.sleep(min(1.0, self.config.rebalance_backoff_ms / 1000.0))
                 self._state.handle(Event.GROUP_CHANGED)
+            except Exception as exc:  # noqa: BLE001 - any other failure ends the member loudly
+                self._fail(exc)
 
     def _on_session_state(self, state: KazooState) -> None:
-        """Runs on kazoo's thread: only record what happened, never block."""
-        if state == KazooState.LOST:
+        """Runs on kazoo's thread: only record what happened, never block.
+
+        A suspended connection may be a session expiring on the server, whose owner znodes
+        then go to other members while we cannot hear of it: delivery and commits pause at
+        once (kazoo suspends after two thirds of the session timeout without an answer, so
+        before the server can expire it) until the same session is back.
+        """
+        if state == KazooState.SUSPENDED:
+            self._gate.open.clear()
+            self._log.warning("ZooKeeper connection lost; delivery and commits paused")
+        elif state == KazooState.LOST:
             self._session_lost = True
-            self._ownership.claims.clear()  # stop delivering at once: someone else may own them
+            self._ownership.claims.clear()  # someone else may own them by now
             self._log.warning("ZooKeeper session expired; registration and owners are gone")
             self._state.handle(Event.SESSION_EXPIRED)
-        elif state == KazooState.CONNECTED and self._session_lost:
-            self._session_lost = False
-            self._log.info("new ZooKeeper session; registering again")
-            self._state.handle(Event.SESSION_RESTORED)
+        elif state == KazooState.CONNECTED:
+            if self._session_lost:
+                self._session_lost = False
+                self._log.info("new ZooKeeper session; registering again")
+                self._state.handle(Event.SESSION_RESTORED)
+            elif not self._gate.open.is_set():
+                self._log.info("ZooKeeper connection back in the same session; delivering again")
+            self._gate.open.set()
 
     def _forget_lost_ownership(self) -> None:
-        lost = set(self._ownership.threads)
+        lost = set(self._ownership.threads) | set(self._ownership.claims)
+        self._ownership.claims.clear()
         self._fetch_loop.unroute(lost)
         self._committer.released(lost)
         self._ownership.threads.clear()
@@ -259,7 +275,7 @@ class ConsumerConnector:
         interval = self.config.auto_commit_interval_ms / 1000.0
         while not self._stop_auto_commit.wait(interval):
             try:
-                self._committer.commit()
+                self._committer.commit(retry=False)
             except NoAuthError:
                 self._fail(ZookeeperAccessDeniedError.because(
                     f"committing offsets of group {self.config.group_id}"))
@@ -267,14 +283,42 @@ class ConsumerConnector:
             except (ZkConsumerError, KazooException) as exc:
                 self._log.warning("auto commit failed; retrying at the next interval",
                                   error=str(exc))
+            except Exception as exc:  # noqa: BLE001 - not transient: the member ends loudly
+                self._fail(exc)
+                return
 
     def _fail(self, exc: BaseException) -> None:
-        if self._failure.is_set():
+        """Any thread may report the member's failure; the worker thread then leaves the
+        group (see `_leave_after_failure`)."""
+        if not self._gate.fail(exc):
             return
-        self._log.error("consumer failed", error=str(exc))
-        self._failure_reason.append(exc)
-        self._failure.set()
+        self._log.error("consumer failed", error=_one_line(exc))
+        self._stop_auto_commit.set()
         self._state.handle(Event.FAILED)
+
+    def _leave_after_failure(self) -> None:
+        """A failed member must not keep partitions its peers could consume, nor a
+        registration that would get it partitions again: commit what was consumed, release
+        everything and deregister, whatever the user's callbacks do."""
+        self._fetch_loop.stop()
+        if self.config.auto_commit_enable and not self._session_lost:
+            try:
+                self._committer.commit(retry=False)
+            except Exception as exc:  # noqa: BLE001 - leaving matters more than this commit
+                self._log.warning("offsets not committed on leaving; the next owners resume "
+                                  "from the last commit", error=_one_line(exc))
+        try:
+            self._rebalancer.release_all(commit=False, notify=False)
+            self._membership.deregister()
+            self._log.info("left the group after the failure", group=self.config.group_id)
+        except Exception as exc:  # noqa: BLE001 - the session's end removes them anyway
+            self._log.error("could not leave the group cleanly; its znodes go with the "
+                            "ZooKeeper session", error=_one_line(exc))
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if isinstance(exc, ZkConsumerError) else f"{type(exc).__name__}: {text}"
 
 
 def _thread_index(thread_id: str) -> int:

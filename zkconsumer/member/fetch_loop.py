@@ -10,7 +10,7 @@ rebalances of many members take seconds.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import structlog
 
@@ -21,14 +21,19 @@ log = structlog.get_logger(__name__)
 
 
 class FetchLoop:
-    def __init__(self, fetcher, poll_timeout_ms: int, on_error) -> None:
+    def __init__(self, fetcher, poll_timeout_ms: int, on_error,
+                 on_reset: Callable[[TopicPartition, Claim, int], None]) -> None:
+        """`on_reset(tp, claim, offset)` tells where a partition routed with no committed offset
+        was reset to, once the fetcher knows."""
         self._fetcher = fetcher
         self._poll_timeout_ms = max(10, poll_timeout_ms)
         self._on_error = on_error
+        self._on_reset = on_reset
         self._lock = threading.Lock()  # guards the wanted assignment below, never a poll
         self._routes: dict[TopicPartition, tuple[KafkaStream, Claim]] = {}
         self._positions: dict[TopicPartition, int | None] = {}
         self._restart: set[TopicPartition] = set()  # routed anew: seek even if still assigned
+        self._resetting: dict[TopicPartition, Claim] = {}  # routed with no committed offset
         self._changed = threading.Event()
         self._wanted_version = 0  # bumped by every route/unroute
         self._applied_version = 0  # the version the fetcher was last given
@@ -52,6 +57,10 @@ class FetchLoop:
                 self._routes[tp] = (stream, claim)
                 self._positions[tp] = offset
                 self._restart.add(tp)
+                if offset is None:
+                    self._resetting[tp] = claim
+                else:
+                    self._resetting.pop(tp, None)
             self._wanted_version += 1
         self._changed.set()
         self._fetcher.wakeup()
@@ -64,6 +73,7 @@ class FetchLoop:
                 self._routes.pop(tp, None)
                 self._positions.pop(tp, None)
                 self._restart.discard(tp)
+                self._resetting.pop(tp, None)
             self._wanted_version += 1
         self._changed.set()
         self._fetcher.wakeup()
@@ -97,6 +107,8 @@ class FetchLoop:
                     self._changed.wait(self._poll_timeout_ms / 1000.0)
                     continue
                 fetched = self._fetcher.poll(timeout_ms=self._poll_timeout_ms)
+                if self._resetting:
+                    self._report_resets(fetched)
                 for tp, messages in fetched.items():
                     route = routes.get(tp)
                     if route is None:
@@ -107,6 +119,31 @@ class FetchLoop:
         except Exception as exc:  # noqa: BLE001 - reported to the connector, which fails loudly
             log.error("fetching failed", error=str(exc))
             self._on_error(exc)
+
+    def _report_resets(self, fetched: Mapping[TopicPartition, list]) -> None:
+        """Where each partition routed without an offset starts: its first fetched message, or
+        while none was fetched, the fetcher's position (which is then the reset's answer;
+        once messages came it is past them, and committing it would skip them). Only for routes
+        the fetcher has been given: before that, its position is an earlier route's."""
+        with self._lock:
+            if self._applied_version != self._wanted_version:
+                return
+            waiting = dict(self._resetting)
+        reset = {}
+        for tp, claim in waiting.items():
+            messages = fetched.get(tp)
+            offset = messages[0].offset if messages else self._fetcher.position(tp)
+            if offset is None:
+                continue
+            with self._lock:
+                if self._resetting.get(tp) is not claim:
+                    continue
+                del self._resetting[tp]
+            self._on_reset(tp, claim, offset)
+            reset[str(tp)] = offset
+        if reset:
+            log.info("partitions without a committed offset start at their reset position",
+                     count=len(reset), positions=dict(list(reset.items())[:8]))
 
     def _still_routed(self, tp: TopicPartition, claim: Claim) -> bool:
         with self._lock:

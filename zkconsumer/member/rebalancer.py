@@ -24,6 +24,7 @@ from zkconsumer.errors import ZkConsumerError
 from zkconsumer.member.plan import plan_rebalance, target_for_member
 from zkconsumer.member.streams import Claim, KafkaStream
 from zkconsumer.model import TopicPartition
+from zkconsumer.offsets.store import OffsetStoreError
 
 log = structlog.get_logger(__name__)
 
@@ -31,7 +32,11 @@ PartitionCallback = Callable[[Mapping[TopicPartition, str]], None]
 
 
 class RebalanceFailedError(ZkConsumerError):
-    """Partitions stayed owned by others through every rebalance attempt."""
+    """Partitions stayed owned by others (or their offsets unreadable) through every attempt."""
+
+
+class RebalanceCallbackError(ZkConsumerError):
+    """The user's on_partitions_revoked / on_partitions_assigned raised."""
 
 
 @dataclass
@@ -50,9 +55,10 @@ class Ownership:
 
 class Rebalancer:
     def __init__(self, *, consumer_id: str, strategy: str, exclude_internal_topics: bool,
-                 max_attempts: int, backoff_ms: int, crashed_owner_grace_ms: int, membership, fetch_loop, committer,
-                 offset_store, stream_for: Callable[[TopicPartition, str], KafkaStream],
-                 auto_commit: bool, callbacks: RebalanceCallbacks, ownership: Ownership) -> None:
+                 max_attempts: int, backoff_ms: int, crashed_owner_grace_ms: int, membership,
+                 fetch_loop, committer, offset_store, stream_for: Callable[[TopicPartition, str], KafkaStream],
+                 auto_commit: bool, callbacks: RebalanceCallbacks, ownership: Ownership,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.consumer_id = consumer_id
         self.ownership = ownership
         self._strategy = strategy
@@ -67,10 +73,12 @@ class Rebalancer:
         self._stream_for = stream_for
         self._auto_commit = auto_commit
         self._callbacks = callbacks
+        self._sleep = sleep
 
     def rebalance(self) -> None:
         started = time.monotonic()
         contested: list[TopicPartition] = []
+        store_error: OffsetStoreError | None = None
         attempt = 0
         while True:
             attempt += 1
@@ -81,7 +89,12 @@ class Rebalancer:
             plan = plan_rebalance(self.ownership.threads, target)
             if plan.release:
                 self._release(plan.release)
-            contested = self._claim(plan.claim) if plan.claim else []
+            try:
+                contested = self._claim(plan.claim) if plan.claim else []
+                store_error = None
+            except OffsetStoreError as exc:
+                # Claims were released again, so no peer waits on us meanwhile.
+                contested, store_error = sorted(plan.claim), exc
             if not contested:
                 log.info("rebalanced", attempt=attempt, owned=len(self.ownership.threads),
                          released=len(plan.release), claimed=len(plan.claim),
@@ -91,32 +104,64 @@ class Rebalancer:
             if attempt >= self._max_attempts and \
                     time.monotonic() - started >= self._crashed_owner_grace_s:
                 break
+            if store_error is not None:
+                log.warning("committed offsets unreadable; claims released, retrying",
+                            attempt=attempt, error=str(store_error),
+                            retry_in_ms=round(self._backoff_s * 1000))
+                self._sleep(self._backoff_s)
+                continue
             log.info("partitions still owned by others; waiting for their release",
                      attempt=attempt, contested=[str(tp) for tp in contested[:5]])
             self._membership.wait_for_owners_gone(contested, self._backoff_s)
         self.release_all()
+        if store_error is not None:
+            raise RebalanceFailedError(
+                f"consumer {self.consumer_id} could not read the committed offsets of its "
+                f"partitions in {attempt} rebalance attempts ({store_error}); it released "
+                "everything and stopped") from store_error
         raise RebalanceFailedError(
             f"consumer {self.consumer_id} could not claim its partitions after "
             f"{attempt} rebalance attempts (still owned by others: "
             f"{', '.join(str(tp) for tp in contested[:5])}); it released everything and stopped"
         )
 
-    def release_all(self, commit: bool = True) -> None:
+    def release_all(self, commit: bool = True, notify: bool = True) -> None:
+        """`notify=False` skips the user's callback: a member leaving because it failed (maybe
+        in that very callback) must release what it owns whatever the callback does."""
         if self.ownership.threads:
-            self._release(dict(self.ownership.threads), commit=commit)
+            self._release(dict(self.ownership.threads), commit=commit, notify=notify)
 
-    def _release(self, partitions: Mapping[TopicPartition, str], commit: bool = True) -> None:
-        if self._callbacks.before_release:
-            self._callbacks.before_release(dict(partitions))
+    def _release(self, partitions: Mapping[TopicPartition, str], commit: bool = True,
+                 notify: bool = True) -> None:
+        if notify:
+            self._call_back("on_partitions_revoked", self._callbacks.before_release, partitions)
         for tp in partitions:
             self.ownership.claims.pop(tp, None)
         self._fetch_loop.unroute(partitions)
         if commit and self._auto_commit:
-            self._committer.commit_releasing(set(partitions))
+            try:
+                self._committer.commit_releasing(set(partitions))
+            except OffsetStoreError as exc:
+                # Releasing anyway costs re-delivery from the last commit; holding on would
+                # stall the whole group for as long as the store is away.
+                log.warning("offsets of released partitions not committed; their next owner "
+                            "resumes from the last commit", error=str(exc),
+                            partitions=len(partitions))
         self._membership.release(partitions)
         self._committer.released(set(partitions))
         for tp in partitions:
             self.ownership.threads.pop(tp, None)
+
+    @staticmethod
+    def _call_back(name: str, callback: PartitionCallback | None,
+                   partitions: Mapping[TopicPartition, str]) -> None:
+        if callback is None:
+            return
+        try:
+            callback(dict(partitions))
+        except Exception as exc:
+            raise RebalanceCallbackError(
+                f"the {name} callback raised {type(exc).__name__}: {exc}") from exc
 
     def _claim(self, partitions: Mapping[TopicPartition, str]) -> list[TopicPartition]:
         contested = self._membership.claim(partitions)
@@ -137,6 +182,5 @@ class Rebalancer:
             self.ownership.claims[tp] = claim
             routes[tp] = (self._stream_for(tp, thread), claim, committed.get(tp))
         self._fetch_loop.route(routes)
-        if self._callbacks.after_assign:
-            self._callbacks.after_assign(dict(partitions))
+        self._call_back("on_partitions_assigned", self._callbacks.after_assign, partitions)
         return []

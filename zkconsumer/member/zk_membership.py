@@ -24,12 +24,19 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.member.plan import GroupSnapshot
 from zkconsumer.model import TopicPartition
+from zkconsumer.offsets.store import OwnerCheck
 from zkconsumer.zk.group_state import read_members
 from zkconsumer.zk.registry import list_topics, read_topic
 from zkconsumer.znodes.consumers import ConsumerRegistration, decode_owner, encode_owner
 from zkconsumer.znodes.paths import BROKER_IDS, BROKER_TOPICS, GroupPaths, topic_path
 
 log = structlog.get_logger(__name__)
+
+# The version of an owner znode this member created (see `ZookeeperMembership.claim`).
+CLAIMED_OWNER_VERSION = 1
+# Transactions per claim: the first may meet znodes of our own to settle; a third conflict
+# means the group is changing under us, which the rebalancer's retry handles.
+_CLAIM_ATTEMPTS = 3
 
 
 class DuplicateConsumerIdError(ZkConsumerError):
@@ -93,7 +100,25 @@ class ZookeeperMembership:
             DataWatch(self.zk, topic_path(topic), self._changes_after_first())
 
     def _watch_children(self, path: str) -> None:
-        ChildrenWatch(self.zk, path, self._changes_after_first())
+        """kazoo's ChildrenWatch gives up for good on a missing znode (`/brokers/ids` before any
+        broker registered, `/brokers/topics` before any topic exists, or either one removed),
+        so a watch on the znode itself starts a children watch whenever the znode exists."""
+        first = [True]
+        watching = [False]
+
+        def on_node(_data, stat, *_event) -> None:
+            initial, first[0] = first[0], False
+            if stat is None:
+                watching[0] = False  # its children watch stopped with it
+            elif not watching[0]:
+                watching[0] = True
+                ChildrenWatch(self.zk, path, self._changes_after_first())
+            else:
+                return  # the znode's data changed, not its children
+            if not initial:
+                self._notify()
+
+        DataWatch(self.zk, path, on_node)
 
     def _changes_after_first(self) -> Callable[..., None]:
         """kazoo calls a new watch once at once; only later calls are changes."""
@@ -103,11 +128,13 @@ class ZookeeperMembership:
             if first[0]:
                 first[0] = False
                 return
-            if self._on_change is not None:
-                self._on_change()
-            return
+            self._notify()
 
         return changed
+
+    def _notify(self) -> None:
+        if self._on_change is not None:
+            self._on_change()
 
     # -- snapshot ---------------------------------------------------------------------------
 
@@ -125,22 +152,76 @@ class ZookeeperMembership:
     # -- ownership --------------------------------------------------------------------------
 
     def claim(self, partitions: Mapping[TopicPartition, str]) -> list[TopicPartition]:
-        """Create every owner znode or none; returns the partitions someone else still owns."""
+        """Create every owner znode or none; returns the partitions someone else still owns.
+
+        Each znode is created and then rewritten in the same transaction, so ours have version
+        `CLAIMED_OWNER_VERSION` while one the reference consumer creates has version 0; with
+        the session check of `owner_checks` that makes our offset commits conditional on still
+        owning the partition.
+
+        Idempotent, as the reference is: an owner znode of this very session naming the same
+        thread (left by a transaction that was applied although its answer was lost) counts
+        as claimed, and one naming another of our threads is replaced.
+        """
         if not partitions:
             return []
         for topic in {tp.topic for tp in partitions}:
             self.zk.ensure_path(self.paths.owners_topic(topic))
-        transaction = self.zk.transaction()
-        ordered = sorted(partitions)
-        for tp in ordered:
-            transaction.create(self.paths.owner(tp.topic, tp.partition),
-                               encode_owner(partitions[tp]), ephemeral=True)
-        results = transaction.commit()
-        contested = [tp for tp, result in zip(ordered, results)
-                     if isinstance(result, NodeExistsError)]
-        if not contested:
-            _raise_first_failure(results)
+        remaining = dict(partitions)
+        for attempt in range(1, _CLAIM_ATTEMPTS + 1):
+            if not remaining:
+                break
+            ordered = sorted(remaining)
+            transaction = self.zk.transaction()
+            for tp in ordered:
+                path, data = self.paths.owner(tp.topic, tp.partition), encode_owner(remaining[tp])
+                transaction.create(path, data, ephemeral=True)
+                transaction.set_data(path, data, version=0)
+            results = transaction.commit()
+            conflicts = [tp for tp, result in zip(ordered, results[::2])
+                         if isinstance(result, NodeExistsError)]
+            if not conflicts:
+                _raise_first_failure(results)
+                return []
+            contested = self._settle_own_owners(conflicts, remaining)
+            if contested or attempt == _CLAIM_ATTEMPTS:
+                return contested or conflicts
+        return []
+
+    def _settle_own_owners(self, conflicts: list[TopicPartition],
+                           remaining: dict[TopicPartition, str]) -> list[TopicPartition]:
+        """Sort conflicting owner znodes: those of this session either already say what we
+        want (taken out of `remaining`) or are stale and deleted; returns the others' ones."""
+        session = self.zk.client_id[0]
+        paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in conflicts}
+        requests = {tp: self.zk.get_async(path) for tp, path in paths.items()}
+        contested = []
+        for tp, request in requests.items():
+            try:
+                data, stat = request.get()
+            except NoNodeError:
+                continue  # released meanwhile: claim it again
+            if stat.ephemeralOwner != session:
+                contested.append(tp)
+            elif decode_owner(paths[tp], data) == remaining[tp] \
+                    and stat.version == CLAIMED_OWNER_VERSION:
+                del remaining[tp]
+            else:
+                try:
+                    self.zk.delete(paths[tp], version=stat.version)
+                except NoNodeError:
+                    pass
         return contested
+
+    def owner_checks(self, partitions: Collection[TopicPartition]
+                     ) -> dict[TopicPartition, OwnerCheck]:
+        """What an offset commit of these partitions is conditional on: our owner znodes, in
+        the session we have now (ask while the partitions are known to be owned)."""
+        client_id = self.zk.client_id
+        session = client_id[0] if client_id else None
+        return {tp: OwnerCheck(self.paths.owner(tp.topic, tp.partition), CLAIMED_OWNER_VERSION,
+                               session)
+                for tp in partitions}
 
     def release(self, partitions: Mapping[TopicPartition, str]) -> None:
         """Delete the owner znodes that still name our threads; others' znodes are left alone."""

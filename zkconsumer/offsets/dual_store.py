@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from zkconsumer.model import TopicPartition
-from zkconsumer.offsets.store import OffsetStore
+from zkconsumer.offsets.store import OffsetStore, OwnerCheck
 
 
 class DualOffsetStore:
@@ -29,15 +29,17 @@ class DualOffsetStore:
                 offsets[tp] = offset
         return offsets
 
-    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+    def commit(self, offsets: Mapping[TopicPartition, int], *,
+               refresh: Mapping[TopicPartition, int] | None = None, retry: bool = True,
+               owners: Mapping[TopicPartition, OwnerCheck] | None = None) -> None:
         """Kafka first, as the reference does. Kafka is where the group's offsets end up (kafka-
         only members read nothing else), so it must never lag behind: if its commit fails,
         nothing was written and the whole commit is retried later. ZooKeeper is written only
         once Kafka took the offsets, so the ZooKeeper copy never runs ahead of Kafka's and a
         failure between the two writes costs at most re-delivery to zookeeper-storage readers;
         the max-of-both fetch still sees the new offset."""
-        self._kafka.commit(offsets)
-        self._zookeeper.commit(offsets)
+        self._kafka.commit(offsets, refresh=refresh, retry=retry)
+        self._zookeeper.commit(offsets, owners=owners)
 
     def close(self) -> None:
         try:

@@ -20,7 +20,7 @@ from kafka import TopicPartition as KafkaTopicPartition
 from zkconsumer.kafka_client import client_settings
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.retry import RetryPolicy, call_with_retries, describe_error
-from zkconsumer.offsets.store import OffsetStoreError
+from zkconsumer.offsets.store import OffsetStoreError, OwnerCheck
 
 
 def is_transient_kafka_error(exc: BaseException) -> bool:
@@ -78,20 +78,28 @@ class KafkaOffsetStore:
                 for tp, committed in found.items()
                 if committed is not None and committed.offset >= 0}
 
-    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        if not offsets:
+    def commit(self, offsets: Mapping[TopicPartition, int], *,
+               refresh: Mapping[TopicPartition, int] | None = None, retry: bool = True,
+               owners: Mapping[TopicPartition, OwnerCheck] | None = None) -> None:
+        """Writes `refresh` too, as the reference re-commits every owned partition at each
+        interval: Kafka drops an offset not written for `offsets.retention.minutes` (a day
+        before Kafka 2.0), and the next owner of an idle partition would then reset. `owners`
+        is for ZooKeeper; Kafka has no way to make a commit conditional on it."""
+        wanted = {**(refresh or {}), **offsets}
+        if not wanted:
             return
         request = {KafkaTopicPartition(tp.topic, tp.partition): OffsetAndMetadata(offset, "", -1)
-                   for tp, offset in offsets.items()}
+                   for tp, offset in wanted.items()}
         self._call(lambda: self._consumer.commit(request, timeout_ms=self._timeout_ms),
-                   f"committing offsets of group {self._group} to {self._where}")
+                   f"committing offsets of group {self._group} to {self._where}",
+                   self._policy if retry else RetryPolicy(0, 0))
 
     def close(self) -> None:
         with self._lock:
             self._consumer.close(autocommit=False, timeout_ms=self._timeout_ms)
 
-    def _call(self, operation, what: str):
+    def _call(self, operation, what: str, policy: RetryPolicy | None = None):
         with self._lock:
-            return call_with_retries(operation, what=what, policy=self._policy,
+            return call_with_retries(operation, what=what, policy=policy or self._policy,
                                      is_transient=is_transient_kafka_error,
                                      handled=(kafka_errors.KafkaError,), sleep=self._sleep)

@@ -27,8 +27,13 @@ class OffsetTracker:
         self._positions: dict[TopicPartition, int] = {}
 
     def record_delivered(self, tp: TopicPartition, offset: int) -> None:
-        """Never moves a position back: a late record from a stale fetch must not rewind it."""
-        position = offset + 1
+        self.record_position(tp, offset + 1)
+
+    def record_position(self, tp: TopicPartition, position: int) -> None:
+        """The offset the group would resume from: after a consumed message, or where a reset
+        by `auto.offset.reset` put a partition that had no committed offset (committing that
+        keeps the next owner from resetting again, past what was produced in between). Never
+        moves a position back: a late record from a stale fetch must not rewind it."""
         with self._lock:
             if position > self._positions.get(tp, -1):
                 self._positions[tp] = position
@@ -42,6 +47,10 @@ class OffsetTracker:
         with self._lock:
             return {tp: position for tp, position in self._positions.items()
                     if position > self._committed.get(tp, -1)}
+
+    def committed(self) -> dict[TopicPartition, int]:
+        with self._lock:
+            return dict(self._committed)
 
     def mark_committed(self, committed: Mapping[TopicPartition, int]) -> None:
         """Keeps the higher offset, so a commit that raced a newer one cannot lower the mark."""

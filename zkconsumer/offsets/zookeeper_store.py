@@ -12,9 +12,10 @@ from collections.abc import Iterable, Mapping
 
 import structlog
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import NodeExistsError, NoNodeError, RolledBackError, RuntimeInconsistency
 
 from zkconsumer.model import TopicPartition
+from zkconsumer.offsets.store import OwnerCheck
 from zkconsumer.znodes.consumers import NO_OFFSET, decode_offset, encode_offset
 from zkconsumer.znodes.paths import GroupPaths
 
@@ -60,27 +61,49 @@ class ZookeeperOffsetStore:
                 offsets[tp] = offset
         return offsets
 
-    def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        paths = {tp: self._paths.offset(tp.topic, tp.partition) for tp in offsets}
-        writes = [(paths[tp], encode_offset(offset)) for tp, offset in offsets.items()]
-        self._learn_existing({tp.topic for tp, path in paths.items()
+    def commit(self, offsets: Mapping[TopicPartition, int], *,
+               refresh: Mapping[TopicPartition, int] | None = None, retry: bool = True,
+               owners: Mapping[TopicPartition, OwnerCheck] | None = None) -> None:
+        """ZooKeeper keeps offsets for good, so `refresh` needs no write, and a ZooKeeper
+        write is never worth retrying later rather than now. With `owners`, each offset is
+        written in one transaction with a check of its owner znode, so a member whose session
+        expired (or that lost the partition by any other way) cannot write over the new
+        owner's offset; such partitions are skipped with a warning."""
+        owners = owners or {}
+        if owners:
+            offsets = self._in_owning_session(offsets, owners)
+        writes = [(tp, self._paths.offset(tp.topic, tp.partition), encode_offset(offset))
+                  for tp, offset in offsets.items()]
+        self._learn_existing({tp.topic for tp, path, _data in writes
                               if path not in self._existing})
         batches = [writes[start:start + self._batch_size]
                    for start in range(0, len(writes), self._batch_size)]
-        started = [(batch, self._transaction(batch).commit_async()) for batch in batches]
+        started = [(batch, self._transaction(batch, owners).commit_async()) for batch in batches]
         for batch, request in started:
             results = request.get()
             if any(isinstance(result, Exception) for result in results):
                 # Someone created or deleted an offset znode since we looked (an admin tool,
-                # another member); the transaction applied nothing, so write one by one.
+                # another member), or an owner check failed; the transaction applied nothing,
+                # so write one by one.
                 log.warning("offset transaction conflicted, writing znodes one by one",
-                         group=self._paths.group, znodes=len(batch),
-                         errors=sorted({type(r).__name__ for r in results
-                                        if isinstance(r, Exception)}))
-                for path, data in batch:
-                    self._write_one(path, data)
+                            group=self._paths.group, znodes=len(batch),
+                            errors=sorted({type(r).__name__ for r in results
+                                           if isinstance(r, Exception)}))
+                for tp, path, data in batch:
+                    self._write_one(tp, path, data, owners.get(tp))
             else:
-                self._existing.update(path for path, _data in batch)
+                self._existing.update(path for _tp, path, _data in batch)
+
+    def _in_owning_session(self, offsets: Mapping[TopicPartition, int],
+                           owners: Mapping[TopicPartition, OwnerCheck]
+                           ) -> dict[TopicPartition, int]:
+        client_id = self._zk.client_id
+        session = client_id[0] if client_id else None
+        stale = [tp for tp in offsets if tp in owners and owners[tp].session != session]
+        if stale:
+            log.warning("offsets not committed: claimed in an earlier ZooKeeper session",
+                        group=self._paths.group, partitions=[str(tp) for tp in stale[:8]])
+        return {tp: offset for tp, offset in offsets.items() if tp not in stale}
 
     def close(self) -> None:
         """Nothing to release: the ZooKeeper session belongs to the caller."""
@@ -98,21 +121,41 @@ class ZookeeperOffsetStore:
                 children = []
             self._existing.update(f"{directory}/{child}" for child in children)
 
-    def _transaction(self, batch: list[tuple[str, bytes]]):
+    def _transaction(self, batch: list[tuple[TopicPartition, str, bytes]],
+                     owners: Mapping[TopicPartition, OwnerCheck]):
         transaction = self._zk.transaction()
-        for path, data in batch:
+        for tp, path, data in batch:
+            owner = owners.get(tp)
+            if owner is not None:
+                transaction.check(owner.path, owner.version)
             if path in self._existing:
                 transaction.set_data(path, data)
             else:
                 transaction.create(path, data)
         return transaction
 
-    def _write_one(self, path: str, data: bytes) -> None:
-        try:
-            self._zk.set(path, data)
-        except NoNodeError:
-            try:
-                self._zk.create(path, data, makepath=True)
-            except NodeExistsError:
-                self._zk.set(path, data)
-        self._existing.add(path)
+    def _write_one(self, tp: TopicPartition, path: str, data: bytes,
+                   owner: OwnerCheck | None) -> None:
+        """Whether the znode exists is only guessed; a wrong guess is corrected once."""
+        for _attempt in range(2):
+            results = self._transaction([(tp, path, data)], {tp: owner} if owner else {}) \
+                .commit()
+            failure = next((r for r in results if isinstance(r, Exception)
+                            and not isinstance(r, (RolledBackError, RuntimeInconsistency))),
+                           None)
+            if failure is None:
+                self._existing.add(path)
+                return
+            if owner is not None and failure is results[0]:
+                log.warning("offset not committed: this member no longer owns the partition",
+                            group=self._paths.group, partition=str(tp))
+                return
+            if isinstance(failure, NoNodeError):
+                if path not in self._existing:  # its topic directory went away
+                    self._zk.ensure_path(path.rsplit("/", 1)[0])
+                self._existing.discard(path)
+            elif isinstance(failure, NodeExistsError):
+                self._existing.add(path)
+            else:
+                raise failure
+        raise failure

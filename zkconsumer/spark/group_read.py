@@ -6,9 +6,9 @@ safely written.
     read.load().write.parquet("out/")      # exactly the planned offsets, however long it takes
     read.commit()                          # the group moves to where the read ended
 
-The commit refuses (and writes nothing) while live members own any of the partitions, or when
-the group's offsets moved since the plan was made: either way someone else is consuming, and
-committing would skip or re-read their messages.
+The commit refuses (and writes nothing) while live members own any of the partitions, when the
+group's offsets moved since the plan was made, or when one would go back (`commit_guard`): each
+way someone else is consuming, and committing would skip or re-read their messages.
 """
 
 from __future__ import annotations
@@ -16,16 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from zkconsumer.admin.offset_files import offsets_to_json
-from zkconsumer.errors import ZkConsumerError
 from zkconsumer.model import TopicPartition
 from zkconsumer.spark.options import SourceOptions
 from zkconsumer.spark.planning import GroupClients, ReadPlan, plan_read
 from zkconsumer.spark.source import register
-from zkconsumer.zk.group_state import read_owners
-
-
-class CommitRefusedError(ZkConsumerError):
-    """Committing the read back would race another consumer of the group."""
 
 
 class GroupRead:
@@ -62,21 +56,5 @@ class GroupRead:
 
     def commit(self) -> dict[TopicPartition, int]:
         """Move the group to the read's end offsets; returns what was written."""
-        partitions = sorted(self.read_plan.ends)
         with GroupClients(self._parsed) as clients:
-            owners = read_owners(clients.zk, self.read_plan.group)
-            owned = {tp: owner for tp, owner in owners.items() if tp in self.read_plan.ends}
-            if owned:
-                tp, owner = next(iter(owned.items()))
-                raise CommitRefusedError(
-                    f"group {self.read_plan.group} has live members owning {len(owned)} of these "
-                    f"partitions (e.g. {tp} by {owner}); nothing committed")
-            now = clients.committed(partitions)
-            moved = {tp for tp in partitions if now.get(tp) != self.read_plan.committed.get(tp)}
-            if moved:
-                tp = min(moved)
-                raise CommitRefusedError(
-                    f"the offsets of group {self.read_plan.group} moved since this read was "
-                    f"planned (e.g. {tp}: {self.read_plan.committed.get(tp)} then, "
-                    f"{now.get(tp)} now); nothing committed")
-            return clients.commit(self.read_plan.ends)
+            return clients.commit(self.read_plan.ends, planned=self.read_plan.committed)

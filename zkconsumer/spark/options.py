@@ -20,7 +20,8 @@ SOURCE = "Spark option"
 OffsetSpec = str | dict[TopicPartition, int]   # "group" | "earliest" | "latest" | explicit
 
 _OWN_OPTIONS = {"startingoffsets", "endingoffsets", "maxrecordsperpartition",
-                "maxoffsetspertrigger", "decodeutf8", "bootstrapservers", "path"}
+                "maxoffsetspertrigger", "decodeutf8", "failondataloss", "bootstrapservers",
+                "path"}
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class SourceOptions:
     max_records_per_partition: int
     max_offsets_per_trigger: int | None
     decode_utf8: bool
+    fail_on_data_loss: bool   # whether records deleted before an executor read them fail it
     bootstrap_servers: str | None
 
     @classmethod
@@ -56,6 +58,7 @@ class SourceOptions:
             max_offsets_per_trigger=(None if "maxoffsetspertrigger" not in lowered else _positive(
                 "maxOffsetsPerTrigger", lowered["maxoffsetspertrigger"])),
             decode_utf8=_boolean("decodeUtf8", lowered.get("decodeutf8", "false")),
+            fail_on_data_loss=_boolean("failOnDataLoss", lowered.get("failondataloss", "true")),
             bootstrap_servers=lowered.get("bootstrapservers") or None,
         )
 

@@ -24,7 +24,9 @@ from zkconsumer.fetch.kafka_protocol import EARLIEST, LATEST
 from zkconsumer.kafka_client import kafka_client_options
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import open_offset_store
+from zkconsumer.spark.commit_guard import check_commit
 from zkconsumer.spark.options import SOURCE, SourceOptions
+from zkconsumer.zk.group_state import read_owners
 from zkconsumer.zk.registry import list_topics, read_brokers, read_topic
 from zkconsumer.zk.session import connect_for
 
@@ -112,13 +114,17 @@ class GroupClients:
         return ReadPlan(options.config.group_id, self.access, settings,
                         options.config.fetch_backend, starts, ends, dict(committed))
 
-    def committed(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
-        return self._store.fetch(partitions)
-
-    def commit(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
-        """Commit to the group in its own storage (both, with dual commit); only offsets that
-        changed are written. Returns what was written."""
+    def commit(self, offsets: Mapping[TopicPartition, int],
+               planned: Mapping[TopicPartition, int] | None = None) -> dict[TopicPartition, int]:
+        """Commit to the group in its own storage (both, with dual commit), unless a live
+        member owns one of these partitions or an offset would go back (`check_commit`; with
+        `planned`, also if the group moved since then). Only offsets that changed are written.
+        Returns what was written."""
+        # Owners first: a member commits before it releases a partition, so offsets read once
+        # its owner znode is gone include its last commit.
+        owners = read_owners(self.zk, self.options.config.group_id)
         current = self._store.fetch(offsets)
+        check_commit(self.options.config.group_id, offsets, owners, current, planned)
         changed = {tp: o for tp, o in offsets.items() if current.get(tp) != o}
         self._store.commit(changed)
         return changed

@@ -7,14 +7,16 @@ the cost of a Python data source; a batch per few thousand records keeps memory 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import structlog
 
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.fetch import fetcher_for
-from zkconsumer.model import TopicPartition
+from zkconsumer.fetch import LogOffsets, fetcher_for
+from zkconsumer.model import Message, TopicPartition
 from zkconsumer.spark.planning import ReadPlan
 from zkconsumer.spark.ranges import OffsetRange
 
@@ -23,6 +25,8 @@ POLL_MS = 500
 # How long a range may make no progress before the task fails instead of hanging. Timed, not
 # counted in polls: a poll ends early whenever a broker answers, even with nothing.
 STALL_LIMIT_S = 60.0
+
+log = structlog.get_logger(__name__)
 
 
 def schema_ddl(decode_utf8: bool) -> str:
@@ -42,32 +46,33 @@ class RangeReadError(ZkConsumerError):
     """An executor could not read its offset range."""
 
 
-def read_range(plan: ReadPlan, offsets: OffsetRange, decode_utf8: bool
+def executor_settings(plan: ReadPlan) -> dict[str, Any]:
+    """The member's fetch settings, resetting to the earliest offset whatever the group's
+    `auto.offset.reset`: a range's offsets come from the plan, so a reset only ever means the
+    log lost them under the read, and a reset to the log end would skip the rest of the log."""
+    return {**plan.consumer_settings, "auto_offset_reset": "earliest"}
+
+
+def read_range(plan: ReadPlan, offsets: OffsetRange, decode_utf8: bool, fail_on_data_loss: bool
                ) -> Iterator[pa.RecordBatch]:
     schema = arrow_schema(decode_utf8)
     tp = TopicPartition(offsets.topic, offsets.partition)
     # The backend and settings a group member fetches with (legacy fetch keys, security,
     # protocol): the wire fetcher unless the settings need kafka-python.
-    fetcher = fetcher_for(plan.consumer_settings, plan.fetch_backend)
+    settings = executor_settings(plan)
+    fetcher = fetcher_for(settings, plan.fetch_backend)
+    log_offsets: LogOffsets | None = None
+
+    def log_start() -> int:
+        nonlocal log_offsets
+        if log_offsets is None:   # only needed once the fetcher has skipped offsets
+            log_offsets = LogOffsets(plan.access.bootstrap_servers, plan.access.api_version,
+                                     settings, request_timeout_ms=settings["request_timeout_ms"])
+        return log_offsets.earliest([tp])[tp]
+
     try:
-        fetcher.assign({tp: offsets.start})
         pending: list = []
-        position, progressed_at = offsets.start, time.monotonic()
-        while position < offsets.end:
-            records = fetcher.poll(timeout_ms=POLL_MS).get(tp, [])
-            if not records:
-                if time.monotonic() - progressed_at > STALL_LIMIT_S:
-                    raise RangeReadError(f"no progress reading {offsets.topic}-{offsets.partition}"
-                                         f" at offset {position} (range ends at {offsets.end})")
-                # Retention may have removed the rest of the range under us.
-                reset_to = fetcher.position(tp)
-                if reset_to is not None:
-                    position = max(position, reset_to)
-                continue
-            progressed_at = time.monotonic()
-            position = records[-1].offset + 1
-            if position > offsets.end:
-                records = [r for r in records if r.offset < offsets.end]
+        for records in fetch_range(fetcher, offsets, fail_on_data_loss, log_start):
             pending.extend(records)
             if len(pending) >= BATCH_ROWS:
                 yield to_record_batch(pending, schema, decode_utf8)
@@ -76,6 +81,60 @@ def read_range(plan: ReadPlan, offsets: OffsetRange, decode_utf8: bool
             yield to_record_batch(pending, schema, decode_utf8)
     finally:
         fetcher.close()
+        if log_offsets is not None:
+            log_offsets.close()
+
+
+def fetch_range(fetcher, offsets: OffsetRange, fail_on_data_loss: bool,
+                log_start: Callable[[], int]) -> Iterator[list[Message]]:
+    """The range's records in offset order, as the fetcher (either backend) returns them.
+
+    When the fetcher moves past offsets it did not return, they were either compacted away (no
+    loss) or deleted by retention, which made it reset to the log start: `log_start` tells
+    which. Deleted records fail the read, or with `fail_on_data_loss` false are warned about
+    and the read goes on from the log start."""
+    tp = TopicPartition(offsets.topic, offsets.partition)
+    fetcher.assign({tp: offsets.start})
+    position, progressed_at = offsets.start, time.monotonic()
+    while position < offsets.end:
+        records = fetcher.poll(timeout_ms=POLL_MS).get(tp, [])
+        # Where the fetcher went on from: None while a reset is pending.
+        landed = records[0].offset if records else fetcher.position(tp)
+        if landed is not None and landed < position:
+            raise RangeReadError(f"the position in {tp} went back from offset {position} to "
+                                 f"{landed}: the log was truncated or the topic recreated")
+        if not records and landed in (None, position):
+            if time.monotonic() - progressed_at > STALL_LIMIT_S:
+                raise RangeReadError(f"no progress reading {tp} at offset {position} (range "
+                                     f"ends at {offsets.end})")
+            continue
+        progressed_at = time.monotonic()
+        if landed > position:
+            _account_for_skipped(tp, position, min(landed, offsets.end), log_start(),
+                                 fail_on_data_loss)
+        if not records:
+            position = landed
+            continue
+        position = records[-1].offset + 1
+        if position > offsets.end:
+            records = [r for r in records if r.offset < offsets.end]
+        yield records
+
+
+def _account_for_skipped(tp: TopicPartition, first: int, end: int, log_start: int,
+                         fail_on_data_loss: bool) -> None:
+    """Offsets `first` to `end - 1` were skipped: those below the log start were deleted."""
+    lost_end = min(end, log_start)
+    if lost_end <= first:
+        return   # compacted away
+    count = lost_end - first
+    if fail_on_data_loss:
+        raise RangeReadError(
+            f"offsets {first} to {lost_end - 1} of {tp} ({count} records) were deleted by "
+            "retention before this read got to them; set failOnDataLoss=false to read on from "
+            "the earliest offset")
+    log.warning("records deleted before this read got to them; reading on from the earliest "
+                "offset", partition=str(tp), skipped=count, first=first, last=lost_end - 1)
 
 
 def to_record_batch(records: list, schema: pa.Schema, decode_utf8: bool) -> pa.RecordBatch:

@@ -64,6 +64,7 @@ class GroupBatchReader(DataSourceReader):
 
     def __init__(self, options: SourceOptions) -> None:
         self._decode = options.decode_utf8
+        self._fail_on_data_loss = options.fail_on_data_loss
         self._max_records = options.max_records_per_partition
         self._plan = plan_read(options)
 
@@ -74,14 +75,18 @@ class GroupBatchReader(DataSourceReader):
     def read(self, partition: RangePartition):
         if partition.offsets is None:   # Spark wants at least one partition, even for no data
             return iter(())
-        return read_range(self._plan, partition.offsets, self._decode)
+        return read_range(self._plan, partition.offsets, self._decode, self._fail_on_data_loss)
 
 
 class GroupStreamReader(DataSourceStreamReader):
     """Continues the group: starts at its committed offsets and commits each completed
     micro-batch's end offsets back to the group, in the group's `offsets.storage`. As with a
     consumer, delivery is at-least-once: a batch whose output was written but not yet
-    committed is read again after a crash without a checkpoint."""
+    committed is read again after a crash without a checkpoint.
+
+    The query fails (`CommitRefusedError`, naming a partition) rather than commit over a live
+    member's partitions or move an offset of the group back: a stream that shares its group
+    with other consumers cannot go on without losing or rewinding someone's records."""
 
     def __init__(self, options: SourceOptions) -> None:
         self._options = options
@@ -137,7 +142,8 @@ class GroupStreamReader(DataSourceStreamReader):
         return [RangePartition(r) for r in ranges]
 
     def read(self, partition: RangePartition):
-        return read_range(self._plan, partition.offsets, self._options.decode_utf8)
+        return read_range(self._plan, partition.offsets, self._options.decode_utf8,
+                          self._options.fail_on_data_loss)
 
 
 def _to_offset_dict(offsets: dict[TopicPartition, int]) -> dict:

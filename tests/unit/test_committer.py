@@ -1,0 +1,118 @@
+"""OffsetCommitter: Kafka offsets refreshed at every commit, resets committed, nothing written
+while the session is untrusted, and no bookkeeping waits on a slow store."""
+
+from __future__ import annotations
+
+import threading
+
+from support.memory_store import MemoryStore
+
+from zkconsumer.member.committer import OffsetCommitter
+from zkconsumer.member.streams import Chunk, Claim, DeliveryGate, KafkaStream
+from zkconsumer.model import Message, TopicPartition
+from zkconsumer.offsets import OffsetTracker
+
+A = TopicPartition("t", 0)
+B = TopicPartition("t", 1)
+
+
+class Member:
+    """What a committer sees of a member: claims, streams, a store."""
+
+    def __init__(self, store=None, may_commit=lambda: True) -> None:
+        self.store = store or MemoryStore()
+        self.claims = {A: Claim(A, "c-0"), B: Claim(B, "c-0")}
+        self.stream = KafkaStream("s", 10, -1, self.claims, DeliveryGate())
+        self.committer = OffsetCommitter(self.store, OffsetTracker(), lambda: [self.stream],
+                                         lambda: self.claims, may_commit=may_commit)
+        self.committer.claimed({A: 10, B: 20})
+
+
+def test_unchanged_offsets_are_refreshed_at_every_commit():
+    member = Member()
+    member.stream.positions[A] = 15
+    assert member.committer.commit() == {A: 15}
+    assert member.store.refreshes[-1] == {B: 20}
+    assert member.committer.commit() == {}
+    assert member.store.refreshes[-1] == {A: 15, B: 20}, "idle partitions must be re-committed"
+
+
+def test_where_a_reset_put_a_partition_is_committed_though_nothing_was_delivered():
+    member = Member()
+    new = TopicPartition("t", 2)
+    claim = Claim(new, "c-0")
+    member.claims[new] = claim
+    member.committer.reset_to(new, claim, 100)
+    assert member.committer.commit() == {new: 100}
+    assert member.store.offsets[new] == 100
+
+
+def test_a_reset_reported_for_an_older_claim_is_ignored():
+    member = Member()
+    stale = Claim(A, "c-0")
+    member.committer.reset_to(A, stale, 500)
+    assert member.committer.commit() == {}
+
+
+def test_nothing_is_written_while_the_session_cannot_be_trusted():
+    trusted = threading.Event()
+    member = Member(may_commit=trusted.is_set)
+    member.stream.positions[A] = 15
+    assert member.committer.commit() == {}
+    assert member.store.commits == []
+    trusted.set()
+    assert member.committer.commit() == {A: 15}
+
+
+def test_an_explicit_commit_counts_the_message_in_hand_and_an_auto_commit_does_not():
+    member = Member()
+    member.stream.offer(_chunk(member, A, 10, 3), lambda: True)
+    assert next(member.stream).offset == 10
+    assert member.committer.commit() == {}, "auto commit ran while offset 10 was being handled"
+    assert member.committer.commit(in_hand=True) == {A: 11}
+
+
+class BlockingStore(MemoryStore):
+    """A store whose commits wait until released, as one does while Kafka is away."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.retry_flags: list[bool] = []
+
+    def commit(self, offsets, *, refresh=None, retry=True, owners=None) -> None:
+        self.retry_flags.append(retry)
+        self.entered.set()
+        assert self.release.wait(10)
+        super().commit(offsets, refresh=refresh, retry=retry, owners=owners)
+
+
+def test_a_slow_commit_blocks_no_bookkeeping_and_release_commits_make_one_attempt():
+    store = BlockingStore()
+    member = Member(store)
+    member.stream.positions[A] = 15
+    auto = threading.Thread(target=member.committer.commit)
+    auto.start()
+    assert store.entered.wait(10)
+    done = threading.Event()
+
+    def bookkeeping():
+        member.committer.released({B})
+        member.committer.claimed({B: 30})
+        member.committer.reset_to(A, member.claims[A], 12)
+        done.set()
+
+    threading.Thread(target=bookkeeping).start()
+    assert done.wait(5), "bookkeeping waited for the store"
+    store.release.set()
+    auto.join(10)
+    member.stream.positions[A] = 16
+    member.committer.commit_releasing({A})
+    assert store.retry_flags == [True, False]
+    assert store.offsets[A] == 16
+
+
+def _chunk(member: Member, tp: TopicPartition, first: int, count: int) -> Chunk:
+    return Chunk(tp, [Message(tp.topic, tp.partition, o, None, b"", None)
+                      for o in range(first, first + count)], member.claims[tp])

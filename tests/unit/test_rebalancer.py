@@ -1,0 +1,147 @@
+"""Rebalancer with injected failures: a raising callback, an offset store that is down while
+partitions are claimed or released. ZooKeeper is a dict here; the real one is in the
+integration tests."""
+
+from __future__ import annotations
+
+import pytest
+from support.memory_store import MemoryStore
+
+from zkconsumer.member.committer import OffsetCommitter
+from zkconsumer.member.plan import GroupSnapshot
+from zkconsumer.member.rebalancer import (
+    Ownership,
+    RebalanceCallbackError,
+    RebalanceCallbacks,
+    RebalanceFailedError,
+    Rebalancer,
+)
+from zkconsumer.member.streams import DeliveryGate, KafkaStream
+from zkconsumer.model import TopicPartition
+from zkconsumer.offsets import OffsetTracker
+from zkconsumer.znodes.consumers import ConsumerRegistration
+
+ME = "g_me"
+A = TopicPartition("t", 0)
+B = TopicPartition("t", 1)
+
+
+class DictMembership:
+    """One member (us) subscribed to t with two partitions; owner znodes in a dict."""
+
+    def __init__(self) -> None:
+        self.members = {ME: ConsumerRegistration.static({"t": 1}, 0)}
+        self.owners: dict[TopicPartition, str] = {}
+
+    def snapshot(self, _exclude_internal):
+        return GroupSnapshot(dict(self.members), ["t"], {"t": [0, 1]})
+
+    def watch_topics(self, _topics) -> None:
+        pass
+
+    def claim(self, partitions):
+        contested = [tp for tp in partitions if tp in self.owners]
+        if not contested:
+            self.owners.update(partitions)
+        return contested
+
+    def release(self, partitions) -> None:
+        for tp, thread in partitions.items():
+            if self.owners.get(tp) == thread:
+                del self.owners[tp]
+
+    def wait_for_owners_gone(self, _partitions, _timeout_s) -> bool:
+        return False
+
+
+class NullFetchLoop:
+    def __init__(self) -> None:
+        self.routed: dict = {}
+
+    def route(self, routes) -> None:
+        self.routed.update(routes)
+
+    def unroute(self, partitions) -> None:
+        for tp in partitions:
+            self.routed.pop(tp, None)
+
+
+def rebalancer(store: MemoryStore, membership: DictMembership | None = None,
+               **callbacks) -> Rebalancer:
+    ownership = Ownership()
+    stream = KafkaStream("s", 10, -1, ownership.claims, DeliveryGate())
+    committer = OffsetCommitter(store, OffsetTracker(), lambda: [stream],
+                                lambda: ownership.claims)
+    return Rebalancer(
+        consumer_id=ME, strategy="range", exclude_internal_topics=True, max_attempts=3,
+        backoff_ms=1, crashed_owner_grace_ms=0, membership=membership or DictMembership(),
+        fetch_loop=NullFetchLoop(), committer=committer, offset_store=store,
+        stream_for=lambda _tp, _thread: stream, auto_commit=True,
+        callbacks=RebalanceCallbacks(**callbacks), ownership=ownership, sleep=lambda _s: None)
+
+
+def test_a_raising_assigned_callback_is_reported_as_a_callback_failure():
+    def refuse(_partitions):
+        raise ValueError("no thanks")
+
+    with pytest.raises(RebalanceCallbackError, match="on_partitions_assigned callback raised ValueError"):
+        rebalancer(MemoryStore(), after_assign=refuse).rebalance()
+
+
+def test_leaving_after_a_raising_revoked_callback_releases_everything():
+    membership = DictMembership()
+
+    def refuse(_partitions):
+        raise ValueError("no thanks")
+
+    member = rebalancer(MemoryStore(), membership, before_release=refuse)
+    member.rebalance()
+    assert set(membership.owners) == {A, B}
+    membership.members["g_other"] = ConsumerRegistration.static({"t": 1}, 0)
+    with pytest.raises(RebalanceCallbackError, match="on_partitions_revoked"):
+        member.rebalance()
+    member.release_all(commit=False, notify=False)
+    assert membership.owners == {}
+
+
+class FlakyStore(MemoryStore):
+    """Reads fail `failures` times, then work."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    def fetch(self, partitions):
+        self.fail_fetch = self.failures > 0
+        self.failures -= 1
+        return super().fetch(partitions)
+
+
+def test_unreadable_offsets_release_the_claims_and_the_rebalance_is_retried():
+    membership = DictMembership()
+    member = rebalancer(FlakyStore(failures=2), membership)
+    member.rebalance()
+    assert set(member.ownership.threads) == {A, B}
+    assert set(membership.owners) == {A, B}
+
+
+def test_offsets_unreadable_through_every_attempt_fail_the_rebalance_owning_nothing():
+    membership = DictMembership()
+    member = rebalancer(MemoryStore(fail_fetch=True), membership)
+    with pytest.raises(RebalanceFailedError, match="could not read the committed offsets"):
+        member.rebalance()
+    assert membership.owners == {}
+    assert member.ownership.threads == {}
+
+
+def test_a_release_whose_commit_fails_still_releases():
+    membership = DictMembership()
+    store = MemoryStore(offsets={A: 3, B: 3})  # so the release has offsets to commit
+    member = rebalancer(store, membership)
+    member.rebalance()
+    store.fail_commit = True
+    membership.members["g_other"] = ConsumerRegistration.static({"t": 1}, 0)
+    member.rebalance()  # range: t-0 stays ours, t-1 goes to g_other
+    assert store.journal[-1] == "memory", "the release did try to commit"
+    assert membership.owners == {A: "g_me-0"}
+    assert set(member.ownership.threads) == {A}

@@ -1,0 +1,129 @@
+"""KafkaStream: one iterator per stream, nothing in a chunk abandoned, a message counted as
+consumed only once the consumer comes back for the next one."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+import pytest
+
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.member.streams import Chunk, Claim, ConsumerTimeout, DeliveryGate, KafkaStream
+from zkconsumer.model import Message, TopicPartition
+
+TP = TopicPartition("t", 0)
+
+
+def messages(first: int, count: int, tp: TopicPartition = TP) -> list[Message]:
+    return [Message(tp.topic, tp.partition, offset, None, b"v%d" % offset, None)
+            for offset in range(first, first + count)]
+
+
+def stream_with(*chunks: list[Message], timeout_ms: int = 0, tp: TopicPartition = TP):
+    """A stream whose partition `tp` is claimed, with `chunks` queued; also its claims and
+    gate, for tests that withdraw the claim or close the gate."""
+    gate = DeliveryGate()
+    claim = Claim(tp, "c-0")
+    claims = {tp: claim}
+    stream = KafkaStream("s", max_chunks=10, timeout_ms=timeout_ms, claims=claims, gate=gate)
+    for chunk in chunks:
+        assert stream.offer(Chunk(tp, chunk, claim), lambda: True)
+    return stream, claims, gate
+
+
+def test_next_of_iter_three_times_returns_consecutive_offsets_of_one_chunk():
+    stream, _claims, _gate = stream_with(messages(0, 20))
+    offsets = [next(iter(stream)).offset for _ in range(3)]
+    assert offsets == [0, 1, 2]
+
+
+def test_leaving_a_for_loop_early_keeps_the_rest_of_the_chunk():
+    stream, _claims, _gate = stream_with(messages(0, 20))
+    for message in stream:
+        if message.offset == 4:
+            break
+    taken = list(itertools.islice(stream, 3))
+    assert [m.offset for m in taken] == [5, 6, 7]
+    assert next(stream).offset == 8
+
+
+def test_a_message_counts_as_consumed_only_when_the_next_one_is_asked_for():
+    stream, _claims, _gate = stream_with(messages(0, 5))
+    next(stream)
+    assert stream.positions == {}, "offset 0 is still being handled"
+    next(stream)
+    assert stream.positions == {TP: 1}
+    stream.mark_consumed()
+    assert stream.positions == {TP: 2}
+
+
+def test_a_zero_consumer_timeout_still_hands_out_queued_messages():
+    stream, _claims, _gate = stream_with(messages(0, 2), timeout_ms=0)
+    assert [next(stream).offset, next(stream).offset] == [0, 1]
+    with pytest.raises(ConsumerTimeout):
+        next(stream)
+
+
+def test_iteration_resumes_after_a_consumer_timeout():
+    stream, claims, _gate = stream_with(messages(0, 1), timeout_ms=50)
+    assert next(stream).offset == 0
+    with pytest.raises(ConsumerTimeout):
+        next(stream)
+    stream.offer(Chunk(TP, messages(1, 2), claims[TP]), lambda: True)
+    assert [next(stream).offset, next(stream).offset] == [1, 2]
+
+
+def test_a_released_partition_is_not_delivered_nor_counted():
+    stream, claims, _gate = stream_with(messages(0, 5), timeout_ms=50)
+    assert next(stream).offset == 0
+    del claims[TP]
+    with pytest.raises(ConsumerTimeout):
+        next(stream)
+    assert stream.positions == {}, "the message in hand belongs to a released claim"
+
+
+def test_a_closed_gate_delivers_nothing():
+    stream, _claims, gate = stream_with(messages(0, 5), timeout_ms=50)
+    assert next(stream).offset == 0
+    gate.open.clear()
+    with pytest.raises(ConsumerTimeout):
+        next(stream)
+    assert stream.positions == {TP: 1}
+
+
+def test_a_closed_gate_holds_the_chunk_back_and_loses_nothing():
+    stream, _claims, gate = stream_with(messages(0, 5), timeout_ms=30_000)
+    assert next(stream).offset == 0
+    gate.open.clear()
+    reopened = threading.Timer(0.05, gate.open.set)
+    reopened.start()
+    assert next(stream).offset == 1
+    reopened.join()
+
+
+def test_batches_continue_a_partly_read_chunk_and_count_a_batch_at_the_next_request():
+    stream, _claims, _gate = stream_with(messages(0, 5), messages(5, 5), timeout_ms=50)
+    assert next(stream).offset == 0
+    batches = stream.batches()
+    first = next(batches)
+    assert [m.offset for m in first] == [1, 2, 3, 4]
+    assert stream.positions == {TP: 1}
+    second = next(batches)
+    assert [m.offset for m in second] == [5, 6, 7, 8, 9]
+    assert stream.positions == {TP: 5}
+
+
+def test_a_failed_member_makes_iteration_raise_its_error():
+    stream, _claims, gate = stream_with(timeout_ms=-1)
+    gate.fail(ZkConsumerError("rebalance failed"))
+    with pytest.raises(ZkConsumerError, match="rebalance failed"):
+        next(stream)
+
+
+def test_closing_ends_iteration_and_counts_the_message_in_hand():
+    stream, _claims, _gate = stream_with(messages(0, 5))
+    assert next(stream).offset == 0
+    stream.close()
+    assert list(stream) == []
+    assert stream.positions == {TP: 1}

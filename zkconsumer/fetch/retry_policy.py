@@ -1,0 +1,69 @@
+"""The fetchers' one rule for Kafka partition errors: retry what a retry can cure, fail on the
+rest with one clear line, and tell the log about retries without flooding it.
+
+The legacy consumer outlived partition errors: it set the partition aside, found its leader
+again after `refresh.leader.backoff.ms` and went on. Failing the member instead stops every
+partition it owns until someone restarts it. Which errors a retry can cure is Kafka's own
+judgement, kept by kafka-python as the `retriable` flag of each error class, so this module
+does not keep a list of its own. It adds UNKNOWN_SERVER_ERROR (-1), which a broker answers for
+an unexpected failure of its own (a failing disk before KAFKA_STORAGE_ERROR existed, for one),
+as the legacy consumer did. The rest (authorization, an unsupported version, corrupt messages,
+a code kafka-python does not know) cannot pass by waiting, and retrying would only hide them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from kafka.errors import kafka_errors
+
+from zkconsumer.model import TopicPartition
+
+UNKNOWN_SERVER_ERROR = -1
+OFFSET_OUT_OF_RANGE = 1
+WARN_EVERY_S = 30.0
+
+
+def is_retriable(code: int) -> bool:
+    """Whether setting the partition aside and finding its leader again can cure this error."""
+    if code == UNKNOWN_SERVER_ERROR:
+        return True
+    error = kafka_errors.get(code)
+    return error is not None and error.retriable
+
+
+def error_name(code: int) -> str:
+    """Kafka's name for an error code, e.g. TOPIC_AUTHORIZATION_FAILED."""
+    if code == UNKNOWN_SERVER_ERROR:
+        return "UNKNOWN_SERVER_ERROR"  # kafka-python shortens it to UNKNOWN
+    error = kafka_errors.get(code)
+    return error.message if error is not None else "UNRECOGNIZED"
+
+
+def describe_error(code: int, tp: TopicPartition) -> str:
+    return f"Kafka error {code} {error_name(code)} for {tp}"
+
+
+class RetryWarnings:
+    """Warns when a condition starts, then at most every 30 s while it lasts or keeps coming
+    back; the repeats go to debug. Something retried every `refresh.leader.backoff.ms` must
+    show in the log, not flood it, also when it clears and returns between retries."""
+
+    def __init__(self, logger: Any, clock: Callable[[], float] = time.monotonic) -> None:
+        self._log = logger
+        self._clock = clock
+        self._warned_at: dict[Hashable, float] = {}
+
+    def report(self, condition: Hashable, event: str, **fields: Any) -> bool:
+        """Log `event` for this condition; True when it went out as a warning."""
+        now = self._clock()
+        self._warned_at = {key: at for key, at in self._warned_at.items()
+                           if now - at < WARN_EVERY_S}
+        if condition in self._warned_at:
+            self._log.debug(event, **fields)
+            return False
+        self._warned_at[condition] = now
+        self._log.warning(event, **fields)
+        return True
