@@ -11,6 +11,7 @@ import sys
 import threading
 
 import pytest
+from kazoo.client import KazooClient
 from support.kafka import produce
 from support.waiting import wait_until
 
@@ -152,25 +153,33 @@ def test_a_claim_owned_by_another_session_is_contested(cluster, zk, unique_name)
         other_zk.close()
 
 
-def test_a_zookeeper_commit_is_refused_once_another_member_owns_the_partition(
+def test_a_commit_gathered_before_a_session_expiry_is_refused_after_it(
         cluster, zk, unique_name):
     group = unique_name("guard")
     tp = TopicPartition("t", 0)
-    store = ZookeeperOffsetStore(zk, group)
-    store.commit({tp: 10})
     old_zk = connect(cluster.zookeeper_connect)
-    old = _membership(old_zk, group, "old")
-    assert old.claim({tp: f"{group}_old-0"}) == []
-    checks = old.owner_checks([tp])
-    ZookeeperOffsetStore(old_zk, group).commit({tp: 20}, owners=checks)
-    assert _offset(zk, group, "t", 0) == 20, "the owner's own commit is written"
-    old_zk.stop()  # its session ends and its owner znode with it
-    old_zk.close()
-    new = _membership(zk, group, "new")
-    assert new.claim({tp: f"{group}_new-0"}) == []
-    store.commit({tp: 30}, owners=new.owner_checks([tp]))
-    ZookeeperOffsetStore(zk, group).commit({tp: 25}, owners=checks)  # the old owner, late
-    assert _offset(zk, group, "t", 0) == 30, "a commit without ownership rewound the offset"
+    try:
+        old = _membership(old_zk, group, "old")
+        assert old.claim({tp: f"{group}_old-0"}) == []
+        checks = old.owner_checks([tp])
+        ZookeeperOffsetStore(old_zk, group).commit({tp: 20}, owners=checks)
+        assert _offset(zk, group, "t", 0) == 20, "the owner's own commit is written"
+        first_session = old_zk.client_id[0]
+        thief = KazooClient(hosts=cluster.zookeeper_connect, client_id=old_zk.client_id)
+        thief.start(timeout=10)
+        thief.stop()  # closing the borrowed session expires it, and our owner znode with it
+        thief.close()
+        wait_until(lambda: old_zk.connected and old_zk.client_id[0] != first_session,
+                   timeout=30, message="the same client in a new session")
+        new = _membership(zk, group, "new")
+        assert new.claim({tp: f"{group}_new-0"}) == []
+        ZookeeperOffsetStore(zk, group).commit({tp: 30}, owners=new.owner_checks([tp]))
+        assert old.owner_checks([tp]) == {}, "claimed in a session that is gone"
+        ZookeeperOffsetStore(old_zk, group).commit({tp: 25}, owners=checks)  # late, same client
+        assert _offset(zk, group, "t", 0) == 30, "a commit without ownership rewound the offset"
+    finally:
+        old_zk.stop()
+        old_zk.close()
 
 
 def test_a_zookeeper_commit_is_refused_once_the_owner_znode_is_not_ours_any_more(

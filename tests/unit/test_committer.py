@@ -11,6 +11,7 @@ from zkconsumer.member.committer import OffsetCommitter
 from zkconsumer.member.streams import Chunk, Claim, DeliveryGate, KafkaStream
 from zkconsumer.model import Message, TopicPartition
 from zkconsumer.offsets import OffsetTracker
+from zkconsumer.offsets.store import OwnerCheck
 
 A = TopicPartition("t", 0)
 B = TopicPartition("t", 1)
@@ -116,3 +117,36 @@ def test_a_slow_commit_blocks_no_bookkeeping_and_release_commits_make_one_attemp
 def _chunk(member: Member, tp: TopicPartition, first: int, count: int) -> Chunk:
     return Chunk(tp, [Message(tp.topic, tp.partition, o, None, b"", None)
                       for o in range(first, first + count)], member.claims[tp])
+
+
+def test_partitions_claimed_in_an_earlier_session_are_committed_to_no_store():
+    member = Member()
+    member.committer._owner_checks = lambda tps: {
+        tp: OwnerCheck(f"/owners/{tp}", 1, 7) for tp in tps if tp == A}
+    member.stream.positions[A] = 15
+    assert member.committer.commit() == {A: 15}
+    assert member.store.refreshes == [{}], "B's unchanged offset was refreshed"
+    member.stream.positions[B] = 25
+    assert member.committer.commit() == {}
+    assert all(B not in written for written in member.store.commits + member.store.refreshes), \
+        "B's new position was committed"
+
+
+def test_a_release_without_commit_still_waits_for_the_write_in_flight():
+    store = BlockingStore()
+    member = Member(store)
+    member.stream.positions[A] = 15
+    auto = threading.Thread(target=member.committer.commit)
+    auto.start()
+    assert store.entered.wait(10)
+    released = threading.Event()
+
+    def release():
+        member.committer.commit_releasing({A}, commit=False)
+        released.set()
+
+    threading.Thread(target=release).start()
+    assert not released.wait(0.2), "the release went ahead of a write still in flight"
+    store.release.set()
+    assert released.wait(10)
+    auto.join(10)

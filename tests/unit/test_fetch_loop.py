@@ -116,3 +116,32 @@ def test_a_reset_fetched_in_the_same_poll_reports_the_first_message_not_the_next
         assert reports == [(TP, claim, 100)], "committing 110 would skip 100..109"
     finally:
         loop.stop()
+
+
+class RoutedDuringThePoll(FetchingOnce):
+    """Another partition is routed while the poll that fetched the reset partition runs."""
+
+    loop: FetchLoop
+
+    def poll(self, timeout_ms):
+        if self.positions.get(TP, 0) is None:
+            other = TopicPartition("t", 1)
+            self.loop.route({other: (KafkaStream("o", 10, -1, {}, DeliveryGate()),
+                                     Claim(other, "c-0"), 0)})
+        return super().poll(timeout_ms)
+
+
+def test_a_routing_change_during_the_poll_does_not_turn_the_reset_into_the_fetch_position():
+    fetcher = RoutedDuringThePoll()
+    reports = []
+    loop = FetchLoop(fetcher, poll_timeout_ms=20, on_error=lambda exc: None,
+                     on_reset=lambda *report: reports.append(report))
+    fetcher.loop = loop
+    claim = Claim(TP, "c-0")
+    loop.route({TP: (KafkaStream("s", 10, -1, {TP: claim}, DeliveryGate()), claim, None)})
+    loop.start()
+    try:
+        wait_until(lambda: reports, timeout=5, interval=0.005, message="reset reported")
+        assert reports == [(TP, claim, 100)], "committing 110 would skip 100..109"
+    finally:
+        loop.stop()

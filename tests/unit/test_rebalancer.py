@@ -5,6 +5,7 @@ integration tests."""
 from __future__ import annotations
 
 import pytest
+from kazoo.exceptions import ConnectionLoss
 from support.memory_store import MemoryStore
 
 from zkconsumer.member.committer import OffsetCommitter
@@ -32,6 +33,7 @@ class DictMembership:
     def __init__(self) -> None:
         self.members = {ME: ConsumerRegistration.static({"t": 1}, 0)}
         self.owners: dict[TopicPartition, str] = {}
+        self.fail_next_release = False
 
     def snapshot(self, _exclude_internal):
         return GroupSnapshot(dict(self.members), ["t"], {"t": [0, 1]})
@@ -46,12 +48,18 @@ class DictMembership:
         return contested
 
     def release(self, partitions) -> None:
+        if self.fail_next_release:
+            self.fail_next_release = False
+            raise ConnectionLoss()
         for tp, thread in partitions.items():
             if self.owners.get(tp) == thread:
                 del self.owners[tp]
 
     def wait_for_owners_gone(self, _partitions, _timeout_s) -> bool:
         return False
+
+    def holds(self, partitions) -> bool:
+        return all(tp in self.owners for tp in partitions)
 
 
 class NullFetchLoop:
@@ -145,3 +153,18 @@ def test_a_release_whose_commit_fails_still_releases():
     assert store.journal[-1] == "memory", "the release did try to commit"
     assert membership.owners == {A: "g_me-0"}
     assert set(member.ownership.threads) == {A}
+
+
+def test_a_release_cut_short_by_zookeeper_is_finished_by_the_next_rebalance():
+    membership = DictMembership()
+    member = rebalancer(MemoryStore(), membership)
+    member.rebalance()
+    membership.members["g_other"] = ConsumerRegistration.static({"t": 1}, 0)
+    membership.fail_next_release = True
+    with pytest.raises(ConnectionLoss):
+        member.rebalance()  # t-1's claim is withdrawn, its owner znode still ours
+    del membership.members["g_other"]
+    member.rebalance()  # t-1 comes back to us: claimed and routed again, not "kept"
+    assert set(member.ownership.claims) == {A, B}
+    assert set(member._fetch_loop.routed) == {A, B}
+    assert membership.owners == {A: "g_me-0", B: "g_me-0"}

@@ -23,14 +23,16 @@ log = structlog.get_logger(__name__)
 
 
 class OffsetCommitter:
-    """`claims` is the member's live claims (partition -> token); `owner_checks` gives the
-    owner znodes a ZooKeeper commit is made conditional on; `may_commit` is false while the
-    member's ZooKeeper session cannot be trusted (a cut-off member must not commit)."""
+    """`claims` is the member's live claims (partition -> token). `owner_checks`, when given,
+    returns the owner znodes a ZooKeeper commit is made conditional on, for the partitions
+    claimed in the ZooKeeper session the member has now; any other partition is not committed
+    to any store (it may be another member's by now). `may_commit` is false while the member's
+    ZooKeeper session cannot be trusted (a cut-off member must not commit)."""
 
     def __init__(self, store, tracker, streams: Callable[[], Iterable[KafkaStream]],
                  claims: Callable[[], Mapping[TopicPartition, Claim]], *,
                  owner_checks: Callable[[Collection[TopicPartition]],
-                                        Mapping[TopicPartition, OwnerCheck]] = lambda _tps: {},
+                                        Mapping[TopicPartition, OwnerCheck]] | None = None,
                  may_commit: Callable[[], bool] = lambda: True) -> None:
         self._store = store
         self._tracker = tracker
@@ -48,23 +50,26 @@ class OffsetCommitter:
         `in_hand=True` also counts the message each stream handed out last (an explicit
         `commit_offsets()` from the consuming code says it is done with it). A partition no
         longer owned is skipped: its new owner's offset must win."""
-        if not self._may_commit():
-            log.info("commit skipped: the ZooKeeper session cannot be trusted now")
-            return {}
         if in_hand:
             for stream in self._streams():
                 stream.mark_consumed()
         with self._write_lock:
             return self._write(set(self._claims()), retry)
 
-    def commit_releasing(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, int]:
-        """The last commit of partitions being released, one attempt. Their claims are already
-        withdrawn (so nothing more is delivered from them) but their owner znodes are still
-        ours, which is why ownership is not checked here."""
+    def commit_releasing(self, partitions: Collection[TopicPartition],
+                         commit: bool = True) -> dict[TopicPartition, int]:
+        """Before partitions are released: waits for a write in flight (which must land before
+        their owner znodes go, or it could land over their next owner's offset), then, with
+        `commit`, their last commit, one attempt. Their claims are already withdrawn (so
+        nothing more is delivered from them) but their owner znodes are still ours, which is
+        why claims are not checked here."""
         with self._write_lock:
-            return self._write(set(partitions), retry=False)
+            return self._write(set(partitions), retry=False) if commit else {}
 
     def _write(self, partitions: set[TopicPartition], retry: bool) -> dict[TopicPartition, int]:
+        if not self._may_commit():
+            log.info("commit skipped: the ZooKeeper session cannot be trusted now")
+            return {}
         with self._state_lock:
             for stream in self._streams():
                 for tp, position in dict(stream.positions).items():
@@ -74,7 +79,11 @@ class OffsetCommitter:
                        if tp in partitions}
             refresh = {tp: offset for tp, offset in self._tracker.committed().items()
                        if tp in partitions and tp not in pending}
-            owners = self._owner_checks(pending)  # while these are known to be ours
+            owners = None
+            if self._owner_checks is not None:  # asked while these are known to be ours
+                owners = self._owner_checks(pending.keys() | refresh.keys())
+                pending = self._drop_unowned(pending, owners)
+                refresh = {tp: offset for tp, offset in refresh.items() if tp in owners}
         if not pending and not refresh:
             return {}
         self._store.commit(pending, refresh=refresh, retry=retry, owners=owners)
@@ -86,6 +95,15 @@ class OffsetCommitter:
         if pending:
             log.debug("committed offsets", partitions=len(pending))
         return pending
+
+    @staticmethod
+    def _drop_unowned(pending: dict[TopicPartition, int],
+                      owners: Mapping[TopicPartition, OwnerCheck]) -> dict[TopicPartition, int]:
+        unowned = [tp for tp in pending if tp not in owners]
+        if unowned:
+            log.warning("offsets not committed: claimed in an earlier ZooKeeper session",
+                        partitions=[str(tp) for tp in unowned[:8]], count=len(unowned))
+        return {tp: offset for tp, offset in pending.items() if tp in owners}
 
     def reset_to(self, tp: TopicPartition, claim: Claim, position: int) -> None:
         """A partition with no committed offset was reset (`auto.offset.reset`) to `position`:

@@ -189,7 +189,7 @@ class ConsumerConnector:
         self._committer = OffsetCommitter(
             self._offset_store, OffsetTracker(), lambda: self._streams,
             lambda: self._ownership.claims, owner_checks=self._membership.owner_checks,
-            may_commit=lambda: self._gate.open.is_set() and not self._session_lost)
+            may_commit=lambda: self._gate.delivering and not self._session_lost)
         self._fetch_loop = FetchLoop(self._fetcher, config.fetch_wait_max_ms, self._fail,
                                      self._committer.reset_to)
         self._rebalancer = Rebalancer(
@@ -248,7 +248,7 @@ class ConsumerConnector:
         before the server can expire it) until the same session is back.
         """
         if state == KazooState.SUSPENDED:
-            self._gate.open.clear()
+            self._gate.pause()
             self._log.warning("ZooKeeper connection lost; delivery and commits paused")
         elif state == KazooState.LOST:
             self._session_lost = True
@@ -260,9 +260,9 @@ class ConsumerConnector:
                 self._session_lost = False
                 self._log.info("new ZooKeeper session; registering again")
                 self._state.handle(Event.SESSION_RESTORED)
-            elif not self._gate.open.is_set():
+            elif not self._gate.delivering:
                 self._log.info("ZooKeeper connection back in the same session; delivering again")
-            self._gate.open.set()
+            self._gate.resume()
 
     def _forget_lost_ownership(self) -> None:
         lost = set(self._ownership.threads) | set(self._ownership.claims)

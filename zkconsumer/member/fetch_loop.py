@@ -37,6 +37,10 @@ class FetchLoop:
         self._changed = threading.Event()
         self._wanted_version = 0  # bumped by every route/unroute
         self._applied_version = 0  # the version the fetcher was last given
+        # What the fetcher was last given, read by the fetch thread only: fetched records are
+        # routed, and resets reported, by this, never by a routing the fetcher has not seen.
+        self._applied_routes: dict[TopicPartition, tuple[KafkaStream, Claim]] = {}
+        self._applied_resetting: dict[TopicPartition, Claim] = {}
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="zkconsumer-fetch", daemon=True)
 
@@ -88,10 +92,14 @@ class FetchLoop:
         with self._lock:
             positions = dict(self._positions)
             restart = set(self._restart)
+            routes = dict(self._routes)
+            resetting = dict(self._resetting)
             version = self._wanted_version
             self._restart.clear()
             self._changed.clear()
         self._fetcher.assign(positions, restart=restart)
+        self._applied_routes = routes
+        self._applied_resetting = resetting
         with self._lock:
             self._applied_version = version
 
@@ -100,17 +108,14 @@ class FetchLoop:
             while not self._stopped.is_set():
                 if self._changed.is_set():
                     self._apply_changes()
-                with self._lock:
-                    idle = not self._positions
-                    routes = dict(self._routes)
-                if idle:
+                if not self._applied_routes:
                     self._changed.wait(self._poll_timeout_ms / 1000.0)
                     continue
                 fetched = self._fetcher.poll(timeout_ms=self._poll_timeout_ms)
-                if self._resetting:
+                if self._applied_resetting:
                     self._report_resets(fetched)
                 for tp, messages in fetched.items():
-                    route = routes.get(tp)
+                    route = self._applied_routes.get(tp)
                     if route is None:
                         continue
                     stream, claim = route
@@ -121,24 +126,20 @@ class FetchLoop:
             self._on_error(exc)
 
     def _report_resets(self, fetched: Mapping[TopicPartition, list]) -> None:
-        """Where each partition routed without an offset starts: its first fetched message, or
-        while none was fetched, the fetcher's position (which is then the reset's answer;
-        once messages came it is past them, and committing it would skip them). Only for routes
-        the fetcher has been given: before that, its position is an earlier route's."""
-        with self._lock:
-            if self._applied_version != self._wanted_version:
-                return
-            waiting = dict(self._resetting)
+        """Where each partition routed without an offset starts: its first message fetched in
+        this poll, or while none was, the fetcher's position (which is then the reset's answer;
+        once messages came it is past them, and committing it would skip them). Reported at the
+        first poll that knows, so no message fetched earlier can be skipped."""
         reset = {}
-        for tp, claim in waiting.items():
+        for tp, claim in list(self._applied_resetting.items()):
             messages = fetched.get(tp)
             offset = messages[0].offset if messages else self._fetcher.position(tp)
             if offset is None:
                 continue
+            del self._applied_resetting[tp]
             with self._lock:
-                if self._resetting.get(tp) is not claim:
-                    continue
-                del self._resetting[tp]
+                if self._resetting.get(tp) is claim:
+                    del self._resetting[tp]
             self._on_reset(tp, claim, offset)
             reset[str(tp)] = offset
         if reset:

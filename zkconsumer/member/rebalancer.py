@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import structlog
+from kazoo.exceptions import KazooException, SessionExpiredError
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.member.plan import plan_rebalance, target_for_member
@@ -84,6 +85,7 @@ class Rebalancer:
             attempt += 1
             snapshot = self._membership.snapshot(self._exclude_internal)
             self._membership.watch_topics(snapshot.subscribed_topics(self._exclude_internal))
+            self._release_half_released()
             target = target_for_member(snapshot, self.consumer_id, self._strategy,
                                        self._exclude_internal)
             plan = plan_rebalance(self.ownership.threads, target)
@@ -125,6 +127,15 @@ class Rebalancer:
             f"{', '.join(str(tp) for tp in contested[:5])}); it released everything and stopped"
         )
 
+    def _release_half_released(self) -> None:
+        """Partitions whose claim was withdrawn but whose release did not finish (ZooKeeper
+        failed in between): their owner znodes may still block the group, and counting them as
+        kept would leave them unfetched, so they are released again and then planned anew."""
+        half = {tp: thread for tp, thread in self.ownership.threads.items()
+                if tp not in self.ownership.claims}
+        if half:
+            self._release(half, commit=False, notify=False)
+
     def release_all(self, commit: bool = True, notify: bool = True) -> None:
         """`notify=False` skips the user's callback: a member leaving because it failed (maybe
         in that very callback) must release what it owns whatever the callback does."""
@@ -138,15 +149,14 @@ class Rebalancer:
         for tp in partitions:
             self.ownership.claims.pop(tp, None)
         self._fetch_loop.unroute(partitions)
-        if commit and self._auto_commit:
-            try:
-                self._committer.commit_releasing(set(partitions))
-            except OffsetStoreError as exc:
-                # Releasing anyway costs re-delivery from the last commit; holding on would
-                # stall the whole group for as long as the store is away.
-                log.warning("offsets of released partitions not committed; their next owner "
-                            "resumes from the last commit", error=str(exc),
-                            partitions=len(partitions))
+        try:
+            self._committer.commit_releasing(set(partitions), commit=commit and self._auto_commit)
+        except (ZkConsumerError, KazooException) as exc:
+            # Releasing anyway costs re-delivery from the last commit; holding on would stall
+            # the whole group for as long as the store is away.
+            log.warning("offsets of released partitions not committed; their next owner "
+                        "resumes from the last commit", error=str(exc),
+                        partitions=len(partitions))
         self._membership.release(partitions)
         self._committer.released(set(partitions))
         for tp in partitions:
@@ -174,6 +184,10 @@ class Rebalancer:
         except BaseException:
             self._membership.release(partitions)
             raise
+        if not self._membership.holds(partitions):
+            # The session changed while claiming: the znodes are gone or someone else's.
+            self._membership.release(partitions)
+            raise SessionExpiredError("the ZooKeeper session changed while claiming")
         self._committer.claimed(committed)
         routes = {}
         for tp, thread in partitions.items():

@@ -49,6 +49,9 @@ class Chunk(NamedTuple):
     claim: Claim
 
 
+_NO_CHUNK: tuple[None, None, list[Message]] = (None, None, [])
+
+
 class StreamsClosed(Exception):
     """Raised inside iteration when the connector shut down."""
 
@@ -63,10 +66,19 @@ class DeliveryGate:
     """
 
     def __init__(self) -> None:
-        self.open = threading.Event()
+        self.open = threading.Event()  # for waiting until delivery may resume
         self.open.set()
+        self.delivering = True  # the same, read per message: a plain attribute is cheapest
         self.failed = threading.Event()
         self._failure: BaseException | None = None
+
+    def pause(self) -> None:
+        self.delivering = False
+        self.open.clear()
+
+    def resume(self) -> None:
+        self.delivering = True
+        self.open.set()
 
     def fail(self, exc: BaseException) -> bool:
         """Record the member's failure; False if it had already failed."""
@@ -106,14 +118,12 @@ class KafkaStream:
         self._claims = claims
         self._gate = gate
         self._closed = threading.Event()
-        # The chunk being read and how far; touched only by the consuming thread.
-        self._messages: list[Message] = []
+        self._stopping = False  # `_closed`, as a plain attribute for the per-message check
+        # The chunk being read, as (partition, claim, messages), and how far it was handed
+        # out. Written by the consuming thread only, the chunk before its index, so another
+        # thread that reads the chunk, the index and the chunk again sees a consistent pair.
+        self._chunk: tuple[TopicPartition | None, Claim | None, list[Message]] = _NO_CHUNK
         self._index = 0
-        self._partition: TopicPartition | None = None
-        self._claim: Claim | None = None
-        # The last message (or batch) handed out, as (partition, position, claim): replaced
-        # in one assignment so a committing thread always reads a consistent triple.
-        self._in_hand: tuple[TopicPartition, int, Claim] | None = None
 
     def __repr__(self) -> str:
         return f"KafkaStream({self.name})"
@@ -124,35 +134,43 @@ class KafkaStream:
         return self
 
     def __next__(self) -> Message:
+        partition, claim, messages = self._chunk
+        index = self._index
+        if index < len(messages) and self._claims.get(partition) is claim \
+                and self._gate.delivering and not self._stopping:
+            message = messages[index]
+            self._index = index + 1
+            # Asking for this message says the one before is done: resume here.
+            self.positions[partition] = message.offset
+            return message
+        return self._next_slowly()
+
+    def _next_slowly(self) -> Message:
+        """`__next__` once the current chunk cannot simply go on: finish it and load the next,
+        wait while the gate is closed, or drop a chunk whose claim is gone."""
         self.mark_consumed()
-        claims = self._claims
-        gate_open = self._gate.open
-        closed = self._closed
         deadline = self._deadline()
         try:
             while True:
-                index = self._index
-                messages = self._messages
-                if index < len(messages):
-                    claim = self._claim
-                    if claims.get(self._partition) is claim and gate_open.is_set() \
-                            and not closed.is_set():
-                        message = messages[index]
-                        self._index = index + 1
-                        self._in_hand = (self._partition, message.offset + 1, claim)
+                partition, claim, messages = self._chunk
+                if self._index < len(messages):
+                    if self._deliverable(partition, claim):
+                        message = messages[self._index]
+                        self._index += 1
+                        self.positions[partition] = message.offset
                         return message
-                    if not self._wait_for_delivery(deadline):
-                        self._drop_chunk()
+                    self._wait_for_delivery(deadline)
                     continue
+                self._finish_chunk()
                 self._load(self._next_chunk(deadline))
         except StreamsClosed:
             raise StopIteration from None
 
     def batches(self) -> Iterator[list[Message]]:
         """Whole chunks as fetched: one list per partition per fetch (after a partly read chunk,
-        its rest). A batch counts as consumed when the next one is asked for."""
+        its rest). A batch counts as consumed when the next one is asked for. After a
+        `ConsumerTimeout`, call `batches()` again to go on."""
         while True:
-            self.mark_consumed()
             try:
                 batch = self._next_batch()
             except StreamsClosed:
@@ -163,52 +181,60 @@ class KafkaStream:
         """Count the message (or batch) handed out last as consumed, so the next commit covers
         it; asking for the next message does this too. Nothing is counted for a partition
         released since: its new owner's offset must win."""
-        in_hand = self._in_hand
-        if in_hand is None:
-            return
-        self._in_hand = None
-        partition, position, claim = in_hand
-        if self._claims.get(partition) is claim and position > self.positions.get(partition, -1):
-            self.positions[partition] = position
+        chunk = self._chunk
+        index = self._index
+        if index and chunk is self._chunk:
+            partition, claim, messages = chunk
+            if self._claims.get(partition) is claim:
+                self.positions[partition] = messages[index - 1].offset + 1
 
     def _next_batch(self) -> list[Message]:
+        self.mark_consumed()
         deadline = self._deadline()
         while True:
-            if self._index < len(self._messages):
-                if self._claims.get(self._partition) is self._claim and \
-                        self._gate.open.is_set() and not self._closed.is_set():
-                    batch = self._messages if self._index == 0 else self._messages[self._index:]
-                    self._drop_chunk()
-                    self._in_hand = (self._partition, batch[-1].offset + 1, self._claim)
+            partition, claim, messages = self._chunk
+            index = self._index
+            if index < len(messages):
+                if self._deliverable(partition, claim):
+                    batch = messages if index == 0 else messages[index:]
+                    self._index = len(messages)
+                    self.positions[partition] = batch[0].offset
                     return batch
-                if not self._wait_for_delivery(deadline):
-                    self._drop_chunk()
+                self._wait_for_delivery(deadline)
                 continue
+            self._finish_chunk()
             self._load(self._next_chunk(deadline))
 
+    def _deliverable(self, partition: TopicPartition | None, claim: Claim | None) -> bool:
+        return self._claims.get(partition) is claim and self._gate.delivering \
+            and not self._stopping
+
+    def _finish_chunk(self) -> None:
+        """The consumer asked for more: what it was handed of this chunk is consumed."""
+        self.mark_consumed()
+        self._chunk = _NO_CHUNK
+        self._index = 0
+
     def _load(self, chunk: Chunk) -> None:
-        if self._claims.get(chunk.partition) is not chunk.claim:
-            return
-        self._messages, self._index = chunk.messages, 0
-        self._partition, self._claim = chunk.partition, chunk.claim
+        if self._claims.get(chunk.partition) is chunk.claim:
+            self._chunk = (chunk.partition, chunk.claim, chunk.messages)
+            self._index = 0
 
-    def _drop_chunk(self) -> None:
-        self._messages, self._index = [], 0
-
-    def _wait_for_delivery(self, deadline: float | None) -> bool:
-        """The current chunk cannot be handed out now. True when it may be later (the gate is
-        closed while ZooKeeper reconnects): wait for that, up to the consumer timeout. False
-        when it never may (its claim is gone), so it must be dropped."""
-        if self._closed.is_set():
+    def _wait_for_delivery(self, deadline: float | None) -> None:
+        """The current chunk cannot be handed out now. While only the gate is closed (ZooKeeper
+        reconnecting), wait for it, up to the consumer timeout; once its claim is gone it never
+        may be, so it is dropped (nothing of it counts as consumed any more)."""
+        if self._stopping:
             raise StreamsClosed
-        if self._claims.get(self._partition) is not self._claim:
-            return False
+        partition, claim, _messages = self._chunk
+        if self._claims.get(partition) is not claim:
+            self._chunk, self._index = _NO_CHUNK, 0
+            return
         self._raise_if_failed()
         wait = _POLL_S if deadline is None else min(_POLL_S, deadline - time.monotonic())
         if wait <= 0:
             raise ConsumerTimeout(f"no message within {self._timeout_s * 1000:.0f} ms")
         self._gate.open.wait(wait)
-        return True
 
     def _deadline(self) -> float | None:
         return None if self._timeout_s is None else time.monotonic() + self._timeout_s
@@ -252,6 +278,7 @@ class KafkaStream:
 
     def close(self) -> None:
         """End iteration at once; queued messages were never delivered, so nothing is lost."""
+        self._stopping = True
         self._closed.set()
         while True:
             try:

@@ -53,6 +53,9 @@ class ZookeeperMembership:
         self._watched_topics: set[str] = set()
         self._watch_lock = threading.Lock()
         self._on_change: Callable[[], None] | None = None
+        # The ZooKeeper session each of our owner znodes was created in: only those of the
+        # session we have now are ours for certain (an expiry deletes the others).
+        self._claimed_in: dict[TopicPartition, int | None] = {}
 
     # -- registration -----------------------------------------------------------------------
 
@@ -168,6 +171,7 @@ class ZookeeperMembership:
         for topic in {tp.topic for tp in partitions}:
             self.zk.ensure_path(self.paths.owners_topic(topic))
         remaining = dict(partitions)
+        session = self._session()  # the transaction is applied in this session or not at all
         for attempt in range(1, _CLAIM_ATTEMPTS + 1):
             if not remaining:
                 break
@@ -182,6 +186,7 @@ class ZookeeperMembership:
                          if isinstance(result, NodeExistsError)]
             if not conflicts:
                 _raise_first_failure(results)
+                self._claimed_in.update(dict.fromkeys(ordered, session))
                 return []
             contested = self._settle_own_owners(conflicts, remaining)
             if contested or attempt == _CLAIM_ATTEMPTS:
@@ -192,7 +197,7 @@ class ZookeeperMembership:
                            remaining: dict[TopicPartition, str]) -> list[TopicPartition]:
         """Sort conflicting owner znodes: those of this session either already say what we
         want (taken out of `remaining`) or are stale and deleted; returns the others' ones."""
-        session = self.zk.client_id[0]
+        session = self._session()
         paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in conflicts}
         requests = {tp: self.zk.get_async(path) for tp, path in paths.items()}
         contested = []
@@ -206,6 +211,7 @@ class ZookeeperMembership:
             elif decode_owner(paths[tp], data) == remaining[tp] \
                     and stat.version == CLAIMED_OWNER_VERSION:
                 del remaining[tp]
+                self._claimed_in[tp] = session
             else:
                 try:
                     self.zk.delete(paths[tp], version=stat.version)
@@ -215,16 +221,28 @@ class ZookeeperMembership:
 
     def owner_checks(self, partitions: Collection[TopicPartition]
                      ) -> dict[TopicPartition, OwnerCheck]:
-        """What an offset commit of these partitions is conditional on: our owner znodes, in
-        the session we have now (ask while the partitions are known to be owned)."""
-        client_id = self.zk.client_id
-        session = client_id[0] if client_id else None
+        """What an offset commit of these partitions is conditional on: our owner znodes,
+        for those claimed in the session we have now; the others are left out."""
+        session = self._session()
         return {tp: OwnerCheck(self.paths.owner(tp.topic, tp.partition), CLAIMED_OWNER_VERSION,
                                session)
-                for tp in partitions}
+                for tp in partitions
+                if session is not None and self._claimed_in.get(tp) == session}
+
+    def holds(self, partitions: Collection[TopicPartition]) -> bool:
+        """Whether all of these were claimed in the session we have now."""
+        session = self._session()
+        return session is not None and all(self._claimed_in.get(tp) == session
+                                           for tp in partitions)
+
+    def _session(self) -> int | None:
+        client_id = self.zk.client_id
+        return client_id[0] if client_id else None
 
     def release(self, partitions: Mapping[TopicPartition, str]) -> None:
         """Delete the owner znodes that still name our threads; others' znodes are left alone."""
+        for tp in partitions:
+            self._claimed_in.pop(tp, None)
         requests = [(self.paths.owner(tp.topic, tp.partition), thread)
                     for tp, thread in partitions.items()]
         pending = [(path, thread, self.zk.get_async(path)) for path, thread in requests]
