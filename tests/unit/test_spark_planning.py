@@ -10,7 +10,7 @@ from zkconsumer.admin.offset_files import offsets_from_json, offsets_to_json
 from zkconsumer.errors import ConfigError
 from zkconsumer.model import TopicPartition as TP
 from zkconsumer.spark.options import SourceOptions
-from zkconsumer.spark.planning import resolve_ends, resolve_starts
+from zkconsumer.spark.planning import DeletedStartError, resolve_ends, resolve_starts
 from zkconsumer.spark.ranges import cap_total, split_ranges
 
 BASE = {"zookeeper.connect": "zk:2181", "group.id": "g", "topics": "t"}
@@ -121,3 +121,13 @@ def testto_record_batches_carry_every_field_and_replace_invalid_utf8():
     assert binary[1]["timestamp"] is None
     text = to_record_batch(records, arrow_schema(True), True).to_pylist()
     assert [r["value"] for r in text] == ["café", "\ufffd"]
+
+
+def test_an_explicit_start_deleted_by_retention_fails_or_starts_at_the_earliest():
+    pinned = '{"t": {"0": 4, "1": 12, "2": 3}}'   # t-0's 4..9 are gone (log start 10)
+    with pytest.raises(DeletedStartError, match="offsets 4 to 9 of t-0 were deleted"):
+        resolve_starts(parse(startingOffsets=pinned), PARTS, {}, EARLIEST, LATEST)
+    starts = resolve_starts(parse(startingOffsets=pinned, failOnDataLoss="false"), PARTS, {},
+                            EARLIEST, LATEST)
+    assert starts == {TP("t", 0): 10, TP("t", 1): 12, TP("t", 2): 3}, \
+        "the group's reset policy (largest) would have skipped t-0's 10..49"

@@ -10,10 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
 from kazoo.client import KazooClient
 
 from zkconsumer.assignment import Blacklist, Whitelist
-from zkconsumer.errors import ConfigError
+from zkconsumer.errors import ConfigError, ZkConsumerError
 from zkconsumer.fetch import (
     KafkaAccess,
     LogOffsets,
@@ -29,6 +30,8 @@ from zkconsumer.spark.options import SOURCE, SourceOptions
 from zkconsumer.zk.group_state import read_owners
 from zkconsumer.zk.registry import list_topics, read_brokers, read_topic
 from zkconsumer.zk.session import connect_for
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -100,14 +103,16 @@ class GroupClients:
     def __exit__(self, *_exc) -> None:
         self.close()
 
-    def plan(self) -> ReadPlan:
-        """From the group's committed offsets (or as the options say) to the log ends."""
+    def plan(self, strict: bool = True) -> ReadPlan:
+        """From the group's committed offsets (or as the options say) to the log ends;
+        `strict=False` moves an explicit start that retention deleted instead of failing
+        (see `resolve_starts`)."""
         options = self.options
         partitions = selected_partitions(self.zk, options)
         committed = self._store.fetch(partitions)
         log = self._log_offsets()
         earliest, latest = log.earliest(partitions), log.latest(partitions)
-        starts = resolve_starts(options, partitions, committed, earliest, latest)
+        starts = resolve_starts(options, partitions, committed, earliest, latest, strict)
         ends = resolve_ends(options, partitions, starts, latest)
         settings = kafka_consumer_settings(options.config, self.access.bootstrap_servers,
                                            self.access.api_version)
@@ -149,11 +154,21 @@ def plan_read(options: SourceOptions) -> ReadPlan:
         return clients.plan()
 
 
+class DeletedStartError(ZkConsumerError):
+    """Records an explicit starting offset names were deleted before the read began."""
+
+
 def resolve_starts(options: SourceOptions, partitions: list[TopicPartition],
                    committed: Mapping[TopicPartition, int], earliest: Mapping[TopicPartition, int],
-                   latest: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+                   latest: Mapping[TopicPartition, int], strict: bool = True
+                   ) -> dict[TopicPartition, int]:
     """The group's offsets by default; where it has none (or one outside the log, e.g. after
-    retention), `auto.offset.reset` decides, as it would for a consumer."""
+    retention), `auto.offset.reset` decides, as it would for a consumer. An explicit start
+    that retention has deleted (e.g. a `GroupRead` planned before a retention run) fails the
+    read, or with `failOnDataLoss` false starts at the earliest offset: never where the
+    group's reset policy would jump, past records that still exist. `strict=False` (a
+    stream's later triggers, whose partitions under way do not start here) leaves such a
+    start to `auto.offset.reset`."""
     reset = earliest if options.config.auto_offset_reset == "smallest" else latest
     spec = options.starting
     starts = {}
@@ -167,8 +182,25 @@ def resolve_starts(options: SourceOptions, partitions: list[TopicPartition],
         else:
             wanted = spec.get(tp, committed.get(tp, reset[tp]))
             wanted = {EARLIEST: earliest[tp], LATEST: latest[tp]}.get(wanted, wanted)
-        starts[tp] = wanted if earliest[tp] <= wanted <= latest[tp] else reset[tp]
+            if strict and tp in spec and wanted < earliest[tp]:
+                wanted = _deleted_start(options, tp, wanted, earliest[tp])
+        if not earliest[tp] <= wanted <= latest[tp]:
+            log.warning("the group's offset is outside the log; auto.offset.reset decides",
+                        partition=str(tp), offset=wanted, log_start=earliest[tp],
+                        log_end=latest[tp], reset_to=reset[tp])
+            wanted = reset[tp]
+        starts[tp] = wanted
     return starts
+
+
+def _deleted_start(options: SourceOptions, tp: TopicPartition, start: int, log_start: int) -> int:
+    lost = f"offsets {start} to {log_start - 1} of {tp} were deleted before this read began"
+    if options.fail_on_data_loss:
+        raise DeletedStartError(f"{lost}; set failOnDataLoss=false to start at the earliest "
+                                "offset")
+    log.warning("records deleted before the read began; starting at the earliest offset",
+                partition=str(tp), first=start, last=log_start - 1, skipped=log_start - start)
+    return log_start
 
 
 def resolve_ends(options: SourceOptions, partitions: list[TopicPartition],

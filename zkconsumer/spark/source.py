@@ -113,7 +113,9 @@ class GroupStreamReader(DataSourceStreamReader):
             # used: it only comes when the next batch is planned, which would leave the last
             # batch uncommitted until more data arrives.
             clients.commit(starts)
-            fresh = clients.plan()
+            # Partitions under way go on from `start`: an explicit start option that retention
+            # has deleted since the query began must not fail it.
+            fresh = clients.plan(strict=False)
         except BaseException:
             self.stop()  # the next trigger connects anew
             raise
