@@ -89,13 +89,19 @@ class BlockingStore(MemoryStore):
         super().commit(offsets, refresh=refresh, retry=retry, owners=owners)
 
 
-def test_a_slow_commit_blocks_no_bookkeeping_and_release_commits_make_one_attempt():
+def commit_in_flight() -> tuple[Member, BlockingStore, threading.Thread]:
+    """A member whose auto commit of t-0 is stuck in the store until `store.release` is set."""
     store = BlockingStore()
     member = Member(store)
     member.stream.positions[A] = 15
     auto = threading.Thread(target=member.committer.commit)
     auto.start()
     assert store.entered.wait(10)
+    return member, store, auto
+
+
+def test_a_slow_commit_blocks_no_bookkeeping_and_release_commits_make_one_attempt():
+    member, store, auto = commit_in_flight()
     done = threading.Event()
 
     def bookkeeping():
@@ -133,12 +139,7 @@ def test_partitions_claimed_in_an_earlier_session_are_committed_to_no_store():
 
 
 def test_a_release_without_commit_still_waits_for_the_write_in_flight():
-    store = BlockingStore()
-    member = Member(store)
-    member.stream.positions[A] = 15
-    auto = threading.Thread(target=member.committer.commit)
-    auto.start()
-    assert store.entered.wait(10)
+    member, store, auto = commit_in_flight()
     released = threading.Event()
 
     def release():

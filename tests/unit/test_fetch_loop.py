@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from support.waiting import wait_until
 
 from zkconsumer.member.fetch_loop import FetchLoop
@@ -56,11 +57,17 @@ def test_routing_wakes_a_long_poll_and_is_caught_up_once_the_fetcher_has_it():
         loop.stop()
 
 
-def test_where_a_partition_without_offset_was_reset_is_reported_once_for_its_claim():
-    fetcher = RecordingFetcher()
-    reports = []
+def reporting_loop(fetcher) -> tuple[FetchLoop, list]:
+    """A fetch loop with a short poll and the resets it reports."""
+    reports: list = []
     loop = FetchLoop(fetcher, poll_timeout_ms=20, on_error=lambda exc: None,
                      on_reset=lambda *report: reports.append(report))
+    return loop, reports
+
+
+def test_where_a_partition_without_offset_was_reset_is_reported_once_for_its_claim():
+    fetcher = RecordingFetcher()
+    loop, reports = reporting_loop(fetcher)
     claim = Claim(TP, "c-0")
     loop.route({TP: (object(), claim, None)})
     loop.start()
@@ -78,9 +85,7 @@ def test_where_a_partition_without_offset_was_reset_is_reported_once_for_its_cla
 
 def test_a_reset_is_not_reported_for_a_partition_routed_with_its_committed_offset():
     fetcher = RecordingFetcher()
-    reports = []
-    loop = FetchLoop(fetcher, poll_timeout_ms=20, on_error=lambda exc: None,
-                     on_reset=lambda *report: reports.append(report))
+    loop, reports = reporting_loop(fetcher)
     loop.route({TP: (object(), Claim(TP, "c-0"), 42)})
     loop.start()
     try:
@@ -103,21 +108,6 @@ class FetchingOnce(RecordingFetcher):
         return super().poll(timeout_ms)
 
 
-def test_a_reset_fetched_in_the_same_poll_reports_the_first_message_not_the_next_fetch():
-    fetcher = FetchingOnce()
-    reports = []
-    loop = FetchLoop(fetcher, poll_timeout_ms=20, on_error=lambda exc: None,
-                     on_reset=lambda *report: reports.append(report))
-    claim = Claim(TP, "c-0")
-    loop.route({TP: (KafkaStream("s", 10, -1, {TP: claim}, DeliveryGate()), claim, None)})
-    loop.start()
-    try:
-        wait_until(lambda: reports, timeout=5, interval=0.005, message="reset reported")
-        assert reports == [(TP, claim, 100)], "committing 110 would skip 100..109"
-    finally:
-        loop.stop()
-
-
 class RoutedDuringThePoll(FetchingOnce):
     """Another partition is routed while the poll that fetched the reset partition runs."""
 
@@ -131,11 +121,11 @@ class RoutedDuringThePoll(FetchingOnce):
         return super().poll(timeout_ms)
 
 
-def test_a_routing_change_during_the_poll_does_not_turn_the_reset_into_the_fetch_position():
-    fetcher = RoutedDuringThePoll()
-    reports = []
-    loop = FetchLoop(fetcher, poll_timeout_ms=20, on_error=lambda exc: None,
-                     on_reset=lambda *report: reports.append(report))
+@pytest.mark.parametrize("fetcher_kind", [FetchingOnce, RoutedDuringThePoll],
+                         ids=["reset and fetch in one poll", "routing changed during the poll"])
+def test_a_reset_reports_the_first_fetched_message_not_the_next_fetch_position(fetcher_kind):
+    fetcher = fetcher_kind()
+    loop, reports = reporting_loop(fetcher)
     fetcher.loop = loop
     claim = Claim(TP, "c-0")
     loop.route({TP: (KafkaStream("s", 10, -1, {TP: claim}, DeliveryGate()), claim, None)})
