@@ -1,14 +1,40 @@
 """Fault injection: zkconsumer workers keep consuming while workers, brokers and ZooKeeper fail.
 
 Starts its own local cluster (loopback only), a producer writing messages with unique ids and
-several `zkconsumer consume` workers in one group, then injects faults chosen at random but
-reproducibly from --seed: SIGKILL of a worker, a graceful restart of one, a forced ZooKeeper
-session expiry of one (it is frozen with SIGSTOP past its session timeout), a broker restart and
-a ZooKeeper server restart. Every kind happens at least once. Invariants are checked all along:
-no partition owned by a member that is not registered, committed offsets never going backwards;
-and at the end: every message consumed, duplicates only from members that died, within what
-they had not committed. It stops by itself and prints a report; exit status 1 if an invariant
-broke.
+several workers in one group, each connected to ZooKeeper through its own cuttable proxy, then
+injects faults chosen at random but reproducibly from --seed, every kind at least once:
+
+  kill            SIGKILL of a worker
+  restart         a graceful restart of one (SIGTERM, then a new worker)
+  expire          a worker frozen (SIGSTOP) past its session timeout, then thawed
+  broker          a broker restart
+  zookeeper       a ZooKeeper server restart
+  zk-cut          one worker's ZooKeeper connection cut (it keeps running and fetching) until its
+                  session expired and others took its partitions, just as another worker leaves
+  offsets-outage  the broker stopped while a worker leaves, so members using Kafka offset
+                  storage rebalance without their offset store; then started again
+  callback-raise  a worker restarted as a Python-API member whose on_partitions_assigned
+                  raises: it must fail loudly and own nothing; then it is replaced
+  fresh-restart   a partition added to the topic, its first owner (which reset it to the log end
+                  by auto.offset.reset=largest and delivered nothing) restarted before anything
+                  is produced there; then everything produced there must be consumed
+
+About half the workers use offsets.storage=kafka with dual commit, the rest ZooKeeper: the
+group is always in the documented rolling-migration state, the ZooKeeper sampler still sees
+every offset, and a worker on ZooKeeper storage is there to leave during a Kafka outage while
+the others rebalance without their store. The first workers start with --from-beginning (the
+producer starts with them, before any member could reset to the log end); the run waits until
+every partition has a committed offset before the first fault, and every later worker runs on
+the default auto.offset.reset=largest, which a fresh partition then exercises.
+
+Invariants, checked all along: no partition owned by a member that is not registered,
+committed offsets (ZooKeeper and Kafka) never going back, no worker exiting unless told to (or
+failed on purpose), a worker cut off from ZooKeeper delivering nothing from shortly after the
+cut until it is restored, a reset partition committed though nothing was delivered from it;
+and at the end: every message consumed, and duplicates only from an interrupted worker (killed,
+session lost, offset store down, failed), of what it had delivered before the interruption
+from the offsets committed then. It stops by itself and prints a report; exit status 1 if an
+invariant broke.
 
     .venv/bin/python scripts/fault_run.py [--seed 7] [--rounds 30] [--workers 3]
 """
@@ -16,6 +42,8 @@ broke.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import logging
 import random
 import signal
@@ -25,33 +53,107 @@ import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from kafka import KafkaProducer
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
 
 from zkconsumer.assignment import consumer_of_thread
-from zkconsumer.localcluster import LocalCluster, create_topic
-from zkconsumer.localcluster.consume_process import ConsumeProcess
+from zkconsumer.localcluster import LocalCluster, TcpProxy, add_partition, create_topic
+from zkconsumer.localcluster.consume_process import API_WORKER, CLI, ConsumeProcess
 from zkconsumer.model import TopicPartition
-from zkconsumer.offsets import ZookeeperOffsetStore
+from zkconsumer.offsets import KafkaOffsetStore, ZookeeperOffsetStore
 from zkconsumer.zk.group_state import committed_partitions, read_members, read_owners
 from zkconsumer.zk.session import zookeeper_session
+from zkconsumer.znodes.paths import GroupPaths
 
-FAULTS = ("kill", "restart", "expire", "broker", "zookeeper")
+FAULTS = ("kill", "restart", "expire", "broker", "zookeeper", "zk-cut", "offsets-outage",
+          "callback-raise", "fresh-restart")
 GROUP = "fault-run"
 TOPIC = "fault-run"
+PATHS = GroupPaths(GROUP)
 SESSION_TIMEOUT_MS = 4000  # the server's minimum (two ticks), so expiry is quick to force
+AUTO_COMMIT_MS = 1000
+WORKER_OPTIONS = ("--property", f"auto.commit.interval.ms={AUTO_COMMIT_MS}",
+                  "--property", "rebalance.backoff.ms=1000",
+                  "--property", "rebalance.max.retries=20",
+                  "--property", f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}")
+# Kafka offset storage with dual commit; a failed offset request costs seconds, not a minute.
+KAFKA_STORAGE = ("--property", "offsets.storage=kafka", "--property", "dual.commit.enabled=true",
+                 "--property", "offsets.commit.max.retries=1",
+                 "--property", "offsets.channel.backoff.ms=200",
+                 "--property", "offsets.channel.socket.timeout.ms=2000")
+# How long a worker may still hand out what it holds after it was cut off or thawed: a cut
+# drops its ZooKeeper connection, which its client notices at once.
+NOTICE_S = 1.5
+# How long the broker stays down after the leaver of an offsets-outage left: the others'
+# releases and claims meet the missing offset store (and its retries) in the meantime.
+OUTAGE_S = 5.0
+# What the Python-API worker logs as its callback raises.
+RAISING = "on_partitions_assigned raising on purpose"
+# Loggers of the client libraries, whose errors (a lost connection) are not zkconsumer's.
+LIBRARY_LOGGERS = ("kafka", "kazoo")
+# Bounds on waiting for the group; reaching one is reported, never waited past.
+SETTLE_S = 60.0
+EXIT_S = 60.0
+
+T = TypeVar("T")
+
+
+def wait_for(probe: Callable[[], T], timeout: float, interval: float = 0.1) -> T | None:
+    """Poll `probe` until it returns something truthy (returned), or None after `timeout`. A
+    ZooKeeper request that fails (the server restarting) counts as not yet."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            found = probe()
+        except KazooException:
+            found = None
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(interval)
+
+
+@dataclasses.dataclass
+class Interruption:
+    """A moment from which a worker's deliveries were no longer covered by its commits (it was
+    killed, its session was lost, its offset store was down, it failed): what it had delivered
+    by then, from the offsets the group had committed then, may be delivered again by others."""
+
+    delivered: int  # records the worker had written by then
+    committed: dict[TopicPartition, int]
 
 
 class Worker(ConsumeProcess):
-    """A worker of the run, and how it ended."""
+    """A worker of the run, its own ZooKeeper proxy, and how it ended."""
 
-    def __init__(self, *args: object) -> None:
-        super().__init__(*args)
-        self.fate = "running"  # running | stopped | killed
-        # Committed offsets at each unclean end (kill) or interruption (session expiry): what
-        # this worker delivered from there on may legitimately be delivered again by others.
-        self.unclean_at: list[dict] = []
+    def __init__(self, proxy: TcpProxy, kafka_storage: bool, *args: object,
+                 **options: object) -> None:
+        super().__init__(proxy.address, *args, **options)
+        self.proxy = proxy
+        self.kafka_storage = kafka_storage
+        self.fate = "running"  # running | stopped | killed | failed
+        self.interruptions: list[Interruption] = []
+
+    def delivered(self) -> int:
+        return len(self.records())
+
+    def interrupted(self, committed: dict[TopicPartition, int]) -> None:
+        self.interruptions.append(Interruption(self.delivered(), committed))
+
+    def may_be_redelivered(self, tp: TopicPartition, offset: int, index: int) -> bool:
+        """Whether its `index`-th delivery, of `offset`, was left uncommitted by an interruption."""
+        return any(index < i.delivered and offset >= i.committed.get(tp, 0)
+                   for i in self.interruptions)
+
+    def ended(self, fate: str) -> None:
+        self.fate = fate
+        self.proxy.close()
 
 
 class Run:
@@ -61,7 +163,9 @@ class Run:
         self.args = args
         self.rng = random.Random(args.seed)
         self.workers: list[Worker] = []
-        self.produced: list[str] = []
+        self.partitions = args.partitions  # grows with every fresh-restart
+        self.producing = list(range(args.partitions))  # the partitions the producer writes to
+        self.produced: dict[str, int] = {}  # message id -> partition
         self.violations: list[str] = []
         self.faults: Counter = Counter()
         self.longest_unowned_s: dict[int, float] = defaultdict(float)
@@ -69,17 +173,25 @@ class Run:
         self.rounds = 0
         self._stop = threading.Event()
         self._sequence = 0
+        self._inject = {"kill": self.kill, "restart": self.restart, "expire": self.expire,
+                        "broker": self.broker, "zookeeper": self.zookeeper,
+                        "zk-cut": self.zk_cut, "offsets-outage": self.offsets_outage,
+                        "callback-raise": self.callback_raise,
+                        "fresh-restart": self.fresh_restart}
 
     # -- workers ----------------------------------------------------------------------------
 
-    def start_worker(self) -> Worker:
+    def start_worker(self, *extra: str, from_beginning: bool = False,
+                     program: tuple[str, ...] = CLI) -> Worker:
         self._sequence += 1
-        name = f"w{self._sequence}"
-        worker = Worker(self.cluster.zookeeper_connect, GROUP, TOPIC, self.work, name,
-                        "--property", "auto.commit.interval.ms=1000",
-                        "--property", "rebalance.backoff.ms=1000",
-                        "--property", "rebalance.max.retries=20",
-                        "--property", f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}")
+        running = self.running()
+        # Kafka storage while at most half the running workers have it: the group stays mixed.
+        kafka_storage = program == CLI and \
+            sum(w.kafka_storage for w in running) * 2 <= len(running)
+        worker = Worker(TcpProxy(self.cluster.zookeeper.port), kafka_storage, GROUP, TOPIC,
+                        self.work, f"w{self._sequence}", *WORKER_OPTIONS,
+                        *(KAFKA_STORAGE if kafka_storage else ()), *extra,
+                        from_beginning=from_beginning, program=program)
         self.workers.append(worker)
         return worker
 
@@ -87,7 +199,7 @@ class Run:
         """A worker must only stop when told to: any other exit breaks the run's promise."""
         for worker in self.workers:
             if worker.fate == "running" and worker.process.poll() is not None:
-                worker.fate = "stopped"
+                worker.ended("stopped")
                 self.violations.append(f"{worker.name} exited by itself with "
                                        f"{worker.process.returncode}: {worker.log_tail(1)[:300]}")
                 self.start_worker()
@@ -100,22 +212,38 @@ class Run:
         before any handler exists, would test the interpreter, not zkconsumer)."""
         return [w for w in self.running() if w.rebalance_ms()] or self.running()
 
-    # -- background: producer and invariant sampler -------------------------------------------
+    def stop_worker(self, worker: Worker) -> None:
+        """A clean stop (SIGTERM), which must end with status 0."""
+        try:
+            code = worker.terminate(timeout=EXIT_S)
+        except subprocess.TimeoutExpired:
+            self.violations.append(f"{worker.name} still running {EXIT_S:.0f}s after SIGTERM")
+            worker.kill()
+            code = worker.process.returncode
+        if code != 0:
+            self.violations.append(f"{worker.name} exited {code} on SIGTERM: "
+                                   f"{worker.log_tail(1)[:300]}")
+        worker.ended("stopped")
+
+    # -- background: producer and invariant samplers ------------------------------------------
 
     def produce(self) -> None:
+        # Metadata refreshed every second: a partition added by fresh-restart is refused as
+        # unknown until the producer's metadata has it, which would stall all production.
         producer = KafkaProducer(bootstrap_servers=self.cluster.bootstrap_servers,
-                                 api_version=(0, 9), acks=1, retries=10, linger_ms=5)
+                                 api_version=(0, 9), acks=1, retries=10, linger_ms=5,
+                                 metadata_max_age_ms=1000)
         n = 0
         try:
             while not self._stop.is_set():
                 message_id = f"m-{n:07d}"
+                partition = self.producing[n % len(self.producing)]
                 try:
-                    producer.send(TOPIC, message_id.encode(),
-                                  partition=n % self.args.partitions).get(timeout=30)
-                except Exception:  # noqa: BLE001 - the broker is down: send the same id again
+                    producer.send(TOPIC, message_id.encode(), partition=partition).get(timeout=30)
+                except Exception:  # noqa: BLE001 - broker down, partition not known yet: again
                     time.sleep(0.5)
                     continue
-                self.produced.append(message_id)
+                self.produced[message_id] = partition
                 n += 1
                 time.sleep(1.0 / self.args.rate)
         finally:
@@ -135,7 +263,7 @@ class Run:
                             if consumer_of_thread(thread) not in live:
                                 self.violations.append(f"{tp} owned by unregistered {thread}")
                         now = time.monotonic()
-                        for p in range(self.args.partitions):
+                        for p in range(self.partitions):
                             if TopicPartition(TOPIC, p) in owners:
                                 unowned_since.pop(p, None)
                             else:
@@ -144,46 +272,220 @@ class Run:
                                                                 now - since)
                         offsets = ZookeeperOffsetStore(zk, GROUP).fetch(
                             committed_partitions(zk, GROUP))
-                        for tp, offset in offsets.items():
-                            if offset < last_offsets.get(tp, -1):
-                                self.violations.append(f"{tp} committed offset went back "
-                                                       f"{last_offsets[tp]} -> {offset}")
-                            last_offsets[tp] = max(offset, last_offsets.get(tp, -1))
+                        self._check_forward("committed offset", last_offsets, offsets)
                         self.committed = dict(last_offsets)
                         time.sleep(0.1)
             except Exception:  # noqa: BLE001 - ZooKeeper is restarting: sample again after it
                 time.sleep(0.5)
 
+    def sample_kafka_offsets(self) -> None:
+        """Kafka's copy of the offsets, which members with dual commit write first and which no
+        ZooKeeper condition guards: a member that lost its partitions must not rewind it."""
+        store = KafkaOffsetStore(GROUP, self.cluster.bootstrap_servers, api_version=(0, 9),
+                                 retries=0, request_timeout_ms=3000)
+        last_offsets: dict[TopicPartition, int] = {}
+        try:
+            while not self._stop.wait(0.5):
+                try:
+                    offsets = store.fetch(TopicPartition(TOPIC, p) for p in range(self.partitions))
+                except Exception:  # noqa: BLE001 - the broker is down: sample again later
+                    offsets = {}
+                self._check_forward("Kafka-committed offset", last_offsets, offsets)
+        finally:
+            store.close()
+
+    def _check_forward(self, what: str, last: dict[TopicPartition, int],
+                       offsets: dict[TopicPartition, int]) -> None:
+        for tp, offset in offsets.items():
+            if offset < last.get(tp, -1):
+                self.violations.append(f"{tp} {what} went back {last[tp]} -> {offset}")
+            last[tp] = max(offset, last.get(tp, -1))
+
     # -- faults ------------------------------------------------------------------------------
 
-    def inject(self, kind: str) -> None:
-        self.faults[kind] += 1
-        if kind in ("kill", "restart", "expire"):
-            victim = self.rng.choice(self.victims())
-            print(f"  victim: {victim.name}", file=sys.stderr, flush=True)
-            if kind in ("kill", "expire"):
-                victim.unclean_at.append(dict(self.committed))
-            if kind == "kill":
-                victim.process.kill()
-                victim.process.wait(timeout=30)
-                victim.fate = "killed"
+    def kill(self) -> None:
+        victim = self._pick_victim()
+        committed = dict(self.committed)
+        victim.kill()
+        victim.interrupted(committed)
+        victim.ended("killed")
+        self.start_worker()
+
+    def restart(self) -> None:
+        self.stop_worker(self._pick_victim())
+        self.start_worker()
+
+    def expire(self) -> None:
+        victim = self._pick_victim()
+        committed = dict(self.committed)
+        victim.process.send_signal(signal.SIGSTOP)
+        with zookeeper_session(self.cluster.zookeeper_connect, timeout_s=30) as zk:
+            self._wait_until_session_gone(zk, victim, "frozen")
+        victim.process.send_signal(signal.SIGCONT)
+        time.sleep(NOTICE_S)
+        victim.interrupted(committed)
+
+    def broker(self) -> None:
+        with self.broker_down():
+            pass  # a plain restart
+
+    def zookeeper(self) -> None:
+        self.cluster.restart_zookeeper(graceful=self.rng.random() < 0.5)
+
+    def zk_cut(self) -> None:
+        """The victim's ZooKeeper connection is cut just as another worker leaves, so the cut
+        meets its rebalance; it must stop delivering and committing until it knows whether its
+        session survived, and it does not: it is restored only after others took over."""
+        victim = self._pick_victim()
+        peers = [w for w in self.victims() if w is not victim]
+        with zookeeper_session(self.cluster.zookeeper_connect, timeout_s=30) as zk:
+            leaver = self.rng.choice(peers) if peers else None
+            if leaver is not None:
+                left = threading.Event()
+                if zk.exists(self._registration(leaver), watch=lambda _event: left.set()):
+                    leaver.request_stop()
+                    left.wait(EXIT_S)
+                    # Its rebalance starts now and takes some 50-300 ms: cut somewhere in it.
+                    time.sleep(self.rng.uniform(0.0, 0.15))
+            registration = self._registration(victim)
+            committed = dict(self.committed)
+            victim.proxy.cut()
+            time.sleep(NOTICE_S)
+            victim.interrupted(committed)
+            if leaver is not None:
+                self.stop_worker(leaver)
                 self.start_worker()
-            elif kind == "restart":
-                victim.process.send_signal(signal.SIGTERM)
-                code = victim.process.wait(timeout=60)
-                if code != 0:
-                    self.violations.append(f"{victim.name} exited {code} on SIGTERM")
-                victim.fate = "stopped"
-                self.start_worker()
-            else:
-                victim.process.send_signal(signal.SIGSTOP)
-                time.sleep(SESSION_TIMEOUT_MS / 1000.0 + 3.0)  # past the session's expiry
-                victim.process.send_signal(signal.SIGCONT)
-        elif kind == "broker":
-            self.cluster.stop_broker(0, graceful=self.rng.random() < 0.5)
+            self._wait_until_session_gone(zk, victim, "cut off")
+            wait_for(lambda: len(read_owners(zk, GROUP)) == self.partitions, SETTLE_S)
+            late = victim.delivered() - victim.interruptions[-1].delivered
+            if late:
+                self.violations.append(f"{victim.name} delivered {late} messages while cut off "
+                                       "from ZooKeeper (its session expired meanwhile)")
+            victim.proxy.restore()
+            if not wait_for(lambda: zk.exists(registration), SETTLE_S):
+                self.violations.append(f"{victim.name} did not register again within "
+                                       f"{SETTLE_S:.0f}s of its ZooKeeper connection's return")
+
+    def offsets_outage(self) -> None:
+        """Kafka, where half the workers keep offsets, goes down while one worker leaves: the
+        others rebalance with failing release commits and claim-time offset fetches."""
+        leavers = self.victims()
+        leaver = self.rng.choice([w for w in leavers if not w.kafka_storage] or leavers)
+        with self.broker_down():
+            print(f"  leaver: {leaver.name}", file=sys.stderr, flush=True)
+            self.stop_worker(leaver)
+            time.sleep(OUTAGE_S)
+        self.start_worker()
+
+    def callback_raise(self) -> None:
+        """A worker restarted as a Python-API member whose on_partitions_assigned raises on its
+        first call: it must fail loudly (an error logged, a non-zero exit) and keep no owner
+        znode; then a worker takes its place."""
+        self.stop_worker(self._pick_victim())
+        committed = dict(self.committed)
+        member = self.start_worker("--fail-on-assign", "1", program=API_WORKER)
+        print(f"  member: {member.name}", file=sys.stderr, flush=True)
+        wait_for(lambda: member.log_events(RAISING) or member.process.poll() is not None,
+                 SETTLE_S)
+        if not member.log_events(RAISING):
+            self.violations.append(f"{member.name}'s on_partitions_assigned never raised: "
+                                   f"{member.log_tail(1)[:300]}")
+        try:
+            code = member.process.wait(timeout=EXIT_S)
+        except subprocess.TimeoutExpired:
+            self.violations.append(f"{member.name} still running {EXIT_S:.0f}s after its "
+                                   "on_partitions_assigned raised: it must fail")
+            member.kill()
+            code = member.process.returncode
+        if code == 0:
+            self.violations.append(f"{member.name} exited 0 after its callback raised")
+        if not any(line.get("level") == "error"
+                   and not line.get("logger", "").startswith(LIBRARY_LOGGERS)
+                   for line in member.log_lines()):
+            self.violations.append(f"{member.name} failed without logging an error")
+        member.interrupted(committed)
+        member.ended("failed")
+        consumer_id = member.consumer_id()
+        with zookeeper_session(self.cluster.zookeeper_connect, timeout_s=30) as zk:
+            if consumer_id and not wait_for(
+                    lambda: all(consumer_of_thread(thread) != consumer_id
+                                for thread in read_owners(zk, GROUP).values()), SETTLE_S):
+                self.violations.append(f"{member.name} failed but owner znodes still name it "
+                                       f"{SETTLE_S:.0f}s later")
+        self.start_worker()
+
+    def fresh_restart(self) -> None:
+        """A new partition's first owner resets it to the (empty) log end and restarts before
+        anything is produced there: its reset must have been committed, or the next owner
+        resets again, past what was produced in between."""
+        with zookeeper_session(self.cluster.zookeeper_connect, timeout_s=30) as zk:
+            tp = TopicPartition(TOPIC, add_partition(zk, TOPIC))
+            self.partitions += 1
+            owner = wait_for(lambda: read_owners(zk, GROUP).get(tp), SETTLE_S)
+            first = self._worker_of(owner)
+            if first is None:
+                self.violations.append(f"new partition {tp} not claimed by a running worker "
+                                       f"within {SETTLE_S:.0f}s (owner {owner})")
+                return
+            print(f"  new partition {tp.partition}, owner: {first.name}", file=sys.stderr,
+                  flush=True)
+            committed_within = AUTO_COMMIT_MS / 1000.0 + 5.0
+            if not wait_for(lambda: _committed(zk, tp) is not None, committed_within):
+                self.violations.append(
+                    f"{first.name} reset new partition {tp} but committed no offset for it "
+                    f"within {committed_within:.0f}s (the next owner resets again)")
+            first.request_stop()
+            # Produce there only once it let go, so that all of it comes after its reset.
+            wait_for(lambda: read_owners(zk, GROUP).get(tp) != owner, EXIT_S)
+            self.producing.append(tp.partition)
+            self.stop_worker(first)
+            self.start_worker()
+            if not wait_for(lambda: (_committed(zk, tp) or 0) > 0, SETTLE_S):
+                self.violations.append(f"nothing produced to new partition {tp} was committed "
+                                       f"within {SETTLE_S:.0f}s")
+
+    # -- fault helpers ------------------------------------------------------------------------
+
+    def _pick_victim(self) -> Worker:
+        victim = self.rng.choice(self.victims())
+        print(f"  victim: {victim.name}", file=sys.stderr, flush=True)
+        return victim
+
+    def _worker_of(self, thread: str | None) -> Worker | None:
+        if thread is None:
+            return None
+        consumer_id = consumer_of_thread(thread)
+        return next((w for w in self.running() if w.consumer_id() == consumer_id), None)
+
+    def _registration(self, worker: Worker) -> str:
+        consumer_id = worker.consumer_id()
+        if consumer_id is None:
+            self.violations.append(f"{worker.name} logged no registration")
+        return PATHS.member(consumer_id or worker.name)
+
+    def _wait_until_session_gone(self, zk: KazooClient, victim: Worker, how: str) -> None:
+        registration = self._registration(victim)
+        bound = 3 * SESSION_TIMEOUT_MS / 1000.0
+        if wait_for(lambda: not zk.exists(registration), bound) is None:
+            self.violations.append(f"{victim.name}'s session outlived {bound:.0f}s {how}")
+
+    @contextlib.contextmanager
+    def broker_down(self) -> Iterator[None]:
+        """The broker stopped (cleanly or not) for the block, and started again after it.
+        Members with Kafka offset storage can commit nothing meanwhile, so each gets an
+        interruption: what it delivered until the broker is back may be delivered again once
+        it lets a partition go."""
+        committed = dict(self.committed)
+        affected = [w for w in self.running() if w.kafka_storage]
+        self.cluster.stop_broker(0, graceful=self.rng.random() < 0.5)
+        try:
+            yield
+        finally:
             self.cluster.start_broker(0)
-        else:
-            self.cluster.restart_zookeeper(graceful=self.rng.random() < 0.5)
+            for worker in affected:
+                worker.interrupted(committed)
+
+    # -- the run ------------------------------------------------------------------------------
 
     def schedule(self) -> list[str]:
         kinds = list(FAULTS) + [self.rng.choice(FAULTS)
@@ -191,18 +493,22 @@ class Run:
         self.rng.shuffle(kinds)
         return kinds
 
-    # -- the run ------------------------------------------------------------------------------
-
     def run(self) -> bool:
+        started = time.monotonic()
         with zookeeper_session(self.cluster.zookeeper_connect) as zk:
             create_topic(zk, TOPIC, self.args.partitions)
-        for _ in range(self.args.workers):
-            self.start_worker()
-        background = [threading.Thread(target=self.produce, daemon=True),
-                      threading.Thread(target=self.sample, daemon=True)]
-        for thread in background:
-            thread.start()
-        started = time.monotonic()
+            for _ in range(self.args.workers):
+                self.start_worker(from_beginning=True)
+            background = [threading.Thread(target=self.produce, daemon=True),
+                          threading.Thread(target=self.sample, daemon=True),
+                          threading.Thread(target=self.sample_kafka_offsets, daemon=True)]
+            for thread in background:
+                thread.start()
+            # From here on workers start at the log end when a partition has no offset.
+            if not wait_for(lambda: len(committed_partitions(zk, GROUP)) == self.partitions,
+                            SETTLE_S * 2):
+                self.violations.append("the group had not committed every partition "
+                                       f"{SETTLE_S * 2:.0f}s after it started")
         for round_number, kind in enumerate(self.schedule(), start=1):
             if time.monotonic() - started > self.args.max_seconds:
                 print(f"time limit reached after {round_number - 1} rounds", file=sys.stderr)
@@ -210,7 +516,10 @@ class Run:
             time.sleep(self.rng.uniform(self.args.min_gap, self.args.max_gap))
             self.replace_exited_workers()
             print(f"round {round_number}: {kind}", file=sys.stderr, flush=True)
-            self.inject(kind)
+            self.faults[kind] += 1
+            injected = time.monotonic()
+            self._inject[kind]()
+            print(f"  done in {time.monotonic() - injected:.1f}s", file=sys.stderr, flush=True)
         self.rounds = sum(self.faults.values())
         time.sleep(self.args.max_gap)
         self._stop.set()
@@ -221,56 +530,78 @@ class Run:
         while time.monotonic() < deadline and not produced <= self.consumed_ids():
             time.sleep(0.5)
         for worker in self.running():
-            worker.process.send_signal(signal.SIGTERM)
+            worker.request_stop()
         for worker in self.workers:
             try:
                 worker.process.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                worker.process.kill()
-        return self.report(produced)
+                worker.kill()
+            worker.proxy.close()
+        return self.report(produced, time.monotonic() - started)
 
     def consumed_ids(self) -> set[str]:
         return {r["value"] for w in self.workers for r in w.records()}
 
-    def report(self, produced: set[str]) -> bool:
+    def report(self, produced: set[str], seconds: float) -> bool:
         deliveries = defaultdict(list)
         for worker in self.workers:
-            for record in worker.records():
-                deliveries[(record["partition"], record["offset"])].append(worker)
-        consumed = {r["value"] for w in self.workers for r in w.records()}
+            for index, record in enumerate(worker.records()):
+                deliveries[(record["partition"], record["offset"])].append((worker, index))
+        consumed = self.consumed_ids()
         lost = produced - consumed
-        duplicates = {key: ws for key, ws in deliveries.items() if len(ws) > 1}
-        for (partition, offset), ws in duplicates.items():
+        duplicates = {key: ds for key, ds in deliveries.items() if len(ds) > 1}
+        unexplained = defaultdict(list)  # (partition, the workers) -> offsets
+        for (partition, offset), ds in sorted(duplicates.items()):
             tp = TopicPartition(TOPIC, partition)
-            window_ok = any(offset >= snapshot.get(tp, 0)
-                            for w in ws for snapshot in w.unclean_at)
-            if not window_ok:
-                self.violations.append(f"partition {partition} offset {offset} delivered by "
-                                       f"{', '.join(w.name for w in ws)} outside any dead "
-                                       "member's uncommitted window")
+            if not any(w.may_be_redelivered(tp, offset, index) for w, index in ds):
+                names = ", ".join(dict.fromkeys(w.name for w, _ in ds))
+                unexplained[(partition, names)].append(offset)
+        for (partition, names), offsets in unexplained.items():
+            self.violations.append(f"partition {partition}: {len(offsets)} offsets "
+                                   f"({_spans(offsets)}) delivered by {names}, outside any "
+                                   "interrupted worker's uncommitted window")
+        lost_by_partition = Counter(self.produced[message_id] for message_id in lost)
         rebalances = sorted(ms for w in self.workers for ms in w.rebalance_ms())
         rows = [
             ("seed", self.args.seed),
             ("rounds", self.rounds),
             *((f"faults: {kind}", self.faults[kind]) for kind in FAULTS),
             ("workers started", len(self.workers)),
+            ("partitions", self.partitions),
             ("messages produced", len(produced)),
             ("messages consumed", len(consumed & produced)),
             ("lost", len(lost)),
+            ("lost, by partition", " ".join(f"{p}:{n}" for p, n in sorted(
+                lost_by_partition.items())) or "-"),
             ("duplicates", len(duplicates)),
             ("invariant violations", len(self.violations)),
             ("longest unowned, per partition (s)",
-             " ".join(f"{p}:{self.longest_unowned_s[p]:.1f}"
-                      for p in range(self.args.partitions))),
+             " ".join(f"{p}:{self.longest_unowned_s[p]:.1f}" for p in range(self.partitions))),
             ("rebalances", len(rebalances)),
             ("rebalance ms p50 / p99 / max", _percentiles(rebalances)),
+            ("run time (s)", f"{seconds:.0f}"),
         ]
         width = max(len(name) for name, _ in rows)
         for name, value in rows:
             print(f"{name:<{width}}  {value}")
-        for violation in self.violations[:10]:
+        for violation in self.violations[:20]:
             print(f"VIOLATION: {violation}")
         return not lost and not self.violations
+
+
+def _committed(zk: KazooClient, tp: TopicPartition) -> int | None:
+    return ZookeeperOffsetStore(zk, GROUP).fetch([tp]).get(tp)
+
+
+def _spans(numbers: list[int]) -> str:
+    """Sorted numbers as runs: [3, 4, 5, 9] -> "3-5, 9"."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _percentiles(values: list[int]) -> str:
@@ -282,8 +613,8 @@ def _percentiles(values: list[int]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # The sampler's own ZooKeeper client sees the restarts too; its warnings are expected.
-    for library in ("kazoo", "kafka"):
+    # The samplers' own clients see the restarts too; their warnings are expected.
+    for library in LIBRARY_LOGGERS:
         logging.getLogger(library).setLevel(logging.CRITICAL)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=7)

@@ -1,4 +1,7 @@
-"""A short run of scripts/fault_run.py: every fault kind once, invariants held, nothing lost."""
+"""A short run of scripts/fault_run.py: every fault kind once (worker deaths, broker and
+ZooKeeper restarts, a member cut off from ZooKeeper, a Kafka offset-store outage during a
+rebalance, a failing rebalance callback, a restart before a reset partition got any message),
+every invariant held, nothing lost."""
 
 from __future__ import annotations
 

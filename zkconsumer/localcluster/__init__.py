@@ -13,7 +13,8 @@ from zkconsumer.localcluster.cluster import (
     make_self_signed_keystore,
 )
 from zkconsumer.localcluster.java import JavaNotFoundError, find_java
-from zkconsumer.localcluster.topics import create_topic, wait_for_leaders
+from zkconsumer.localcluster.tcp_proxy import TcpProxy
+from zkconsumer.localcluster.topics import add_partition, create_topic, wait_for_leaders
 
 __all__ = [
     "BrokerProcess",
@@ -21,7 +22,9 @@ __all__ = [
     "ClusterError",
     "JavaNotFoundError",
     "LocalCluster",
+    "TcpProxy",
     "TlsKeystore",
+    "add_partition",
     "create_topic",
     "default_cache_dir",
     "ensure_bundle",

@@ -1,7 +1,8 @@
 """A `zkconsumer consume` worker in a process of its own, as deployments run it.
 
 Tests and the fault runner kill, freeze and stop these the way real workers die; what a worker
-delivered (`--format jsonl`) and logged (`--log-format json`) is read back from its files.
+delivered (`--format jsonl`) and logged (`--log-format json`) is read back from its files. The
+Python-API worker (`api_worker`, for callbacks the command cannot take) writes the same files.
 """
 
 from __future__ import annotations
@@ -12,16 +13,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+# How each kind of worker is started: the command, and the Python-API worker.
+CLI = ("-m", "zkconsumer", "--log-format", "json", "consume", "--format", "jsonl")
+API_WORKER = ("-m", "zkconsumer.localcluster.api_worker")
+
 
 class ConsumeProcess:
     def __init__(self, zookeeper_connect: str, group: str, topic: str, work_dir: Path,
-                 name: str, *extra: str) -> None:
+                 name: str, *extra: str, from_beginning: bool = True,
+                 program: tuple[str, ...] = CLI) -> None:
         self.name = name
         self.output = Path(work_dir) / f"{name}.jsonl"
         self.log = Path(work_dir) / f"{name}.log"
-        command = [sys.executable, "-m", "zkconsumer", "--log-format", "json", "consume",
-                   "--zookeeper", zookeeper_connect, "--group", group, "--topic", topic,
-                   "--from-beginning", "--format", "jsonl", *extra]
+        command = [sys.executable, *program, "--zookeeper", zookeeper_connect, "--group", group,
+                   "--topic", topic, *(["--from-beginning"] if from_beginning else []), *extra]
+        self._stop_requested = False
         with open(self.output, "wb") as out, open(self.log, "wb") as err:
             self.process = subprocess.Popen(command, stdout=out, stderr=err,
                                             stdin=subprocess.DEVNULL)
@@ -30,11 +36,20 @@ class ConsumeProcess:
         """Every record delivered so far; a last line cut short by SIGKILL is not one."""
         return _json_lines(self.output)
 
+    def log_lines(self) -> list[dict]:
+        """Every JSON log line so far (a plain `error: ...` line on failure is not one)."""
+        return _json_lines(self.log)
+
     def log_events(self, event: str) -> list[dict]:
-        return [line for line in _json_lines(self.log) if line.get("event") == event]
+        return [line for line in self.log_lines() if line.get("event") == event]
 
     def rebalance_ms(self) -> list[int]:
         return [line["ms"] for line in self.log_events("rebalanced") if "ms" in line]
+
+    def consumer_id(self) -> str | None:
+        """The member's consumer id, once it has registered in the group."""
+        return next((line["consumer_id"] for line in self.log_events("registered")
+                     if "consumer_id" in line), None)
 
     def has_rebalanced(self) -> bool:
         """True once the worker owns its share (before that, SIGTERM may find Python still
@@ -45,9 +60,16 @@ class ConsumeProcess:
         text = self.log.read_text(errors="replace") if self.log.exists() else ""
         return "\n".join(text.splitlines()[-lines:])
 
+    def request_stop(self) -> None:
+        """Ask for a clean stop (SIGTERM), once: a second signal could arrive after the run
+        ended and Python's default handler is back, and kill a worker that stopped cleanly."""
+        if not self._stop_requested:
+            self._stop_requested = True
+            self.process.send_signal(signal.SIGTERM)
+
     def terminate(self, timeout: float = 60) -> int:
         """A clean stop, as a service manager asks for one; returns the exit status."""
-        self.process.send_signal(signal.SIGTERM)
+        self.request_stop()
         return self.process.wait(timeout=timeout)
 
     def kill(self) -> None:

@@ -7,6 +7,7 @@ broker version.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from kazoo.client import KazooClient
@@ -47,6 +48,22 @@ def create_topic(zk: KazooClient, topic: str, partitions: int, replication_facto
     if wait:
         wait_for_leaders(zk, topic, partitions, timeout=timeout)
     return assignment
+
+
+def add_partition(zk: KazooClient, topic: str) -> int:
+    """One more partition for the topic, as `kafka-topics.sh --alter --partitions` adds it: by
+    rewriting the topic's replica assignment, on which the controller creates the partition and
+    members watching the topic rebalance. Returns the new partition's number."""
+    path = topic_path(topic)
+    data, stat = zk.get(path)
+    current = TopicPartitions.decode(path, data)
+    partition = max(current.partitions) + 1
+    brokers = sorted(int(child) for child in zk.get_children(BROKER_IDS))
+    replicas = (brokers[partition % len(brokers)],)
+    grown = dataclasses.replace(current, partitions={**current.partitions, partition: replicas})
+    zk.set(path, grown.encode(), version=stat.version)
+    wait_for_leaders(zk, topic, partition + 1)
+    return partition
 
 
 def wait_for_leaders(zk: KazooClient, topic: str, partitions: int, timeout: float = 60.0) -> None:

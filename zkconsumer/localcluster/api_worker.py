@@ -1,0 +1,87 @@
+"""A group member built on the Python API, with a rebalance callback, in a process of its own.
+
+`zkconsumer consume` takes no callbacks, so a member whose `on_partitions_assigned` raises (a
+user's bug, and a path that must fail the member loudly and release what it owns) cannot be
+run through it. This worker can: it is `zkconsumer --log-format json consume --format jsonl`
+with such a callback, running the command's own loop and formatter, so its output, logs, exit
+status and stop on SIGTERM are the command's and `ConsumeProcess` reads it the same way.
+
+    python -m zkconsumer.localcluster.api_worker --zookeeper Z --group G --topic T \
+        [--from-beginning] [--property KEY=VALUE ...] [--fail-on-assign N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+
+import structlog
+
+from zkconsumer.cli.consume_command import ConsumeRun, build_config, stop_on_signals
+from zkconsumer.cli.message_output import jsonl
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.logs import configure_logging, redact
+from zkconsumer.member.connector import ConsumerConnector
+from zkconsumer.model import TopicPartition
+
+log = structlog.get_logger(__name__)
+
+
+class FailingAssignCallback:
+    """`on_partitions_assigned` that raises on its `fail_on`-th call (never if 0)."""
+
+    def __init__(self, fail_on: int) -> None:
+        self.calls = 0
+        self._fail_on = fail_on
+
+    def __call__(self, partitions: Mapping[TopicPartition, str]) -> None:
+        self.calls += 1
+        if self.calls == self._fail_on:
+            # Logged so that whoever drives this worker knows the fault has happened.
+            log.warning("on_partitions_assigned raising on purpose", call=self.calls,
+                        partitions=len(partitions))
+            raise RuntimeError(f"on_partitions_assigned failed on purpose (call {self.calls})")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--zookeeper", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--from-beginning", action="store_true")
+    parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--fail-on-assign", type=int, default=0, metavar="N",
+                        help="raise from on_partitions_assigned on its N-th call (0: never)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    configure_logging("json")
+    try:
+        consumed = _consume(args)
+    except ZkConsumerError as exc:  # one line and status 1, as the command reports it
+        print(f"error: {redact(str(exc))}", file=sys.stderr, flush=True)
+        return 1
+    log.info("consumer stopped", messages=consumed)
+    return 0
+
+
+def _consume(args: argparse.Namespace) -> int:
+    with stop_on_signals() as stop_requested:
+        config = build_config(args.zookeeper, args.group, None, tuple(args.property),
+                              args.from_beginning)
+        connector = ConsumerConnector(
+            config, on_partitions_assigned=FailingAssignCallback(args.fail_on_assign))
+        try:
+            streams = connector.create_message_streams({args.topic: 1})[args.topic]
+            run = ConsumeRun(connector, streams, jsonl, None, None, stop_requested)
+            run.run()
+        finally:
+            connector.shutdown()  # the run shuts down by itself; this covers a failed start
+    return run.consumed
+
+
+if __name__ == "__main__":
+    sys.exit(main())
