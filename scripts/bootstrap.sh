@@ -26,10 +26,34 @@ zkc_install() {
   fi
 }
 
+# zkc_require_java [MIN]: a java of major version MIN (default 8, what the local cluster needs)
+# or newer, from $JAVA_HOME or PATH; otherwise one line naming what was found, and exit 1.
 zkc_require_java() {
-  if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then return 0; fi
-  if command -v java >/dev/null 2>&1; then return 0; fi
-  echo "error: Java 8+ is needed to run the local ZooKeeper and Kafka; install a JDK/JRE" \
-       "(e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME" >&2
-  exit 1
+  local minimum=${1:-8} java version major
+  if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then
+    java=$JAVA_HOME/bin/java
+  else
+    java=$(command -v java || true)
+  fi
+  if [ -z "$java" ]; then
+    echo "error: Java $minimum+ is needed to run the local ZooKeeper and Kafka; install a" \
+         "JDK/JRE (e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME" >&2
+    exit 1
+  fi
+  # `java -version` prints e.g. 'openjdk version "17.0.9"' or, up to Java 8, 'java version "1.8.0_392"'.
+  version=$("$java" -version 2>&1 | awk -F'"' '/version/ { print $2; exit }' || true)
+  case $version in
+    1.*) major=${version#1.}; major=${major%%.*} ;;
+    *) major=${version%%[.+_-]*} ;;
+  esac
+  if ! [[ $major =~ ^[0-9]+$ ]]; then
+    echo "error: could not tell the version of $java ('$java -version' says no version);" \
+         "Java $minimum+ is needed" >&2
+    exit 1
+  fi
+  if [ "$major" -lt "$minimum" ]; then
+    echo "error: Java $minimum+ is needed, but $java is Java $major; install a JDK $minimum+" \
+         "(e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME to one" >&2
+    exit 1
+  fi
 }

@@ -9,8 +9,9 @@ fail later: numbers must be in a usable range and no known key may be empty.
 Settings are layered, lowest precedence first: defaults, a properties file, environment
 variables (`ZKCONSUMER_` + the key upper-cased with dots as underscores, e.g.
 `ZKCONSUMER_GROUP_ID`; only the keys listed here, never the `kafka.` pass-through ones), then
-explicit overrides (`--property key=value`). Every value remembers where it came from, so an
-error names the key, the value and e.g. `consumer.properties line 3`.
+explicit overrides (`--property key=value`), then values of named command-line options such as
+`--zookeeper`. Every value remembers where it came from, so an error names the key, the value
+and e.g. `consumer.properties line 3` or `--zookeeper`.
 
 zkconsumer's own keys:
 
@@ -35,18 +36,22 @@ zkconsumer's own keys:
 Secrets (`zookeeper.auth.digest`, `zookeeper.sasl.password`, `kafka.*password*`) never appear in errors or in the
 config's repr.
 
-Any other key is kept in `ConsumerConfig.unknown_keys` for the caller to warn about, as the
-reference does, rather than rejected.
+Any other key is kept in `ConsumerConfig.unknown_keys` rather than rejected, as the reference
+does; like the reference, `load_config` warns about each (naming the closest known key), since a
+misspelt key is otherwise silently ignored.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple, NoReturn
+
+import structlog
 
 from zkconsumer.assignment.topic_filter import Whitelist, normalize_filter_regex
 from zkconsumer.errors import ConfigError, TopicFilterError
@@ -65,10 +70,21 @@ _MAX_TOPIC_LENGTH = 249
 _HOST = re.compile(r"[^\s\[\]/,]+")
 _SUBSCRIPTION_KEYS = ("topics", "whitelist", "blacklist")
 _SECRET_NAME = re.compile(r"password|secret|token|credential", re.IGNORECASE)
+log = structlog.get_logger(__name__)
 
 
 class _Invalid(Exception):
     """Why a value is rejected; the caller knows the key, the value and the source."""
+
+
+class MissingConfigError(ConfigError):
+    """A required key set nowhere: says so, rather than blaming a value of None."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key, None, "it is required")
+
+    def __str__(self) -> str:
+        return f"missing config {self.key}: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -165,47 +181,72 @@ class ConsumerConfig:
         return result
 
 
-def load_config(properties_file: str | os.PathLike[str] | None = None,
-                overrides: Mapping[str, str] | Iterable[str] = (),
-                environ: Mapping[str, str] | None = None) -> ConsumerConfig:
-    """Layer defaults, the file, the environment (`os.environ` unless given) and overrides.
+class Setting(NamedTuple):
+    """A value and where it came from, which errors and warnings name."""
 
-    `overrides` is either a mapping or `key=value` strings as given to `--property`.
-    """
-    settings: dict[str, _Setting] = {}
-    if properties_file is not None:
-        path = os.fspath(properties_file)
-        for key, entry in read_properties_file(path).items():
-            settings[key] = _Setting(entry.value, f"{path} line {entry.line}")
-    settings.update(_environment_settings(os.environ if environ is None else environ))
-    settings.update(_override_settings(overrides))
-    return _build(settings)
-
-
-class _Setting(NamedTuple):
     value: str
     source: str
 
 
-def _mapping_settings(mapping: Mapping[str, str], source: str) -> dict[str, _Setting]:
+def load_config(properties_file: str | os.PathLike[str] | None = None,
+                overrides: Mapping[str, str] | Iterable[str] = (),
+                environ: Mapping[str, str] | None = None,
+                options: Mapping[str, Setting] | None = None) -> ConsumerConfig:
+    """Layer defaults, the file, the environment (`os.environ` unless given), overrides and
+    `options`, and warn about every key that is not known.
+
+    `overrides` is either a mapping or `key=value` strings as given to `--property`; `options`
+    holds the values of named options (`--zookeeper`), each with its own source.
+    """
+    settings: dict[str, Setting] = {}
+    if properties_file is not None:
+        path = os.fspath(properties_file)
+        for key, entry in read_properties_file(path).items():
+            settings[key] = Setting(entry.value, f"{path} line {entry.line}")
+    settings.update(_environment_settings(os.environ if environ is None else environ))
+    settings.update(_override_settings(overrides))
+    settings.update(options or {})
+    config = _build(settings)
+    for name in config.unknown_keys:
+        _warn_unknown(name, settings[name].source)
+    return config
+
+
+def parse_setting(name: str, text: str, source: str | None = None) -> Any:
+    """One known key's value, checked and converted as the config does it, for a caller holding
+    a single value (a command-line option) that wants it checked before anything else runs."""
+    key = _KEYS_BY_NAME[name]
+    try:
+        return key.parse(_non_empty(text.strip()))
+    except _Invalid as exc:
+        raise ConfigError(name, _shown(text, key.secret), str(exc), source) from None
+
+
+def _warn_unknown(name: str, source: str) -> None:
+    closest = difflib.get_close_matches(name, _KEY_NAMES, n=1)
+    log.warning("unknown config key ignored", key=name, source=source,
+                **({"closest_known_key": closest[0]} if closest else {}))
+
+
+def _mapping_settings(mapping: Mapping[str, str], source: str) -> dict[str, Setting]:
     settings = {}
     for key, value in mapping.items():
         if not isinstance(value, str):
             raise ConfigError(key, value, "must be a string, as in Java Properties", source)
-        settings[key] = _Setting(value, source)
+        settings[key] = Setting(value, source)
     return settings
 
 
-def _environment_settings(environ: Mapping[str, str]) -> dict[str, _Setting]:
+def _environment_settings(environ: Mapping[str, str]) -> dict[str, Setting]:
     settings = {}
     for key in _KEYS:
         variable = ENV_PREFIX + key.name.upper().replace(".", "_")
         if variable in environ:
-            settings[key.name] = _Setting(environ[variable], f"environment {variable}")
+            settings[key.name] = Setting(environ[variable], f"environment {variable}")
     return settings
 
 
-def _override_settings(overrides: Mapping[str, str] | Iterable[str]) -> dict[str, _Setting]:
+def _override_settings(overrides: Mapping[str, str] | Iterable[str]) -> dict[str, Setting]:
     if isinstance(overrides, Mapping):
         return _mapping_settings(overrides, "overrides")
     if isinstance(overrides, str):
@@ -215,23 +256,20 @@ def _override_settings(overrides: Mapping[str, str] | Iterable[str]) -> dict[str
         key, equals, value = item.partition("=")
         if not equals or not key.strip():
             raise ConfigError("--property", item, "expected key=value")
-        settings[key.strip()] = _Setting(value, "--property")
+        settings[key.strip()] = Setting(value, "--property")
     return settings
 
 
-def _build(settings: Mapping[str, _Setting]) -> ConsumerConfig:
+def _build(settings: Mapping[str, Setting]) -> ConsumerConfig:
     fields: dict[str, Any] = {}
     for key in _KEYS:
         setting = settings.get(key.name)
         if setting is None:
             if key.required:
-                raise ConfigError(key.name, None, "is required but not set")
+                raise MissingConfigError(key.name)
             fields[key.field] = key.derive(fields) if key.derive else key.default
             continue
-        try:
-            fields[key.field] = key.parse(_non_empty(setting.value.strip()))
-        except _Invalid as exc:
-            _reject(settings, key.name, str(exc), secret=key.secret)
+        fields[key.field] = parse_setting(key.name, setting.value, setting.source)
     _check_combinations(fields, settings)
     if fields["zookeeper_auth_digest"]:
         register_secret(fields["zookeeper_auth_digest"])
@@ -253,7 +291,7 @@ def _build(settings: Mapping[str, _Setting]) -> ConsumerConfig:
                           unknown_keys=tuple(unknown))
 
 
-def _check_combinations(fields: Mapping[str, Any], settings: Mapping[str, _Setting]) -> None:
+def _check_combinations(fields: Mapping[str, Any], settings: Mapping[str, Setting]) -> None:
     """Blame only keys the user set, so a default never appears to be at fault."""
     wait, timeout = fields["fetch_wait_max_ms"], fields["socket_timeout_ms"]
     if wait > timeout:
@@ -278,11 +316,14 @@ def _check_combinations(fields: Mapping[str, Any], settings: Mapping[str, _Setti
                 f"set only one of {', '.join(_SUBSCRIPTION_KEYS)}")
 
 
-def _reject(settings: Mapping[str, _Setting], name: str, reason: str,
+def _reject(settings: Mapping[str, Setting], name: str, reason: str,
             secret: bool = False) -> NoReturn:
     setting = settings[name]
-    value = "<hidden>" if secret else setting.value.strip()
-    raise ConfigError(name, value, reason, setting.source) from None
+    raise ConfigError(name, _shown(setting.value, secret), reason, setting.source) from None
+
+
+def _shown(text: str, secret: bool) -> str:
+    return "<hidden>" if secret else text.strip()
 
 
 def _non_empty(text: str) -> str:
@@ -341,12 +382,13 @@ def _topics(text: str) -> tuple[str, ...]:
 
 
 def _topic_filter(text: str) -> str:
+    """The reason names the regex: a command-line option's error shows no value otherwise."""
     if not normalize_filter_regex(text):
-        raise _Invalid("is empty once quotes and spaces are removed")
+        raise _Invalid(f"{text!r} is empty once quotes and spaces are removed")
     try:
         return Whitelist(text).regex
     except TopicFilterError as exc:
-        raise _Invalid(f"not a valid regular expression: {exc.reason}") from None
+        raise _Invalid(f"{text!r} is not a valid regular expression: {exc.reason}") from None
 
 
 def _api_version(text: str) -> tuple[int, ...] | None:
@@ -465,4 +507,5 @@ _KEYS = (
     _Key("zookeeper.sasl.password", _non_empty, secret=True),
     _Key("zookeeper.acl.world.read", _bool, True),
 )
-_KEY_NAMES = frozenset(key.name for key in _KEYS)
+_KEYS_BY_NAME = {key.name: key for key in _KEYS}
+_KEY_NAMES = frozenset(_KEYS_BY_NAME)

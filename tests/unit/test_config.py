@@ -3,10 +3,17 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+import structlog
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zkconsumer.config import ConsumerConfig, ZookeeperConnect, load_config
+from zkconsumer.config import (
+    ConsumerConfig,
+    MissingConfigError,
+    Setting,
+    ZookeeperConnect,
+    load_config,
+)
 from zkconsumer.errors import ConfigError
 
 REQUIRED = {"group.id": "orders", "zookeeper.connect": "zk1:2181"}
@@ -378,6 +385,55 @@ def test_error_from_property_option():
                     environ={})
     assert (info.value.key, info.value.value) == ("rebalance.max.retries", "0")
     assert "(from --property)" in str(info.value)
+
+
+def test_error_from_a_named_option_names_that_option():
+    with pytest.raises(ConfigError) as info:
+        load_config(overrides=["group.id=g"], environ={},
+                    options={"zookeeper.connect": Setting("zk1:notaport", "--zookeeper")})
+    assert (info.value.key, info.value.source) == ("zookeeper.connect", "--zookeeper")
+    assert "(from --zookeeper)" in str(info.value)
+
+
+def test_named_options_win_over_property_overrides():
+    loaded = load_config(overrides=["group.id=from-property", "zookeeper.connect=z"], environ={},
+                         options={"group.id": Setting("from-option", "--group")})
+    assert loaded.group_id == "from-option"
+
+
+def test_a_missing_required_key_is_reported_as_missing_not_as_none():
+    with pytest.raises(MissingConfigError) as info:
+        load_config(overrides=["zookeeper.connect=z"], environ={})
+    assert info.value.key == "group.id"
+    assert str(info.value) == "missing config group.id: it is required"
+
+
+def warnings_from(load) -> list[dict]:
+    with structlog.testing.capture_logs() as logs:
+        load()
+    return [entry for entry in logs if entry["log_level"] == "warning"]
+
+
+def test_an_unknown_key_is_warned_about_once_naming_the_closest_known_key():
+    warnings = warnings_from(lambda: load_config(overrides=[
+        "group.id=g", "zookeeper.connect=z", "auto.offset.rest=smallest",
+        "kafka.security.protocol=SSL"], environ={}))
+    assert warnings == [{"event": "unknown config key ignored", "log_level": "warning",
+                         "key": "auto.offset.rest", "source": "--property",
+                         "closest_known_key": "auto.offset.reset"}]
+
+
+def test_an_unknown_key_in_a_properties_file_is_warned_about_with_its_line(tmp_path):
+    path = write_properties(tmp_path, "group.id=g\nzookeeper.connect=z\nrebalance.max.retry=9\n")
+    (warning,) = warnings_from(lambda: load_config(path, environ={}))
+    assert (warning["key"], warning["source"]) == ("rebalance.max.retry", f"{path} line 3")
+    assert warning["closest_known_key"] == "rebalance.max.retries"
+
+
+def test_an_unknown_key_like_no_known_one_is_warned_about_without_a_guess():
+    (warning,) = warnings_from(lambda: load_config(
+        overrides=["group.id=g", "zookeeper.connect=z", "colour=blue"], environ={}))
+    assert warning["key"] == "colour" and "closest_known_key" not in warning
 
 
 def test_overridden_bad_value_is_not_an_error(tmp_path):

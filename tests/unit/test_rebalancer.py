@@ -4,8 +4,11 @@ integration tests."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from kazoo.exceptions import ConnectionLoss
+from structlog.testing import capture_logs
 from support.memory_store import MemoryStore
 
 from zkconsumer.member.committer import OffsetCommitter
@@ -32,11 +35,12 @@ class DictMembership:
 
     def __init__(self) -> None:
         self.members = {ME: ConsumerRegistration.static({"t": 1}, 0)}
+        self.topics = {"t": [0, 1]}
         self.owners: dict[TopicPartition, str] = {}
         self.fail_next_release = False
 
     def snapshot(self, _exclude_internal):
-        return GroupSnapshot(dict(self.members), ["t"], {"t": [0, 1]})
+        return GroupSnapshot(dict(self.members), sorted(self.topics), dict(self.topics))
 
     def watch_topics(self, _topics) -> None:
         pass
@@ -75,7 +79,7 @@ class NullFetchLoop:
 
 
 def rebalancer(store: MemoryStore, membership: DictMembership | None = None,
-               **callbacks) -> Rebalancer:
+               missing_topic_reminder_s: float = 60.0, **callbacks) -> Rebalancer:
     ownership = Ownership()
     stream = KafkaStream("s", 10, -1, ownership.claims, DeliveryGate())
     committer = OffsetCommitter(store, OffsetTracker(), lambda: [stream],
@@ -85,7 +89,8 @@ def rebalancer(store: MemoryStore, membership: DictMembership | None = None,
         backoff_ms=1, crashed_owner_grace_ms=0, membership=membership or DictMembership(),
         fetch_loop=NullFetchLoop(), committer=committer, offset_store=store,
         stream_for=lambda _tp, _thread: stream, auto_commit=True,
-        callbacks=RebalanceCallbacks(**callbacks), ownership=ownership, sleep=lambda _s: None)
+        callbacks=RebalanceCallbacks(**callbacks), ownership=ownership, sleep=lambda _s: None,
+        missing_topic_reminder_s=missing_topic_reminder_s)
 
 
 def test_a_raising_assigned_callback_is_reported_as_a_callback_failure():
@@ -168,3 +173,52 @@ def test_a_release_cut_short_by_zookeeper_is_finished_by_the_next_rebalance():
     assert set(member.ownership.claims) == {A, B}
     assert set(member._fetch_loop.routed) == {A, B}
     assert membership.owners == {A: "g_me-0", B: "g_me-0"}
+
+
+WAITING = "waiting for subscribed topics to be created"
+
+
+def _waiting_lines(logs: list[dict]) -> list[dict]:
+    return [entry for entry in logs if entry["event"] == WAITING]
+
+
+def test_a_member_whose_topic_does_not_exist_says_once_that_it_waits_for_it():
+    membership = DictMembership()
+    membership.members[ME] = ConsumerRegistration.static({"t": 1, "later": 1}, 0)
+    member = rebalancer(MemoryStore(), membership)
+    with capture_logs() as logs:
+        member.rebalance()
+        membership.members["g_other"] = ConsumerRegistration.static({"t": 1}, 0)
+        member.rebalance()  # another rebalance, the same topic still missing: no repeat
+    member.release_all()
+    assert [(e["log_level"], e["topics"]) for e in _waiting_lines(logs)] == \
+        [("warning", ["later"])]
+
+
+def test_the_wait_is_recalled_at_the_slow_interval_until_the_topic_exists():
+    membership = DictMembership()
+    membership.members[ME] = ConsumerRegistration.static({"t": 1, "later": 1}, 0)
+    member = rebalancer(MemoryStore(), membership, missing_topic_reminder_s=0.05)
+    with capture_logs() as logs:
+        member.rebalance()
+        deadline = time.monotonic() + 5
+        while len(_waiting_lines(logs)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(_waiting_lines(logs)) >= 3
+        membership.topics["later"] = [0]  # created: its watch rebalances the member
+        member.rebalance()
+        said = len(_waiting_lines(logs))
+        time.sleep(0.3)
+        assert len(_waiting_lines(logs)) == said
+    member.release_all()
+
+
+def test_a_member_that_leaves_stops_recalling_the_wait():
+    membership = DictMembership()
+    membership.members[ME] = ConsumerRegistration.static({"later": 1}, 0)
+    member = rebalancer(MemoryStore(), membership, missing_topic_reminder_s=0.05)
+    with capture_logs() as logs:
+        member.rebalance()
+        member.release_all()
+        time.sleep(0.3)
+    assert len(_waiting_lines(logs)) == 1

@@ -1,7 +1,8 @@
 """The `zkconsumer` command line.
 
 Every command shares one error policy: anything zkconsumer raises on purpose becomes a single
-`error: ...` line on stderr and exit status 1, never a traceback.
+`error: ...` line on stderr and exit status 1, never a traceback; a mistake in the options is
+click's usage error, status 2. `zkconsumer --help` lists every status (`EXIT_STATUSES`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,20 @@ from zkconsumer.cli.consume_command import consume
 from zkconsumer.cli.demo_command import demo
 from zkconsumer.cli.group_commands import group
 from zkconsumer.cli.inspect_command import inspect_cluster
-from zkconsumer.cli.offsets_commands import offsets
+from zkconsumer.cli.offsets_commands import OffsetsDifferError, offsets
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.logs import LOG_FORMATS, configure_logging, redact
 from zkconsumer.zk.session import ZookeeperAccessDeniedError
+
+EXIT_ERROR = 1
+EXIT_INTERRUPTED = 130
+EXIT_STATUSES = {
+    0: "done: finished, or consume/demo stopped by a signal or --max-messages",
+    EXIT_ERROR: "error: one line 'error: ...' on stderr",
+    click.UsageError.exit_code: "usage error: an unknown, missing, malformed or conflicting option",
+    OffsetsDifferError.exit_code: "differ: offsets diff found ZooKeeper and Kafka disagreeing",
+    EXIT_INTERRUPTED: "interrupted: Ctrl-C before the command finished",
+}
 
 
 class _OneLineErrors(click.Group):
@@ -29,22 +40,30 @@ class _OneLineErrors(click.Group):
             return super().invoke(ctx)
         except ZkConsumerError as exc:
             click.echo(f"error: {redact(str(exc))}", err=True)
-            ctx.exit(getattr(exc, "exit_code", 1))
+            ctx.exit(getattr(exc, "exit_code", EXIT_ERROR))
         except NoAuthError:
             click.echo(f"error: {ZookeeperAccessDeniedError.because('the change')}", err=True)
-            ctx.exit(1)
+            ctx.exit(EXIT_ERROR)
         except KazooException as exc:
             click.echo(redact(f"error: ZooKeeper request failed: {type(exc).__name__} {exc}")
                        .rstrip(), err=True)
-            ctx.exit(1)
+            ctx.exit(EXIT_ERROR)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
-            ctx.exit(130)
+            ctx.exit(EXIT_INTERRUPTED)
 
 
-@click.group(cls=_OneLineErrors, context_settings={"help_option_names": ["-h", "--help"],
-                                                   "auto_envvar_prefix": "ZKCONSUMER"})
-@click.version_option(__version__, prog_name="zkconsumer")
+# "\b" keeps click from rewrapping the lines into one paragraph.
+_EPILOG = "\b\nExit status:\n" + "\n".join(f"  {status:<4} {meaning}"
+                                          for status, meaning in EXIT_STATUSES.items())
+
+
+@click.group(cls=_OneLineErrors, epilog=_EPILOG,
+             context_settings={"help_option_names": ["-h", "--help"],
+                               "auto_envvar_prefix": "ZKCONSUMER"})
+# Not from the environment: a ZKCONSUMER_VERSION set for some other purpose would turn every
+# command into printing the version.
+@click.version_option(__version__, prog_name="zkconsumer", allow_from_autoenv=False)
 @click.option("--log-format", type=click.Choice(LOG_FORMATS), default="console", show_default=True,
               envvar="ZKCONSUMER_LOG_FORMAT", help="Human console lines, or one JSON object per line.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
@@ -60,6 +79,19 @@ cli.add_command(inspect_cluster)
 cli.add_command(demo)
 cli.add_command(group)
 cli.add_command(offsets)
+
+
+def _show_envvars(command: click.Command) -> None:
+    """Every option can come from a variable (`auto_envvar_prefix` gives the others one), and
+    the automatic names are not guessable, so `--help` shows each option's."""
+    for param in command.params:
+        if isinstance(param, click.Option):
+            param.show_envvar = True
+    for subcommand in getattr(command, "commands", {}).values():
+        _show_envvars(subcommand)
+
+
+_show_envvars(cli)
 
 
 def main() -> None:

@@ -121,7 +121,14 @@ class AdminContext:
         if storage == "zookeeper":
             return self.zookeeper_store(group).fetch(committed_partitions(self.zk, group))
         topics = group_topics(self.zk, group) | set(extra_topics)
-        return self.kafka_store(group).fetch(self.partitions_of(topics))
+        return self.kafka_offsets(group, self.partitions_of(topics))
+
+    def kafka_offsets(self, group: str, partitions: Iterable[TopicPartition]
+                      ) -> dict[TopicPartition, int]:
+        """The group's Kafka offsets of these partitions. No client is opened to ask about
+        none: kafka-python 3 logs errors when one is closed before it finished bootstrapping."""
+        wanted = list(partitions)
+        return self.kafka_store(group).fetch(wanted) if wanted else {}
 
     def write_offsets(self, storage: str, group: str, offsets: dict[TopicPartition, int]) -> None:
         store = self.zookeeper_store(group) if storage == "zookeeper" else self.kafka_store(group)

@@ -1,4 +1,9 @@
-"""`zkconsumer consume`: run a group member from the command line until stopped."""
+"""`zkconsumer consume`: run a group member from the command line until stopped.
+
+Everything about the options and settings that can be known without a cluster is checked before
+the member connects (a ConsumerConnector connects as it is built), so a mistake is reported
+first, alone, and the group is never touched by a member that could not have run.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +12,35 @@ import importlib
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 import click
 import structlog
+from click.core import ParameterSource
 
 from zkconsumer.assignment import Blacklist, Whitelist
+from zkconsumer.assignment.topic_filter import TopicFilter
 from zkconsumer.cli.message_output import FORMATS, formatter
-from zkconsumer.config import ConsumerConfig, load_config
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.config import (
+    ConsumerConfig,
+    MissingConfigError,
+    Setting,
+    load_config,
+    parse_setting,
+)
+from zkconsumer.errors import ConfigError, ZkConsumerError
+from zkconsumer.kafka_client import kafka_client_options
 from zkconsumer.logs import LOG_FORMATS, configure_logging
 from zkconsumer.member.connector import ConsumerConnector
 from zkconsumer.member.streams import ConsumerTimeout, KafkaStream
 from zkconsumer.model import Message
 
 log = structlog.get_logger(__name__)
+# Options that set a config key themselves, by parameter name.
+SETTING_OPTIONS = {"zookeeper": "zookeeper.connect", "group": "group.id"}
 
 
 class HandlerError(ZkConsumerError):
@@ -113,30 +131,84 @@ class ConsumeRun:
 
 
 def build_config(zookeeper: str | None, group: str | None, consumer_config: Path | None,
-                 properties: tuple[str, ...], from_beginning: bool) -> ConsumerConfig:
-    overrides = list(properties)
-    if zookeeper:
-        overrides.append(f"zookeeper.connect={zookeeper}")
-    if group:
-        overrides.append(f"group.id={group}")
+                 properties: tuple[str, ...], from_beginning: bool, *,
+                 sources: Mapping[str, str] = MappingProxyType({})) -> ConsumerConfig:
+    """The options win over `--property`, and each is named as the source of its value, so an
+    error points at it. `sources` names, by parameter, an option's value that did not come
+    from the command line (`environment ZKCONSUMER_GROUP_ID`)."""
+    given = {"zookeeper": zookeeper, "group": group}
+    options = {key: Setting(given[name], sources.get(name, f"--{name}"))
+               for name, key in SETTING_OPTIONS.items() if given[name]}
     if from_beginning:
-        overrides.append("auto.offset.reset=smallest")
-    return load_config(consumer_config, overrides)
+        options["auto.offset.reset"] = Setting("smallest", "--from-beginning")
+    return load_config(consumer_config, properties, options=options)
 
 
-def start_streams(connector: ConsumerConnector, config: ConsumerConfig, topics: tuple[str, ...],
-                  whitelist: str | None, blacklist: str | None, streams: int) -> list[KafkaStream]:
+def checked_config(ctx: click.Context, zookeeper: str | None, group: str | None,
+                   consumer_config: Path | None, properties: tuple[str, ...],
+                   from_beginning: bool) -> ConsumerConfig:
+    """The settings, checked as far as they can be without a cluster. No ZooKeeper or group is
+    a usage error naming the option and its variable; an invalid value, including a `kafka.*`
+    client option, is a ConfigError naming where it came from."""
+    sources = {name: f"environment {_option(ctx, name).envvar}" for name in SETTING_OPTIONS
+               if ctx.get_parameter_source(name) is ParameterSource.ENVIRONMENT}
+    try:
+        config = build_config(zookeeper, group, consumer_config, properties, from_beginning,
+                              sources=sources)
+    except MissingConfigError as exc:
+        name = next(name for name, key in SETTING_OPTIONS.items() if key == exc.key)
+        raise click.MissingParameter(
+            f"Or set {exc.key} in the --consumer-config file or with --property.",
+            ctx=ctx, param=_option(ctx, name)) from None
+    kafka_client_options(config.kafka_client_properties)
+    return config
+
+
+def _option(ctx: click.Context, name: str) -> click.Parameter:
+    return next(param for param in ctx.command.params if param.name == name)
+
+
+def topic_selection(config: ConsumerConfig, topics: tuple[str, ...], whitelist: str | None,
+                    blacklist: str | None) -> tuple[str, ...] | TopicFilter:
+    """What to consume, from the options or else the config: exactly one kind."""
     topics = topics or config.topics or ()
     whitelist = whitelist or config.whitelist
     blacklist = blacklist or config.blacklist
-    chosen = [bool(topics), bool(whitelist), bool(blacklist)]
-    if sum(chosen) != 1:
-        raise click.UsageError("give exactly one of --topic, --whitelist or --blacklist")
+    if [bool(topics), bool(whitelist), bool(blacklist)].count(True) != 1:
+        raise click.UsageError("give exactly one of --topic, --whitelist or --blacklist (or "
+                               "topics, whitelist or blacklist in the config)")
     if topics:
-        by_topic = connector.create_message_streams({t: streams for t in topics})
-        return [s for topic in topics for s in by_topic[topic]]
-    topic_filter = Whitelist(whitelist) if whitelist else Blacklist(blacklist)
-    return connector.create_message_streams_by_filter(topic_filter, streams)
+        return tuple(topics)
+    return Whitelist(whitelist) if whitelist else Blacklist(blacklist)
+
+
+def start_streams(connector: ConsumerConnector, selection: tuple[str, ...] | TopicFilter,
+                  streams: int) -> list[KafkaStream]:
+    if isinstance(selection, TopicFilter):
+        return connector.create_message_streams_by_filter(selection, streams)
+    by_topic = connector.create_message_streams({topic: streams for topic in selection})
+    return [stream for topic in selection for stream in by_topic[topic]]
+
+
+def _checked(key: str, text: str) -> Any:
+    """`text` by the config's rules for `key`; a bad one is a usage error of the option."""
+    try:
+        return parse_setting(key, text)
+    except ConfigError as exc:
+        raise click.BadParameter(exc.reason) from None
+
+
+def _topics_option(ctx: click.Context, param: click.Parameter,
+                   values: tuple[str, ...]) -> tuple[str, ...]:
+    """`--topic a,b` is `--topic a --topic b`, as `topics=a,b` is in the config."""
+    return tuple(dict.fromkeys(topic for text in values for topic in _checked("topics", text)))
+
+
+def _filter_option(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """`--whitelist` and `--blacklist` are named as their config keys."""
+    if value is not None:
+        _checked(param.name, value)
+    return value
 
 
 @contextlib.contextmanager
@@ -157,9 +229,12 @@ def stop_on_signals() -> Iterator[threading.Event]:
 @click.option("--zookeeper", envvar="ZKCONSUMER_ZOOKEEPER_CONNECT",
               help="host:port[,host:port...][/chroot] (or zookeeper.connect in the config).")
 @click.option("--group", envvar="ZKCONSUMER_GROUP_ID", help="The consumer group (group.id).")
-@click.option("--topic", "topics", multiple=True, help="A topic to consume; repeatable.")
-@click.option("--whitelist", help="Consume every topic whose whole name matches this regex.")
-@click.option("--blacklist", help="Consume every topic whose name does not match this regex.")
+@click.option("--topic", "topics", multiple=True, callback=_topics_option,
+              help="A topic to consume; repeatable (or comma-separated).")
+@click.option("--whitelist", callback=_filter_option,
+              help="Consume every topic whose whole name matches this regex.")
+@click.option("--blacklist", callback=_filter_option,
+              help="Consume every topic whose name does not match this regex.")
 @click.option("--streams", type=click.IntRange(1, 1024), default=1, show_default=True,
               help="Streams (consumer threads) per topic, or in all for a filter.")
 @click.option("--consumer-config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -177,17 +252,19 @@ def stop_on_signals() -> Iterator[threading.Event]:
               help="Call this function with each message (before it is printed).")
 @click.option("--log-format", type=click.Choice(LOG_FORMATS), default=None,
               help="Overrides the global --log-format.")
-def consume(zookeeper, group, topics, whitelist, blacklist, streams, consumer_config, properties,
-            from_beginning, max_messages, output_format, handler, log_format) -> None:
+@click.pass_context
+def consume(ctx, zookeeper, group, topics, whitelist, blacklist, streams, consumer_config,
+            properties, from_beginning, max_messages, output_format, handler, log_format) -> None:
     """Join GROUP as a member and consume until Ctrl-C, SIGTERM or --max-messages."""
     if log_format:
         configure_logging(log_format)
     handler_function = load_handler(handler) if handler else None
+    config = checked_config(ctx, zookeeper, group, consumer_config, properties, from_beginning)
+    selection = topic_selection(config, topics, whitelist, blacklist)
     with stop_on_signals() as stop_requested:
-        config = build_config(zookeeper, group, consumer_config, properties, from_beginning)
         connector = ConsumerConnector(config)
         try:
-            selected = start_streams(connector, config, topics, whitelist, blacklist, streams)
+            selected = start_streams(connector, selection, streams)
         except BaseException:
             connector.shutdown()
             raise

@@ -50,7 +50,8 @@ def list_command(zookeeper_connect, bootstrap_server, properties, as_json) -> No
 @group.command("describe")
 @click.option("--group", "name", required=True, envvar="ZKCONSUMER_GROUP_ID")
 @click.option("--topic", "topics", multiple=True,
-              help="Also show this topic (for groups whose offsets live only in Kafka).")
+              help="Only this topic (repeatable); Kafka is asked about it too, for groups whose "
+                   "offsets live only there.")
 @admin_options
 def describe_command(name, topics, zookeeper_connect, bootstrap_server, properties,
                      as_json) -> None:
@@ -59,18 +60,29 @@ def describe_command(name, topics, zookeeper_connect, bootstrap_server, properti
         members = read_members(ctx.zk, name)
         if not members and not ctx.zk.exists(GroupPaths(name).root):
             raise ZkConsumerError(f"no group {name} under /consumers")
-        partitions = set(ctx.partitions_of(group_topics(ctx.zk, name) | set(topics)))
-        zookeeper = ctx.read_offsets("zookeeper", name)
-        partitions |= set(zookeeper)
-        kafka = ctx.kafka_store(name).fetch(partitions)
-        log_end = ctx.log_offsets().latest(ctx.partitions_of({tp.topic for tp in partitions}))
-        rows = describe_partitions(partitions, zookeeper, kafka, log_end,
-                                   read_owners(ctx.zk, name))
+        wanted = set(topics) or group_topics(ctx.zk, name)
+        registered = ctx.partitions_of(wanted)
+        zookeeper = {tp: offset for tp, offset in ctx.read_offsets("zookeeper", name).items()
+                     if tp.topic in wanted}
+        partitions = set(registered) | set(zookeeper)
+        rows = describe_partitions(
+            partitions, zookeeper, ctx.kafka_offsets(name, partitions),
+            ctx.log_offsets().latest(registered),
+            {tp: owner for tp, owner in read_owners(ctx.zk, name).items() if tp.topic in wanted})
+    missing = sorted(wanted - {tp.topic for tp in registered})
+    if topics and not rows:
+        raise ZkConsumerError(f"no topic {', '.join(missing)} in ZooKeeper (/brokers/topics) "
+                              f"and no offsets of group {name} for it")
+    if missing:
+        click.echo(f"note: no topic {', '.join(missing)} in ZooKeeper (/brokers/topics), so no "
+                   "log end or lag for it; members subscribed to it wait until it is created",
+                   err=True)
     member_rows = [{"consumer_id": consumer_id, "pattern": registration.pattern,
                     "subscription": dict(registration.subscription)}
                    for consumer_id, registration in members.items()]
     if as_json:
-        emit_json({"group": name, "partitions": rows, "members": member_rows})
+        emit_json({"group": name, "partitions": rows, "members": member_rows,
+                   "missing_topics": missing})
         return
     emit_table(("topic", "partition", "zk offset", "kafka offset", "log end", "lag", "owner"),
                [tuple("-" if v is None else v for v in r.values()) for r in rows])

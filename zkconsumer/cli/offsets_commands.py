@@ -86,6 +86,11 @@ def _show_plan(plan: Plan, headers: tuple[str, ...], as_json: bool, extra: dict)
                err=True)
 
 
+def _dry_run_done(how_to_write: str) -> None:
+    """Every command that can write says so when it did not, the same way."""
+    click.echo(f"dry run: nothing written; {how_to_write}", err=True)
+
+
 def _write_and_verify(ctx: AdminContext, storage: str, plan: Plan) -> None:
     writes = plan.writes()
 
@@ -158,8 +163,10 @@ def import_command(input_file, storage, dry_run, force, zookeeper_connect, boots
         plan = merge_plans(plans.values(), allow_rewind=True)
         _show_plan(plan, ("group", "topic", "partition", "current", "new", "change"), as_json,
                    {"storage": storage, "dry_run": dry_run})
-        if not dry_run:
-            _write_and_verify(ctx, storage, plan)
+        if dry_run:
+            _dry_run_done("drop --dry-run to write")
+            return
+        _write_and_verify(ctx, storage, plan)
 
 
 # -- migrate / diff -----------------------------------------------------------------------------
@@ -195,8 +202,10 @@ def migrate_command(groups, every, target, topics, dry_run, force, allow_rewind,
                 f"{len(refused)} offset(s) in {target} are ahead of {source} and would move "
                 f"backwards (e.g. {row.group} {row.partition}: {row.current} -> {row.new}); "
                 "nothing was written; --allow-rewind writes them anyway")
-        if not dry_run:
-            _write_and_verify(ctx, target, plan)
+        if dry_run:
+            _dry_run_done("drop --dry-run to write")
+            return
+        _write_and_verify(ctx, target, plan)
 
 
 @offsets.command("diff")
@@ -281,7 +290,7 @@ def reset_command(name, topics, mode, to_offset, shift_by, to_datetime, storage,
             _show_plan(plan, ("group", "topic", "partition", "current", "new", "change"),
                        as_json, {"storage": chosen, "dry_run": not execute})
         if not execute:
-            click.echo("dry run: nothing written; add --execute to write", err=True)
+            _dry_run_done("add --execute to write")
             return
         for chosen, plan in plans:
             _write_and_verify(ctx, chosen, plan)

