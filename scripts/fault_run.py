@@ -173,11 +173,8 @@ class Run:
         self.rounds = 0
         self._stop = threading.Event()
         self._sequence = 0
-        self._inject = {"kill": self.kill, "restart": self.restart, "expire": self.expire,
-                        "broker": self.broker, "zookeeper": self.zookeeper,
-                        "zk-cut": self.zk_cut, "offsets-outage": self.offsets_outage,
-                        "callback-raise": self.callback_raise,
-                        "fresh-restart": self.fresh_restart}
+        # Each kind is the method of the same name ("zk-cut" is `zk_cut`).
+        self._inject = {kind: getattr(self, kind.replace("-", "_")) for kind in FAULTS}
 
     # -- workers ----------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from collections import Counter
 import pytest
 from kazoo.client import KazooClient
 from support.kafka import produce
+from support.sessions import expire_session
 from support.waiting import wait_until
 
 from zkconsumer.assignment import consumer_of_thread
@@ -100,14 +101,6 @@ def test_members_join_leave_and_die_while_a_producer_writes(cluster, zk, topic_f
     assert duplicates <= doomed_consumed, "a message was consumed twice without an unclean stop"
 
 
-def _expire_session(cluster, session: tuple[int, bytes]) -> None:
-    """Close the member's session from a second client that borrows it: the server expires it."""
-    thief = KazooClient(hosts=cluster.zookeeper_connect, client_id=session)
-    thief.start(timeout=10)
-    thief.stop()
-    thief.close()
-
-
 def test_a_member_whose_session_expires_registers_again_and_the_group_converges(
         cluster, zk, topic_factory, unique_name, members):
     topic = topic_factory(partitions=4)
@@ -117,7 +110,7 @@ def test_a_member_whose_session_expires_registers_again_and_the_group_converges(
         {consumer_of_thread(t) for t in read_owners(zk, group).values()}) == 2,
                timeout=60, message="both members owning partitions")
 
-    _expire_session(cluster, expires.connector.zookeeper_session)
+    expire_session(cluster.zookeeper_connect, expires.connector.zookeeper_session)
 
     def converged():
         owners = read_owners(zk, group)

@@ -11,8 +11,8 @@ import sys
 import threading
 
 import pytest
-from kazoo.client import KazooClient
 from support.kafka import produce
+from support.sessions import expire_session
 from support.waiting import wait_until
 
 from zkconsumer import ConsumerConnector
@@ -22,7 +22,7 @@ from zkconsumer.member.zk_membership import ZookeeperMembership
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import ZookeeperOffsetStore
 from zkconsumer.zk.group_state import read_owners
-from zkconsumer.zk.session import connect
+from zkconsumer.zk.session import zookeeper_session
 from zkconsumer.znodes.consumers import ConsumerRegistration, decode_offset
 from zkconsumer.znodes.paths import GroupPaths
 
@@ -142,33 +142,25 @@ def test_a_claim_met_again_after_its_answer_was_lost_succeeds(zk, unique_name):
 
 def test_a_claim_owned_by_another_session_is_contested(cluster, zk, unique_name):
     group = unique_name("claims")
-    other_zk = connect(cluster.zookeeper_connect)
-    try:
+    with zookeeper_session(cluster.zookeeper_connect) as other_zk:
         other = _membership(other_zk, group, "other")
         assert other.claim({TopicPartition("t", 0): f"{group}_other-0"}) == []
         mine = _membership(zk, group, "me")
         assert mine.claim({TopicPartition("t", 0): f"{group}_me-0"}) == [TopicPartition("t", 0)]
-    finally:
-        other_zk.stop()
-        other_zk.close()
 
 
 def test_a_commit_gathered_before_a_session_expiry_is_refused_after_it(
         cluster, zk, unique_name):
     group = unique_name("guard")
     tp = TopicPartition("t", 0)
-    old_zk = connect(cluster.zookeeper_connect)
-    try:
+    with zookeeper_session(cluster.zookeeper_connect) as old_zk:
         old = _membership(old_zk, group, "old")
         assert old.claim({tp: f"{group}_old-0"}) == []
         checks = old.owner_checks([tp])
         ZookeeperOffsetStore(old_zk, group).commit({tp: 20}, owners=checks)
         assert _offset(zk, group, "t", 0) == 20, "the owner's own commit is written"
         first_session = old_zk.client_id[0]
-        thief = KazooClient(hosts=cluster.zookeeper_connect, client_id=old_zk.client_id)
-        thief.start(timeout=10)
-        thief.stop()  # closing the borrowed session expires it, and our owner znode with it
-        thief.close()
+        expire_session(cluster.zookeeper_connect, old_zk.client_id)  # our owner znode goes too
         wait_until(lambda: old_zk.connected and old_zk.client_id[0] != first_session,
                    timeout=30, message="the same client in a new session")
         new = _membership(zk, group, "new")
@@ -177,9 +169,6 @@ def test_a_commit_gathered_before_a_session_expiry_is_refused_after_it(
         assert old.owner_checks([tp]) == {}, "claimed in a session that is gone"
         ZookeeperOffsetStore(old_zk, group).commit({tp: 25}, owners=checks)  # late, same client
         assert _offset(zk, group, "t", 0) == 30, "a commit without ownership rewound the offset"
-    finally:
-        old_zk.stop()
-        old_zk.close()
 
 
 def test_a_zookeeper_commit_is_refused_once_the_owner_znode_is_not_ours_any_more(
@@ -193,22 +182,17 @@ def test_a_zookeeper_commit_is_refused_once_the_owner_znode_is_not_ours_any_more
     # An operator deleted the owner znode and a reference consumer claimed the partition.
     owner = GroupPaths(group).owner("t", 0)
     zk.delete(owner)
-    other_zk = connect(cluster.zookeeper_connect)
-    try:
+    with zookeeper_session(cluster.zookeeper_connect) as other_zk:
         other_zk.create(owner, b"reference-0", ephemeral=True)
         ZookeeperOffsetStore(zk, group).commit({tp: 35}, owners=checks)
         assert _offset(zk, group, "t", 0) == 40
-    finally:
-        other_zk.stop()
-        other_zk.close()
 
 
 def test_broker_and_topic_watches_start_when_their_znodes_appear_later(cluster, zk,
                                                                       unique_name):
     chroot = "/" + unique_name("chroot")
     zk.ensure_path(chroot)
-    with_chroot = connect(cluster.zookeeper_connect + chroot)
-    try:
+    with zookeeper_session(cluster.zookeeper_connect + chroot) as with_chroot:
         membership = _membership(with_chroot, "g", "me")
         changes = threading.Semaphore(0)
         membership.watch(changes.release, topics=[], wildcard=True)
@@ -218,6 +202,3 @@ def test_broker_and_topic_watches_start_when_their_znodes_appear_later(cluster, 
                            ("/brokers/topics/new", "a topic created later")]:
             with_chroot.create(path, b"", makepath=True)
             assert changes.acquire(timeout=10), f"{what} was not seen"
-    finally:
-        with_chroot.stop()
-        with_chroot.close()

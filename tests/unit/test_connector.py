@@ -6,6 +6,7 @@ tests/integration/test_no_loss.py and test_zookeeper_cutoff.py."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import pytest
@@ -155,12 +156,17 @@ def world(monkeypatch):
     return parts
 
 
-def start(world, on_partitions_assigned=None, **properties):
+@contextlib.contextmanager
+def member(world, on_partitions_assigned=None, commit: bool = True, **properties):
+    """A started connector and its one stream; shut down (with `commit`) when the test ends."""
     config = {"zookeeper.connect": "127.0.0.1:9", "group.id": "g", "consumer.id": "me",
               "consumer.timeout.ms": "1000", "auto.commit.interval.ms": "60000", **properties}
     connector = ConsumerConnector(config, on_partitions_assigned=on_partitions_assigned)
-    (stream,) = connector.create_message_streams({TOPIC: 1})[TOPIC]
-    return connector, stream
+    try:
+        (stream,) = connector.create_message_streams({TOPIC: 1})[TOPIC]
+        yield connector, stream
+    finally:
+        connector.shutdown(commit=commit)
 
 
 def assert_left_the_group(world) -> None:
@@ -173,21 +179,17 @@ def test_a_raising_assigned_callback_fails_the_member_and_leaves_the_group(world
     def refuse(_partitions):
         raise KeyError("no")
 
-    connector, stream = start(world, on_partitions_assigned=refuse)
-    try:
+    with member(world, on_partitions_assigned=refuse) as (connector, stream):
         with pytest.raises(ZkConsumerError, match="on_partitions_assigned callback raised"):
             connector.wait_until_stable(timeout=10)
         assert_left_the_group(world)
         with pytest.raises(ZkConsumerError, match="on_partitions_assigned"):
             list(stream)
-    finally:
-        connector.shutdown()
 
 
 def test_an_unexpected_error_in_a_rebalance_fails_the_member_instead_of_killing_its_thread(
         world):
-    connector, _stream = start(world)
-    try:
+    with member(world) as (connector, _stream):
         assert connector.wait_until_stable(timeout=10)
         world["membership"].fail_snapshot = TypeError("a bug")
         world["membership"].on_change()
@@ -195,21 +197,16 @@ def test_an_unexpected_error_in_a_rebalance_fails_the_member_instead_of_killing_
             connector.wait_until_stable(timeout=10)
         assert connector.state is State.FAILED
         assert_left_the_group(world)
-    finally:
-        connector.shutdown()
 
 
 def test_a_fetch_failure_fails_the_member_and_leaves_the_group(world):
-    connector, stream = start(world)
-    try:
+    with member(world) as (connector, stream):
         assert connector.wait_until_stable(timeout=10)
         world["fetcher"].fail_with = FetchError("Kafka error 29 TOPIC_AUTHORIZATION_FAILED")
         with pytest.raises(ZkConsumerError, match="TOPIC_AUTHORIZATION_FAILED"):
             for _message in stream:
                 pass
         assert_left_the_group(world)
-    finally:
-        connector.shutdown()
 
 
 def test_an_unexpected_auto_commit_error_fails_the_member_loudly(world, monkeypatch):
@@ -217,19 +214,15 @@ def test_an_unexpected_auto_commit_error_fails_the_member_loudly(world, monkeypa
         raise TypeError("a bug in the store")
 
     monkeypatch.setattr(world["store"], "commit", broken_commit)
-    connector, _stream = start(world, **{"auto.commit.interval.ms": "20"})
-    try:
+    with member(world, **{"auto.commit.interval.ms": "20"}) as (connector, _stream):
         # The reset positions of the claimed partitions give the auto commit something to write.
         wait_until(lambda: connector.state is State.FAILED, timeout=10, interval=0.01,
                    message="the member to fail")
         assert_left_the_group(world)
-    finally:
-        connector.shutdown()
 
 
 def test_a_suspended_connection_pauses_delivery_and_commits_until_the_session_is_back(world):
-    connector, stream = start(world)
-    try:
+    with member(world) as (connector, stream):
         assert connector.wait_until_stable(timeout=10)
         next(stream)
         next(stream)
@@ -242,13 +235,10 @@ def test_a_suspended_connection_pauses_delivery_and_commits_until_the_session_is
         message = next(stream)
         assert message.offset == 2, "a message held back while suspended was lost"
         assert connector.commit_offsets()[message_tp(message)] == 3
-    finally:
-        connector.shutdown()
 
 
 def test_an_expired_session_drops_every_claim_and_the_member_claims_anew(world):
-    connector, stream = start(world)
-    try:
+    with member(world, commit=False) as (connector, stream):
         assert connector.wait_until_stable(timeout=10)
         next(stream)
         world["zk"].report(KazooState.SUSPENDED)
@@ -263,8 +253,6 @@ def test_an_expired_session_drops_every_claim_and_the_member_claims_anew(world):
                    and set(membership.owners) == {A, B}, timeout=10, interval=0.01,
                    message="registering and claiming again")
         assert next(stream).offset == 0, "nothing was committed: the reset position again"
-    finally:
-        connector.shutdown(commit=False)
 
 
 def message_tp(message: Message) -> TopicPartition:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import click
@@ -20,10 +19,7 @@ from zkconsumer.cli.consume_command import ConsumeRun, stop_on_signals
 from zkconsumer.cli.inspect_command import describe_cluster, print_cluster
 from zkconsumer.cli.message_output import FORMATS, formatter
 from zkconsumer.config import load_config
-from zkconsumer.errors import ZkConsumerError
-from zkconsumer.fetch import kafka_protocol as protocol
-from zkconsumer.fetch.broker_channel import BrokerChannel, ChannelError
-from zkconsumer.localcluster import LocalCluster, create_topic
+from zkconsumer.localcluster import LocalCluster, create_topic, wait_for_broker_metadata
 from zkconsumer.member.connector import ConsumerConnector
 from zkconsumer.zk.session import zookeeper_session
 
@@ -31,7 +27,6 @@ DEMO_TOPIC = "zkconsumer-demo"
 DEMO_GROUP = "zkconsumer-demo"
 # For the producer only: the consumer finds the broker generation in ZooKeeper by itself.
 KAFKA_API_VERSION = (0, 9)
-METADATA_WAIT_S = 30.0
 log = structlog.get_logger(__name__)
 
 
@@ -55,7 +50,8 @@ def demo(partitions: int, messages: int, max_messages: int | None, output_format
                 print_cluster(describe_cluster(zk), err=True)
             click.echo(f"\nZooKeeper {local.zookeeper_connect}, broker {local.bootstrap_servers}; "
                        f"consuming {DEMO_TOPIC} as group {DEMO_GROUP} (Ctrl-C stops)\n", err=True)
-            _wait_for_topic_metadata(local, DEMO_TOPIC, partitions)
+            wait_for_broker_metadata(local.brokers[min(local.brokers)].port, DEMO_TOPIC,
+                                     partitions)
             producer = KafkaProducer(bootstrap_servers=local.bootstrap_servers,
                                      api_version=KAFKA_API_VERSION)
             for n in range(messages):
@@ -77,32 +73,6 @@ def demo(partitions: int, messages: int, max_messages: int | None, output_format
             stop_producing.set()
             log.info("stopping local cluster")
             local.stop(remove_data=True)
-
-
-def _wait_for_topic_metadata(local: LocalCluster, topic: str, partitions: int) -> None:
-    """The broker learns a new topic's leaders a moment after ZooKeeper records them; a
-    producer asking before that logs `Topic ... not found in cluster metadata` as an error,
-    which every demo run showed although nothing was wrong."""
-    broker = local.brokers[min(local.brokers)]
-    deadline = time.monotonic() + METADATA_WAIT_S
-    while True:
-        try:
-            channel = BrokerChannel("127.0.0.1", broker.port, client_id="zkconsumer-demo",
-                                    timeout_s=5.0)
-            try:
-                answer = channel.request(protocol.METADATA, 0, protocol.metadata_request([topic]))
-            finally:
-                channel.close()
-            leaders = protocol.decode_metadata(answer).leaders
-        except (ChannelError, protocol.ProtocolError):
-            leaders = {}
-        if sum(1 for tp, leader in leaders.items() if tp.topic == topic and leader >= 0) \
-                == partitions:
-            return
-        if time.monotonic() > deadline:
-            raise ZkConsumerError(f"broker {broker.address} did not report the leaders of "
-                                  f"{topic} within {METADATA_WAIT_S:.0f}s")
-        time.sleep(0.1)
 
 
 def _trickle(producer: KafkaProducer, partitions: int, start: int, stop: threading.Event) -> None:

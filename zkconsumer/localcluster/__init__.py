@@ -14,7 +14,12 @@ from zkconsumer.localcluster.cluster import (
 )
 from zkconsumer.localcluster.java import JavaNotFoundError, find_java
 from zkconsumer.localcluster.tcp_proxy import TcpProxy
-from zkconsumer.localcluster.topics import add_partition, create_topic, wait_for_leaders
+from zkconsumer.localcluster.topics import (
+    add_partition,
+    create_topic,
+    wait_for_broker_metadata,
+    wait_for_leaders,
+)
 
 __all__ = [
     "BrokerProcess",
@@ -30,5 +35,6 @@ __all__ = [
     "ensure_bundle",
     "find_java",
     "make_self_signed_keystore",
+    "wait_for_broker_metadata",
     "wait_for_leaders",
 ]

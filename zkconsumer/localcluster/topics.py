@@ -14,6 +14,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError
 
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.fetch import kafka_protocol as protocol
+from zkconsumer.fetch.broker_channel import BrokerChannel, ChannelError
 from zkconsumer.znodes.paths import BROKER_IDS, partition_state_path, topic_config_path, topic_path
 from zkconsumer.znodes.topics import PartitionState, TopicPartitions
 
@@ -83,4 +85,31 @@ def wait_for_leaders(zk: KazooClient, topic: str, partitions: int, timeout: floa
             raise TopicCreationError(
                 f"topic {topic!r}: partitions {sorted(pending)} have no leader after {timeout:.0f}s"
             )
+        time.sleep(0.1)
+
+
+def wait_for_broker_metadata(port: int, topic: str, partitions: int,
+                             timeout: float = 30.0) -> None:
+    """Block until a broker reports a leader for every partition of the topic. The broker
+    learns a new topic's leaders a moment after ZooKeeper records them (`wait_for_leaders`);
+    a producer asking before that logs `Topic ... not found in cluster metadata` as an error,
+    which every demo run showed although nothing was wrong. `port`: the broker's, on
+    loopback."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            channel = BrokerChannel("127.0.0.1", port, client_id="zkconsumer", timeout_s=5.0)
+            try:
+                answer = channel.request(protocol.METADATA, 0, protocol.metadata_request([topic]))
+            finally:
+                channel.close()
+            leaders = protocol.decode_metadata(answer).leaders
+        except (ChannelError, protocol.ProtocolError):
+            leaders = {}
+        if sum(1 for tp, leader in leaders.items() if tp.topic == topic and leader >= 0) \
+                == partitions:
+            return
+        if time.monotonic() > deadline:
+            raise TopicCreationError(f"broker 127.0.0.1:{port} did not report the leaders of "
+                                     f"{topic} within {timeout:.0f}s")
         time.sleep(0.1)

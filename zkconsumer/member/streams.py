@@ -146,25 +146,15 @@ class KafkaStream:
         return self._next_slowly()
 
     def _next_slowly(self) -> Message:
-        """`__next__` once the current chunk cannot simply go on: finish it and load the next,
-        wait while the gate is closed, or drop a chunk whose claim is gone."""
-        self.mark_consumed()
-        deadline = self._deadline()
+        """`__next__` once the current chunk cannot simply go on."""
         try:
-            while True:
-                partition, claim, messages = self._chunk
-                if self._index < len(messages):
-                    if self._deliverable(partition, claim):
-                        message = messages[self._index]
-                        self._index += 1
-                        self.positions[partition] = message.offset
-                        return message
-                    self._wait_for_delivery(deadline)
-                    continue
-                self._finish_chunk()
-                self._load(self._next_chunk(deadline))
+            partition, messages, index = self._deliverable_chunk()
         except StreamsClosed:
             raise StopIteration from None
+        message = messages[index]
+        self._index = index + 1
+        self.positions[partition] = message.offset
+        return message
 
     def batches(self) -> Iterator[list[Message]]:
         """Whole chunks as fetched: one list per partition per fetch (after a partly read chunk,
@@ -189,31 +179,31 @@ class KafkaStream:
                 self.positions[partition] = messages[index - 1].offset + 1
 
     def _next_batch(self) -> list[Message]:
+        partition, messages, index = self._deliverable_chunk()
+        batch = messages if index == 0 else messages[index:]
+        self._index = len(messages)
+        self.positions[partition] = batch[0].offset
+        return batch
+
+    def _deliverable_chunk(self) -> tuple[TopicPartition, list[Message], int]:
+        """What was handed out so far is consumed (the consumer asked for more); then the
+        chunk to hand out from, and where: the current one if it may go on, after waiting
+        while the gate is closed; else the next one, dropping a chunk whose claim is gone."""
         self.mark_consumed()
         deadline = self._deadline()
         while True:
             partition, claim, messages = self._chunk
-            index = self._index
-            if index < len(messages):
+            if self._index < len(messages):
                 if self._deliverable(partition, claim):
-                    batch = messages if index == 0 else messages[index:]
-                    self._index = len(messages)
-                    self.positions[partition] = batch[0].offset
-                    return batch
+                    return partition, messages, self._index
                 self._wait_for_delivery(deadline)
                 continue
-            self._finish_chunk()
+            self._chunk, self._index = _NO_CHUNK, 0
             self._load(self._next_chunk(deadline))
 
     def _deliverable(self, partition: TopicPartition | None, claim: Claim | None) -> bool:
         return self._claims.get(partition) is claim and self._gate.delivering \
             and not self._stopping
-
-    def _finish_chunk(self) -> None:
-        """The consumer asked for more: what it was handed of this chunk is consumed."""
-        self.mark_consumed()
-        self._chunk = _NO_CHUNK
-        self._index = 0
 
     def _load(self, chunk: Chunk) -> None:
         if self._claims.get(chunk.partition) is chunk.claim:

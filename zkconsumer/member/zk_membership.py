@@ -27,6 +27,7 @@ from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.store import OwnerCheck
 from zkconsumer.zk.group_state import read_members
 from zkconsumer.zk.registry import list_topics, read_topic
+from zkconsumer.zk.session import current_session
 from zkconsumer.znodes.consumers import ConsumerRegistration, decode_owner, encode_owner
 from zkconsumer.znodes.paths import BROKER_IDS, BROKER_TOPICS, GroupPaths, topic_path
 
@@ -171,7 +172,7 @@ class ZookeeperMembership:
         for topic in {tp.topic for tp in partitions}:
             self.zk.ensure_path(self.paths.owners_topic(topic))
         remaining = dict(partitions)
-        session = self._session()  # the transaction is applied in this session or not at all
+        session = current_session(self.zk)  # the transaction is applied in this session or not at all
         for attempt in range(1, _CLAIM_ATTEMPTS + 1):
             if not remaining:
                 break
@@ -197,7 +198,7 @@ class ZookeeperMembership:
                            remaining: dict[TopicPartition, str]) -> list[TopicPartition]:
         """Sort conflicting owner znodes: those of this session either already say what we
         want (taken out of `remaining`) or are stale and deleted; returns the others' ones."""
-        session = self._session()
+        session = current_session(self.zk)
         paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in conflicts}
         requests = {tp: self.zk.get_async(path) for tp, path in paths.items()}
         contested = []
@@ -223,7 +224,7 @@ class ZookeeperMembership:
                      ) -> dict[TopicPartition, OwnerCheck]:
         """What an offset commit of these partitions is conditional on: our owner znodes,
         for those claimed in the session we have now; the others are left out."""
-        session = self._session()
+        session = current_session(self.zk)
         return {tp: OwnerCheck(self.paths.owner(tp.topic, tp.partition), CLAIMED_OWNER_VERSION,
                                session)
                 for tp in partitions
@@ -231,13 +232,9 @@ class ZookeeperMembership:
 
     def holds(self, partitions: Collection[TopicPartition]) -> bool:
         """Whether all of these were claimed in the session we have now."""
-        session = self._session()
+        session = current_session(self.zk)
         return session is not None and all(self._claimed_in.get(tp) == session
                                            for tp in partitions)
-
-    def _session(self) -> int | None:
-        client_id = self.zk.client_id
-        return client_id[0] if client_id else None
 
     def release(self, partitions: Mapping[TopicPartition, str]) -> None:
         """Delete the owner znodes that still name our threads; others' znodes are left alone."""

@@ -16,6 +16,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError, RolledBackError, Runt
 
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.store import OwnerCheck
+from zkconsumer.zk.session import current_session
 from zkconsumer.znodes.consumers import NO_OFFSET, decode_offset, encode_offset
 from zkconsumer.znodes.paths import GroupPaths
 
@@ -97,11 +98,12 @@ class ZookeeperOffsetStore:
     def _in_owning_session(self, offsets: Mapping[TopicPartition, int],
                            owners: Mapping[TopicPartition, OwnerCheck]
                            ) -> dict[TopicPartition, int]:
-        client_id = self._zk.client_id
-        session = client_id[0] if client_id else None
+        session = current_session(self._zk)
         stale = [tp for tp in offsets if tp in owners and owners[tp].session != session]
         if stale:
-            log.warning("offsets not committed: claimed in an earlier ZooKeeper session",
+            # The committer left out partitions of earlier sessions; this is the session
+            # ending between that and the write.
+            log.warning("offsets not committed: the ZooKeeper session changed before the write",
                         group=self._paths.group, partitions=[str(tp) for tp in stale[:8]])
         return {tp: offset for tp, offset in offsets.items() if tp not in stale}
 

@@ -102,6 +102,13 @@ def session_for(config: ConsumerConfig) -> Iterator[KazooClient]:
         client.close()
 
 
+def current_session(zk: KazooClient) -> int | None:
+    """The id of the client's ZooKeeper session now; None while it has none (reconnecting
+    after an expiry)."""
+    client_id = zk.client_id
+    return client_id[0] if client_id else None
+
+
 @contextmanager
 def zookeeper_session(connect_string: str, *, timeout_s: float = 6.0) -> Iterator[KazooClient]:
     client = connect(connect_string, timeout_s=timeout_s)
