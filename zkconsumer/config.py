@@ -22,6 +22,12 @@ zkconsumer's own keys:
   name the topics in code instead.
 - `kafka.api.version`: the broker protocol version for the Kafka client, e.g. `0.9` or
   `0.10.2`; `auto` (the default) lets the client probe the broker.
+- `bootstrap.servers`: `host:port,...` of brokers to reach Kafka through instead of the
+  ZooKeeper broker registry: for brokers that do not register there (KRaft clusters, or a
+  cluster whose own ZooKeeper is not the group's). Topics, partitions and leaders then come
+  from Kafka metadata, checked every `topic.metadata.refresh.interval.ms` (default 10000).
+- `isolation.level`: `read_uncommitted` (the default, what the legacy consumer did) or
+  `read_committed`, which skips messages of aborted transactions on brokers that have them.
 - `kafka.<anything else>`: passed to the Kafka client with the prefix removed, e.g.
   `kafka.security.protocol=SSL`.
 - `zookeeper.auth.digest`: `user:password` for ZooKeeper digest authentication. When set,
@@ -155,6 +161,9 @@ class ConsumerConfig:
     blacklist: str | None
     fetch_backend: str  # zkconsumer's own: "auto" picks the wire fetcher where it can serve
     kafka_api_version: tuple[int, ...] | None
+    bootstrap_servers: str | None  # brokers not registered in this ZooKeeper
+    isolation_level: str
+    topic_metadata_refresh_interval_ms: int
     zookeeper_auth_digest: str | None = field(repr=False)
     zookeeper_sasl_mechanism: str
     zookeeper_sasl_username: str | None
@@ -400,6 +409,18 @@ def _api_version(text: str) -> tuple[int, ...] | None:
     return tuple(int(part) for part in parts)
 
 
+def _bootstrap_servers(text: str) -> str:
+    """`host:port,...`, each with a port: a broker has no default one worth guessing."""
+    servers = []
+    for entry in text.split(","):
+        entry = entry.strip()
+        host, port = _server(entry)
+        if not entry.endswith(f":{port}"):
+            raise _Invalid(f"server {entry!r} needs a port, as in host:9092")
+        servers.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+    return ",".join(servers)
+
+
 def _zookeeper_connect(text: str) -> ZookeeperConnect:
     hosts, slash, path = text.partition("/")
     chroot = _chroot(slash + path)
@@ -501,6 +522,9 @@ _KEYS = (
     _Key("blacklist", _topic_filter),
     _Key("fetch.backend", _one_of("auto", "wire", "kafka-python"), "auto"),
     _Key("kafka.api.version", _api_version, render=lambda v: ".".join(map(str, v))),
+    _Key("bootstrap.servers", _bootstrap_servers),
+    _Key("isolation.level", _one_of("read_uncommitted", "read_committed"), "read_uncommitted"),
+    _Key("topic.metadata.refresh.interval.ms", _int(100), 10000),
     _Key("zookeeper.auth.digest", _digest_credentials, secret=True),
     _Key("zookeeper.sasl.mechanism", _one_of("digest-md5", "gssapi"), "digest-md5"),
     _Key("zookeeper.sasl.username", _non_empty),

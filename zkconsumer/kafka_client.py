@@ -10,13 +10,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from kafka import KafkaConsumer
+from kafka.errors import KafkaError
 
-from zkconsumer.errors import ConfigError
+from zkconsumer.errors import ConfigError, ZkConsumerError
 
 # Options zkconsumer sets itself: the group is coordinated in ZooKeeper and the broker list
 # comes from the registry, so letting a property change these would break the protocol.
 MANAGED_OPTIONS = frozenset({"bootstrap_servers", "group_id", "enable_auto_commit", "api_version",
-                             "key_deserializer", "value_deserializer", "kafka_client"})
+                             "key_deserializer", "value_deserializer", "kafka_client",
+                             "isolation_level"})
+# Managed options that one of our own keys sets instead.
+_OWN_KEYS = {"bootstrap_servers": "bootstrap.servers (or --bootstrap-server)",
+             "api_version": "kafka.api.version", "isolation_level": "isolation.level"}
 
 
 def kafka_client_options(properties: Mapping[str, str]) -> dict[str, Any]:
@@ -30,7 +35,8 @@ def kafka_client_options(properties: Mapping[str, str]) -> dict[str, Any]:
     for key, text in properties.items():
         name = key.replace(".", "_")
         if name in MANAGED_OPTIONS:
-            raise ConfigError(f"kafka.{key}", "<hidden>", "is set by zkconsumer itself")
+            instead = f"; set {_OWN_KEYS[name]} instead" if name in _OWN_KEYS else ""
+            raise ConfigError(f"kafka.{key}", "<hidden>", f"is set by zkconsumer itself{instead}")
         if name not in KafkaConsumer.DEFAULT_CONFIG:
             raise ConfigError(f"kafka.{key}", "<hidden>",
                               "is not a kafka-python consumer option")
@@ -60,3 +66,31 @@ def client_settings(pass_through: Mapping[str, Any], bootstrap_servers: str,
     if api_version is not None:
         settings["api_version"] = api_version
     return settings
+
+
+class LazyConsumer:
+    """An unsubscribed kafka-python consumer, opened at the first question.
+
+    kafka-python 3 starts bootstrapping as soon as a client exists, and closing one before that
+    finished logs errors (`Bootstrap failed: ... Unable to bootstrap`) although nothing failed;
+    a command that ends up asking nothing should open nothing. Not thread-safe by itself.
+    """
+
+    def __init__(self, options: Mapping[str, Any], error: type[ZkConsumerError]) -> None:
+        self._options = dict(options)
+        self._error = error
+        self.where = options["bootstrap_servers"]
+        self._client: KafkaConsumer | None = None
+
+    def get(self) -> KafkaConsumer:
+        if self._client is None:
+            try:
+                self._client = KafkaConsumer(**self._options)
+            except KafkaError as exc:
+                raise self._error(f"cannot reach Kafka at {self.where}: {exc}") from exc
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close(autocommit=False)
+            self._client = None

@@ -24,3 +24,5 @@ class Message(NamedTuple):
     key: bytes | None
     value: bytes | None
     timestamp: int | None  # epoch millis; None where the broker keeps none (before 0.10)
+    # (key, value) pairs in the order written; only format v2 (Kafka 0.11+) carries any
+    headers: tuple[tuple[str, bytes | None], ...] = ()

@@ -18,6 +18,12 @@ SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 # contender, records/s, the two ratios, peak RSS (MB, or "-" where not measured)
 THROUGHPUT_ROW = re.compile(r"^(?P<name>\S.*?)\s+(?P<rate>[\d,]+)\s+[\d.]+x\s+[\d.]+x\s+"
                             r"(?P<rss>\d+|-)$", re.MULTILINE)
+# reader, records/s, the ratio to kafka-python's reader
+DECODE_ROW = re.compile(r"^(?P<name>\S.*?)\s+(?P<rate>[\d,]+)\s+(?P<ratio>[\d.]+)x$",
+                        re.MULTILINE)
+DECODE_READERS = ("kafka-python v2 (MemoryRecords)", "aiokafka v1 (MemoryRecords, C)",
+                  "aiokafka v2 (MemoryRecords, C)", "zkconsumer decode_records v1",
+                  "zkconsumer decode_records v2")
 
 
 def test_the_benchmark_runs_every_scenario_and_prints_each_figure(work_root):
@@ -42,3 +48,20 @@ def test_the_benchmark_runs_every_scenario_and_prints_each_figure(work_root):
     assert "partitions held by two zkconsumer members at once" in result.stdout
     assert any(line.startswith("zkconsumer ") and line.split()[1] == "2"
                for line in result.stdout.splitlines()), result.stdout
+    assert_decode_rows(result.stdout)
+
+
+def test_the_decode_part_runs_without_a_cluster():
+    result = subprocess.run(
+        [sys.executable, str(SCRIPTS / "bench.py"), "--only", "decode", "--records", "3000"],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_decode_rows(result.stdout)
+
+
+def assert_decode_rows(output: str) -> None:
+    rows = {match["name"]: match for match in DECODE_ROW.finditer(output)}
+    for reader in DECODE_READERS:
+        assert reader in rows, output
+        assert int(rows[reader]["rate"].replace(",", "")) > 0, rows[reader][0]
+    assert rows["kafka-python v2 (MemoryRecords)"]["ratio"] == "1.00"

@@ -63,6 +63,9 @@ REFERENCE_DEFAULTS = {
     "blacklist": None,
     "fetch_backend": "auto",
     "kafka_api_version": None,
+    "bootstrap_servers": None,
+    "isolation_level": "read_uncommitted",
+    "topic_metadata_refresh_interval_ms": 10000,
     "zookeeper_auth_digest": None,
     "zookeeper_sasl_mechanism": "digest-md5",
     "zookeeper_sasl_username": None,
@@ -486,7 +489,7 @@ def test_to_properties_lists_every_default():
     assert properties["exclude.internal.topics"] == "true"
     assert "consumer.id" not in properties
     assert properties["fetch.backend"] == "auto"
-    assert len(properties) == 30  # every key that has a value by default
+    assert len(properties) == 32  # every key that has a value by default
 
 
 LEGACY_PROPERTIES = """\
@@ -548,3 +551,24 @@ def test_zookeeper_credentials_are_checked_but_never_shown():
         load_config(overrides=["group.id=g", "zookeeper.connect=z",
                                "zookeeper.auth.digest=justapassword"], environ={})
     assert "justapassword" not in str(raised.value)
+
+
+def test_bootstrap_servers_are_normalised_and_need_ports():
+    assert config(**{"bootstrap.servers": " k1:9092 , [::1]:9093"}).bootstrap_servers == \
+        "k1:9092,[::1]:9093"
+    with pytest.raises(ConfigError, match="'k1' needs a port"):
+        config(**{"bootstrap.servers": "k1"})
+
+
+def test_isolation_level_takes_the_two_kafka_levels():
+    assert config(**{"isolation.level": "READ_COMMITTED"}).isolation_level == "read_committed"
+    with pytest.raises(ConfigError, match="read_uncommitted, read_committed"):
+        config(**{"isolation.level": "serializable"})
+
+
+@pytest.mark.parametrize(("key", "instead"), [("bootstrap.servers", "bootstrap.servers"),
+                                              ("isolation.level", "isolation.level")])
+def test_kafka_prefixed_managed_keys_name_our_own_key(key, instead):
+    from zkconsumer.kafka_client import kafka_client_options
+    with pytest.raises(ConfigError, match=f"set {instead}"):
+        kafka_client_options({key: "x"})

@@ -15,7 +15,7 @@ from support.memory_store import MemoryStore
 from support.waiting import wait_until
 
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.fetch import FetchError
+from zkconsumer.fetch import FetchError, KafkaAccess
 from zkconsumer.member import connector as connector_module
 from zkconsumer.member.connector import ConsumerConnector
 from zkconsumer.member.plan import GroupSnapshot
@@ -55,7 +55,8 @@ class FakeZooKeeper:
 class FakeMembership:
     """The group in a dict: this member alone, subscribed to a two-partition topic."""
 
-    def __init__(self, _zk, _group, consumer_id, registration) -> None:
+    def __init__(self, _zk, _group, consumer_id, registration, topics) -> None:
+        self.topics = topics
         self.consumer_id = consumer_id
         self.registration = registration
         self.registered = False
@@ -149,7 +150,7 @@ def world(monkeypatch):
     monkeypatch.setattr(connector_module, "connect_for", lambda _config: parts["zk"])
     monkeypatch.setattr(connector_module, "wait_for_brokers", lambda *_: {0: None})
     monkeypatch.setattr(connector_module, "resolve_kafka_access",
-                        lambda *_: ("127.0.0.1:9", None))
+                        lambda *_: KafkaAccess("127.0.0.1:9", None))
     monkeypatch.setattr(connector_module, "open_fetcher", lambda *_: parts["fetcher"])
     monkeypatch.setattr(connector_module, "open_offset_store", lambda *_: parts["store"])
     monkeypatch.setattr(connector_module, "ZookeeperMembership", membership)

@@ -59,7 +59,7 @@ def fetcher(monkeypatch, consumer):
 
 def record(offset: int) -> SimpleNamespace:
     return SimpleNamespace(topic="t", partition=0, offset=offset, key=None, value=b"v",
-                           timestamp=None)
+                           timestamp=None, headers=[])
 
 
 def test_an_unknown_server_error_is_backed_off_and_fetched_again(consumer, fetcher):

@@ -51,7 +51,7 @@ def test_legacy_fetch_keys_map_to_kafka_python_options():
         "max_partition_fetch_bytes": 2097152, "fetch_min_bytes": 10, "fetch_max_wait_ms": 250,
         "request_timeout_ms": 40000, "connections_max_idle_ms": 540000,
         "receive_buffer_bytes": 131072, "retry_backoff_ms": 300,
-        "auto_offset_reset": "earliest", "client_id": "reader",
+        "auto_offset_reset": "earliest", "client_id": "reader", "isolation_level": "read_uncommitted",
         "bootstrap_servers": "b1:9092", "group_id": None, "enable_auto_commit": False,
         "api_version": (0, 9),
     }

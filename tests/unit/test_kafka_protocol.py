@@ -1,13 +1,29 @@
-"""The fetcher's requests and responses against hand-made bytes in the documented layouts."""
+"""The fetcher's requests and responses, in every version it speaks.
+
+Two references: hand-made bytes in the documented layouts for the legacy versions, and, for
+every version, kafka-python's implementation of Kafka's message specs (an encoder and decoder
+written independently from the same JSON specs): our requests must be byte for byte what it
+encodes and decode in it to what we meant, and its responses must decode in ours."""
 
 from __future__ import annotations
 
 import struct
+import uuid
 
 import pytest
+from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
 from zkconsumer.fetch import kafka_protocol as protocol
 from zkconsumer.model import TopicPartition
+
+FETCH_VERSIONS = range(protocol.IMPLEMENTED[protocol.FETCH][1] + 1)
+LIST_OFFSETS_VERSIONS = range(protocol.IMPLEMENTED[protocol.LIST_OFFSETS][1] + 1)
+METADATA_VERSIONS = range(protocol.IMPLEMENTED[protocol.METADATA][1] + 1)
+A0, A2, B0, B3 = (TopicPartition("a", 0), TopicPartition("a", 2), TopicPartition("b", 0),
+                  TopicPartition("b", 3))
 
 
 def string(text: str) -> bytes:
@@ -18,6 +34,29 @@ def array(items: list[bytes]) -> bytes:
     return struct.pack(">i", len(items)) + b"".join(items)
 
 
+def framed_by_us(api_key: int, version: int, body: bytes) -> bytes:
+    """A request as a channel sends it, without the size."""
+    frame = protocol.frame_request(api_key, version, 42, "zk-test", body)
+    assert struct.unpack_from(">i", frame)[0] == len(frame) - 4
+    return frame[4:]
+
+
+def answered_by_them(response, correlation_id: int = 9) -> bytes:
+    """A response as a channel receives it: header (flexible or not) and body."""
+    response.with_header(correlation_id=correlation_id)
+    payload = bytes(response.encode(header=True))
+    assert protocol.response_correlation_id(payload) == correlation_id
+    return payload
+
+
+def assert_their_header(request, api_key: int, version: int) -> None:
+    assert (request.header.request_api_key, request.header.request_api_version,
+            request.header.correlation_id, request.header.client_id) == (
+        api_key, version, 42, "zk-test")
+
+
+# -- hand-made bytes: the legacy versions ---------------------------------------------------
+
 def test_a_request_frame_is_size_header_and_body():
     frame = protocol.frame_request(protocol.FETCH, 1, 42, "me", b"BODY")
     size, api_key, version, correlation_id = struct.unpack_from(">ihhi", frame)
@@ -26,12 +65,16 @@ def test_a_request_frame_is_size_header_and_body():
     assert frame[12:] == string("me") + b"BODY"
 
 
-def test_fetch_requests_group_partitions_by_topic_in_order():
-    body = protocol.fetch_request(100, 1, {TopicPartition("b", 0): 7, TopicPartition("a", 2): 5,
-                                           TopicPartition("a", 1): 3}, 1024)
+def test_a_flexible_request_header_ends_with_empty_tagged_fields():
+    frame = protocol.frame_request(protocol.FETCH, 12, 42, "me", b"BODY")
+    assert frame[12:] == string("me") + b"\x00" + b"BODY"  # the client id stays a classic string
+
+
+def test_fetch_requests_group_partitions_by_topic_in_the_order_given():
+    body = protocol.fetch_request(100, 1, {B0: 7, A2: 5, TopicPartition("a", 1): 3}, 1024)
     expected = struct.pack(">iii", -1, 100, 1) + array([
-        string("a") + array([struct.pack(">iqi", 1, 3, 1024), struct.pack(">iqi", 2, 5, 1024)]),
         string("b") + array([struct.pack(">iqi", 0, 7, 1024)]),
+        string("a") + array([struct.pack(">iqi", 2, 5, 1024), struct.pack(">iqi", 1, 3, 1024)]),
     ])
     assert body == expected
 
@@ -42,14 +85,22 @@ def test_fetch_responses_give_each_partition_its_error_watermark_and_message_set
     payload = struct.pack(">i", 9) + throttle + array([
         string("t") + array([struct.pack(">ihqi", 0, 0, 50, 3) + b"abc",
                              struct.pack(">ihqi", 1, 6, -1, 0)])])
-    assert protocol.decode_fetch(version, payload) == [
-        (TopicPartition("t", 0), 0, 50, b"abc"), (TopicPartition("t", 1), 6, -1, b"")]
+    assert protocol.decode_fetch(version, payload) == (0, [
+        (TopicPartition("t", 0), 0, 50, -1, None, b"abc"),
+        (TopicPartition("t", 1), 6, -1, -1, None, b"")])
 
 
 def test_a_response_cut_short_is_a_protocol_error():
     payload = struct.pack(">i", 9) + array([string("t") + array([struct.pack(">ihqi", 0, 0, 50,
                                                                                100) + b"abc"])])
     with pytest.raises(protocol.ProtocolError):
+        protocol.decode_fetch(0, payload)
+
+
+def test_a_response_longer_than_its_layout_is_a_protocol_error():
+    """What a broker answering in another version's layout looks like, when it parses at all."""
+    payload = struct.pack(">i", 9) + array([]) + b"\x00\x00"
+    with pytest.raises(protocol.ProtocolError, match="2 bytes after its last field"):
         protocol.decode_fetch(0, payload)
 
 
@@ -83,7 +134,213 @@ def test_list_offsets_asks_one_offset_per_partition_and_reads_the_answers():
                                                      TopicPartition("t", 1): (6, None)}
 
 
-@pytest.mark.parametrize("api_version,expected", [
-    ((0, 8, 2), 0), ((0, 9), 1), ((0, 10), 2), ((2, 8), 2), (None, 2)])
-def test_the_fetch_version_follows_the_broker_generation(api_version, expected):
-    assert protocol.fetch_version(api_version) == expected
+# -- ApiVersions v0, against kafka-python ---------------------------------------------------
+
+def test_api_versions_asks_with_an_empty_v0_body():
+    request = ApiVersionsRequest.decode(
+        framed_by_us(protocol.API_VERSIONS, 0, protocol.API_VERSIONS_REQUEST), version=0,
+        header=True)
+    assert_their_header(request, protocol.API_VERSIONS, 0)
+    assert protocol.API_VERSIONS_REQUEST == bytes(ApiVersionsRequest[0]().encode())
+
+
+def test_api_versions_answers_give_each_api_its_version_range():
+    response = ApiVersionsResponse[0](error_code=0, api_keys=[
+        ApiVersionsResponse.ApiVersion(api_key=1, min_version=4, max_version=17),
+        ApiVersionsResponse.ApiVersion(api_key=2, min_version=1, max_version=10),
+        ApiVersionsResponse.ApiVersion(api_key=3, min_version=0, max_version=13)])
+    assert protocol.decode_api_versions(answered_by_them(response)) == {
+        1: (4, 17), 2: (1, 10), 3: (0, 13)}
+
+
+def test_an_api_versions_error_without_versions_is_a_protocol_error():
+    response = ApiVersionsResponse[0](error_code=35, api_keys=[])
+    with pytest.raises(protocol.ProtocolError, match="error 35"):
+        protocol.decode_api_versions(answered_by_them(response))
+
+
+# -- Fetch v0-v12, against kafka-python -----------------------------------------------------
+
+@pytest.mark.parametrize("version", FETCH_VERSIONS)
+def test_fetch_requests_are_what_kafka_python_encodes(version):
+    offsets = {B0: 7, A2: 5, B3: 9}
+    body = protocol.fetch_request(100, 1, offsets, 1024, version, protocol.READ_COMMITTED)
+
+    def partition(tp, offset):
+        return FetchRequest.FetchTopic.FetchPartition(
+            partition=tp.partition, current_leader_epoch=-1, fetch_offset=offset,
+            last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=1024)
+
+    theirs = FetchRequest[version](
+        replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=3 * 1024, isolation_level=1,
+        session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="", topics=[
+            FetchRequest.FetchTopic(topic="b", partitions=[partition(B0, 7), partition(B3, 9)]),
+            FetchRequest.FetchTopic(topic="a", partitions=[partition(A2, 5)])])
+    assert body == bytes(theirs.encode())
+
+
+@pytest.mark.parametrize("version", FETCH_VERSIONS)
+def test_fetch_requests_decode_in_kafka_python_as_meant(version):
+    body = protocol.fetch_request(250, 10, {B0: 7, A2: 5}, 4096, version, protocol.READ_COMMITTED)
+    request = FetchRequest.decode(framed_by_us(protocol.FETCH, version, body), version=version,
+                                  header=True)
+    assert_their_header(request, protocol.FETCH, version)
+    assert (request.replica_id, request.max_wait_ms, request.min_bytes) == (-1, 250, 10)
+    assert [(t.topic, [(p.partition, p.fetch_offset, p.partition_max_bytes) for p in t.partitions])
+            for t in request.topics] == [("b", [(0, 7, 4096)]), ("a", [(2, 5, 4096)])]
+    if version >= 3:
+        assert request.max_bytes == 2 * 4096  # every partition's share, as v0-v2 allowed
+    if version >= 4:
+        assert request.isolation_level == 1
+    if version >= 7:
+        assert (request.session_id, request.session_epoch) == (0, -1)  # no session: full fetch
+        assert request.forgotten_topics_data == []
+    if version >= 9:
+        assert {p.current_leader_epoch for t in request.topics for p in t.partitions} == {-1}
+    if version >= 11:
+        assert request.rack_id == ""
+
+
+def test_a_fetch_response_limit_never_overflows():
+    request = FetchRequest.decode(protocol.fetch_request(
+        100, 1, {TopicPartition("t", p): 0 for p in range(3000)}, 1 << 20, 12), version=12)
+    assert request.max_bytes == 0x7FFFFFFF
+
+
+def _fetch_response(version: int, error: int = 0) -> FetchResponse:
+    data = FetchResponse.FetchableTopicResponse.PartitionData
+    leader = data.LeaderIdAndEpoch(leader_id=3, leader_epoch=7)  # a tagged field from v12 on
+    return FetchResponse[version](throttle_time_ms=5, error_code=error, session_id=0, responses=[
+        FetchResponse.FetchableTopicResponse(topic="t", partitions=[
+            data(partition_index=0, error_code=0, high_watermark=50, last_stable_offset=40,
+                 log_start_offset=3, current_leader=leader,
+                 aborted_transactions=[data.AbortedTransaction(producer_id=11, first_offset=30),
+                                       data.AbortedTransaction(producer_id=12, first_offset=35)],
+                 preferred_read_replica=-1, records=b"abc"),
+            data(partition_index=1, error_code=6, high_watermark=-1, last_stable_offset=-1,
+                 log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1,
+                 records=None)]),
+        FetchResponse.FetchableTopicResponse(topic="u", partitions=[
+            data(partition_index=4, error_code=0, high_watermark=8, last_stable_offset=8,
+                 log_start_offset=0, aborted_transactions=[], preferred_read_replica=-1,
+                 records=b"")])])
+
+
+@pytest.mark.parametrize("version", FETCH_VERSIONS)
+def test_fetch_responses_from_kafka_python_decode(version):
+    transactional = version >= 4
+    assert protocol.decode_fetch(version, answered_by_them(_fetch_response(version))) == (0, [
+        (TopicPartition("t", 0), 0, 50, 40 if transactional else -1,
+         [(11, 30), (12, 35)] if transactional else None, b"abc"),
+        (TopicPartition("t", 1), 6, -1, -1, None, b""),
+        (TopicPartition("u", 4), 0, 8, 8 if transactional else -1,
+         [] if transactional else None, b""),
+    ])
+
+
+@pytest.mark.parametrize("version", [7, 12])
+def test_a_fetch_response_error_for_the_whole_request_is_read(version):
+    response = FetchResponse[version](throttle_time_ms=0, error_code=35, session_id=0,
+                                      responses=[])
+    assert protocol.decode_fetch(version, answered_by_them(response)) == (35, [])
+
+
+# -- ListOffsets v0-v11, against kafka-python -----------------------------------------------
+
+@pytest.mark.parametrize("version", LIST_OFFSETS_VERSIONS)
+def test_list_offsets_requests_are_what_kafka_python_encodes(version):
+    body = protocol.list_offsets_request({B0: protocol.LATEST, A2: protocol.EARLIEST}, version,
+                                         protocol.READ_COMMITTED, timeout_ms=1500)
+
+    def partition(tp, time):
+        return ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+            partition_index=tp.partition, current_leader_epoch=-1, timestamp=time,
+            max_num_offsets=1)
+
+    theirs = ListOffsetsRequest[version](replica_id=-1, isolation_level=1, timeout_ms=1500, topics=[
+        ListOffsetsRequest.ListOffsetsTopic(name="b", partitions=[partition(B0, -1)]),
+        ListOffsetsRequest.ListOffsetsTopic(name="a", partitions=[partition(A2, -2)])])
+    assert body == bytes(theirs.encode())
+    request = ListOffsetsRequest.decode(framed_by_us(protocol.LIST_OFFSETS, version, body),
+                                        version=version, header=True)
+    assert_their_header(request, protocol.LIST_OFFSETS, version)
+    assert [(t.name, [(p.partition_index, p.timestamp) for p in t.partitions])
+            for t in request.topics] == [("b", [(0, -1)]), ("a", [(2, -2)])]
+    if version >= 2:
+        assert request.isolation_level == 1
+
+
+@pytest.mark.parametrize("version", LIST_OFFSETS_VERSIONS)
+def test_list_offsets_responses_from_kafka_python_decode(version):
+    answer = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+    response = ListOffsetsResponse[version](throttle_time_ms=0, topics=[
+        ListOffsetsResponse.ListOffsetsTopicResponse(name="t", partitions=[
+            answer(partition_index=0, error_code=0, old_style_offsets=[17], timestamp=-1,
+                   offset=17, leader_epoch=4),
+            answer(partition_index=1, error_code=6, old_style_offsets=[], timestamp=-1,
+                   offset=-1, leader_epoch=-1)])])
+    assert protocol.decode_list_offsets(answered_by_them(response), version) == {
+        TopicPartition("t", 0): (0, 17), TopicPartition("t", 1): (6, None)}
+
+
+# -- Metadata v0-v12, against kafka-python --------------------------------------------------
+
+@pytest.mark.parametrize("version", METADATA_VERSIONS)
+def test_metadata_requests_are_what_kafka_python_encodes(version):
+    body = protocol.metadata_request(["b", "a"], version)
+    topic = MetadataRequest.MetadataRequestTopic
+    theirs = MetadataRequest[version](
+        topics=[topic(topic_id=uuid.UUID(int=0), name="b"),
+                topic(topic_id=uuid.UUID(int=0), name="a")],
+        allow_auto_topic_creation=True, include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False)
+    assert body == bytes(theirs.encode())
+    request = MetadataRequest.decode(framed_by_us(protocol.METADATA, version, body),
+                                     version=version, header=True)
+    assert_their_header(request, protocol.METADATA, version)
+    assert [t.name for t in request.topics] == ["b", "a"]
+    if version >= 4:
+        assert request.allow_auto_topic_creation  # as every v0-v3 request allowed
+
+
+@pytest.mark.parametrize("version", METADATA_VERSIONS)
+def test_metadata_responses_from_kafka_python_decode(version):
+    broker, topic = MetadataResponse.MetadataResponseBroker, MetadataResponse.MetadataResponseTopic
+    partition = topic.MetadataResponsePartition
+    response = MetadataResponse[version](
+        throttle_time_ms=0, cluster_id="cluster", controller_id=1, authorized_operations=set(),
+        brokers=[broker(node_id=0, host="host-a", port=9092, rack="r1"),
+                 broker(node_id=1, host="host-b", port=9093, rack=None)],
+        topics=[
+            topic(error_code=0, name="t", topic_id=uuid.uuid4(), is_internal=False,
+                  authorized_operations=set(), partitions=[
+                      partition(error_code=0, partition_index=0, leader_id=1, leader_epoch=3,
+                                replica_nodes=[1, 0], isr_nodes=[1], offline_replicas=[0]),
+                      partition(error_code=5, partition_index=1, leader_id=-1, leader_epoch=-1,
+                                replica_nodes=[], isr_nodes=[], offline_replicas=[])]),
+            topic(error_code=3, name="missing", topic_id=uuid.UUID(int=0), is_internal=False,
+                  authorized_operations=set(), partitions=[])])
+    metadata = protocol.decode_metadata(answered_by_them(response), version)
+    assert metadata.brokers == {0: ("host-a", 9092), 1: ("host-b", 9093)}
+    assert metadata.leaders == {TopicPartition("t", 0): 1, TopicPartition("t", 1): -1}
+
+
+# -- flexible encoding details --------------------------------------------------------------
+
+def test_unknown_tagged_fields_of_a_flexible_response_are_skipped():
+    """A newer broker may add tagged fields anywhere; here in the header and at the end."""
+    payload = answered_by_them(_fetch_response(12))
+    header_tags = b"\x01" + b"\x05\x02zz"  # one field, tag 5, two bytes
+    tagged = payload[:4] + header_tags + payload[5:-1] + b"\x01\x09\x01z"
+    assert protocol.decode_fetch(12, tagged) == protocol.decode_fetch(12, payload)
+
+
+def test_a_varint_longer_than_five_bytes_is_a_protocol_error():
+    with pytest.raises(protocol.ProtocolError, match="varint"):
+        protocol.decode_fetch(12, struct.pack(">i", 9) + b"\xff" * 6)
+
+
+def test_a_null_topic_name_where_one_is_needed_is_a_protocol_error():
+    payload = struct.pack(">i", 9) + b"\x00" + struct.pack(">ihi", 0, 0, 0) + b"\x02\x00"
+    with pytest.raises(protocol.ProtocolError, match="null"):
+        protocol.decode_fetch(12, payload)

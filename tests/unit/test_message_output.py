@@ -26,6 +26,19 @@ def test_jsonl_marks_binary_values_as_base64_and_keeps_nulls():
     assert "key_encoding" not in record
 
 
+def test_jsonl_writes_headers_in_order_with_values_encoded_as_the_value_is():
+    headers = (("trace", b"abc"), ("raw", b"\xff\x00"), ("none", None),
+               ("trace", "\u00e9".encode()))
+    record = json.loads(jsonl(Message("t", 0, 1, None, b"v", None, headers)))
+    assert record["headers"] == [["trace", "abc"],
+                                 ["raw", base64.b64encode(b"\xff\x00").decode(), "base64"],
+                                 ["none", None], ["trace", "\u00e9"]]
+
+
+def test_jsonl_leaves_headers_out_when_a_message_has_none():
+    assert "headers" not in json.loads(jsonl(Message("t", 0, 1, None, b"v", None)))
+
+
 def test_value_format_prints_the_raw_value_per_line():
     assert value_line(Message("t", 0, 1, None, b"abc", None)) == b"abc\n"
     assert value_line(Message("t", 0, 1, None, None, None)) == b"\n"

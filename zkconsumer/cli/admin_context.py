@@ -20,8 +20,9 @@ from zkconsumer.fetch import KafkaAccess, LogOffsets, resolve_kafka_access
 from zkconsumer.kafka_client import kafka_client_options
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import KafkaOffsetStore, ZookeeperOffsetStore
+from zkconsumer.topology import TopicSource, TopicView, open_topic_source
 from zkconsumer.zk.group_state import committed_partitions, group_topics
-from zkconsumer.zk.registry import read_brokers, read_topic
+from zkconsumer.zk.registry import read_brokers
 from zkconsumer.zk.session import connect_for
 
 T = TypeVar("T")
@@ -41,7 +42,9 @@ def admin_options(command: Callable) -> Callable:
                      envvar="ZKCONSUMER_ZOOKEEPER_CONNECT",
                      help="host:port[,host:port...][/chroot]."),
         click.option("--bootstrap-server", envvar="ZKCONSUMER_BOOTSTRAP_SERVER",
-                     help="Brokers to use instead of those registered in ZooKeeper."),
+                     help="host:port,... of brokers to use instead of those registered in "
+                          "ZooKeeper (KRaft clusters, or another cluster's ZooKeeper); topics "
+                          "and partitions then come from Kafka metadata."),
         click.option("--property", "properties", multiple=True, metavar="KEY=VALUE",
                      help="Kafka client setting: kafka.api.version=0.9, "
                           "kafka.security.protocol=SSL, ...; repeatable."),
@@ -65,7 +68,14 @@ class AdminContext:
         self._access: KafkaAccess | None = None
         self._kafka_stores: dict[str, KafkaOffsetStore] = {}
         self._log_offsets: LogOffsets | None = None
+        self._topic_source: TopicSource | None = None
+        self._topic_view: TopicView | None = None
         self._lock = threading.Lock()  # stores are opened from the group workers
+
+    @property
+    def topics_from(self) -> str:
+        """Where topics are known from, for messages about a topic that is not there."""
+        return "Kafka metadata" if self._bootstrap_override else "ZooKeeper (/brokers/topics)"
 
     @property
     def kafka_access(self) -> KafkaAccess:
@@ -146,13 +156,23 @@ class AdminContext:
         return chosen, partitions
 
     def partitions_of(self, topics: Iterable[str]) -> list[TopicPartition]:
-        """Partitions per the topic registry; topics it does not know are skipped."""
-        found = []
-        for topic in sorted(set(topics)):
-            registered = read_topic(self.zk, topic)
-            if registered is not None:
-                found.extend(TopicPartition(topic, p) for p in registered.partition_numbers())
-        return found
+        """Partitions per the topic registry, or Kafka metadata with `--bootstrap-server`
+        (read once per command, so every group of it sees the same moment); topics it does not
+        know are skipped."""
+        view = self._view()
+        return [TopicPartition(topic, partition) for topic in sorted(set(topics))
+                for partition in view.partitions(topic) or ()]
+
+    def _view(self) -> TopicView:
+        with self._lock:
+            if self._topic_view is None:
+                if self._topic_source is None:
+                    self._topic_source = open_topic_source(
+                        self.zk, self._bootstrap_override, self._api_version,
+                        self._client_options)
+                    self._stack.callback(self._topic_source.close)
+                self._topic_view = self._topic_source.view()
+            return self._topic_view
 
 
 @contextmanager

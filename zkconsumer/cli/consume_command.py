@@ -40,7 +40,8 @@ from zkconsumer.model import Message
 
 log = structlog.get_logger(__name__)
 # Options that set a config key themselves, by parameter name.
-SETTING_OPTIONS = {"zookeeper": "zookeeper.connect", "group": "group.id"}
+SETTING_OPTIONS = {"zookeeper": "zookeeper.connect", "group": "group.id",
+                   "bootstrap_server": "bootstrap.servers"}
 
 
 class HandlerError(ZkConsumerError):
@@ -132,12 +133,13 @@ class ConsumeRun:
 
 def build_config(zookeeper: str | None, group: str | None, consumer_config: Path | None,
                  properties: tuple[str, ...], from_beginning: bool, *,
+                 bootstrap_server: str | None = None,
                  sources: Mapping[str, str] = MappingProxyType({})) -> ConsumerConfig:
     """The options win over `--property`, and each is named as the source of its value, so an
     error points at it. `sources` names, by parameter, an option's value that did not come
     from the command line (`environment ZKCONSUMER_GROUP_ID`)."""
-    given = {"zookeeper": zookeeper, "group": group}
-    options = {key: Setting(given[name], sources.get(name, f"--{name}"))
+    given = {"zookeeper": zookeeper, "group": group, "bootstrap_server": bootstrap_server}
+    options = {key: Setting(given[name], sources.get(name, "--" + name.replace("_", "-")))
                for name, key in SETTING_OPTIONS.items() if given[name]}
     if from_beginning:
         options["auto.offset.reset"] = Setting("smallest", "--from-beginning")
@@ -146,7 +148,7 @@ def build_config(zookeeper: str | None, group: str | None, consumer_config: Path
 
 def checked_config(ctx: click.Context, zookeeper: str | None, group: str | None,
                    consumer_config: Path | None, properties: tuple[str, ...],
-                   from_beginning: bool) -> ConsumerConfig:
+                   from_beginning: bool, bootstrap_server: str | None = None) -> ConsumerConfig:
     """The settings, checked as far as they can be without a cluster. No ZooKeeper or group is
     a usage error naming the option and its variable; an invalid value, including a `kafka.*`
     client option, is a ConfigError naming where it came from."""
@@ -154,7 +156,7 @@ def checked_config(ctx: click.Context, zookeeper: str | None, group: str | None,
                if ctx.get_parameter_source(name) is ParameterSource.ENVIRONMENT}
     try:
         config = build_config(zookeeper, group, consumer_config, properties, from_beginning,
-                              sources=sources)
+                              bootstrap_server=bootstrap_server, sources=sources)
     except MissingConfigError as exc:
         name = next(name for name, key in SETTING_OPTIONS.items() if key == exc.key)
         raise click.MissingParameter(
@@ -229,6 +231,10 @@ def stop_on_signals() -> Iterator[threading.Event]:
 @click.option("--zookeeper", envvar="ZKCONSUMER_ZOOKEEPER_CONNECT",
               help="host:port[,host:port...][/chroot] (or zookeeper.connect in the config).")
 @click.option("--group", envvar="ZKCONSUMER_GROUP_ID", help="The consumer group (group.id).")
+@click.option("--bootstrap-server", envvar="ZKCONSUMER_BOOTSTRAP_SERVER",
+              help="host:port,... of brokers not registered in this ZooKeeper (KRaft clusters, "
+                   "or another cluster's ZooKeeper); topics then come from Kafka metadata "
+                   "(bootstrap.servers).")
 @click.option("--topic", "topics", multiple=True, callback=_topics_option,
               help="A topic to consume; repeatable (or comma-separated).")
 @click.option("--whitelist", callback=_filter_option,
@@ -253,13 +259,15 @@ def stop_on_signals() -> Iterator[threading.Event]:
 @click.option("--log-format", type=click.Choice(LOG_FORMATS), default=None,
               help="Overrides the global --log-format.")
 @click.pass_context
-def consume(ctx, zookeeper, group, topics, whitelist, blacklist, streams, consumer_config,
-            properties, from_beginning, max_messages, output_format, handler, log_format) -> None:
+def consume(ctx, zookeeper, group, bootstrap_server, topics, whitelist, blacklist, streams,
+            consumer_config, properties, from_beginning, max_messages, output_format, handler,
+            log_format) -> None:
     """Join GROUP as a member and consume until Ctrl-C, SIGTERM or --max-messages."""
     if log_format:
         configure_logging(log_format)
     handler_function = load_handler(handler) if handler else None
-    config = checked_config(ctx, zookeeper, group, consumer_config, properties, from_beginning)
+    config = checked_config(ctx, zookeeper, group, consumer_config, properties, from_beginning,
+                            bootstrap_server)
     selection = topic_selection(config, topics, whitelist, blacklist)
     with stop_on_signals() as stop_requested:
         connector = ConsumerConnector(config)

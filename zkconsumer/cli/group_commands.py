@@ -71,10 +71,10 @@ def describe_command(name, topics, zookeeper_connect, bootstrap_server, properti
             {tp: owner for tp, owner in read_owners(ctx.zk, name).items() if tp.topic in wanted})
     missing = sorted(wanted - {tp.topic for tp in registered})
     if topics and not rows:
-        raise ZkConsumerError(f"no topic {', '.join(missing)} in ZooKeeper (/brokers/topics) "
+        raise ZkConsumerError(f"no topic {', '.join(missing)} in {ctx.topics_from} "
                               f"and no offsets of group {name} for it")
     if missing:
-        click.echo(f"note: no topic {', '.join(missing)} in ZooKeeper (/brokers/topics), so no "
+        click.echo(f"note: no topic {', '.join(missing)} in {ctx.topics_from}, so no "
                    "log end or lag for it; members subscribed to it wait until it is created",
                    err=True)
     member_rows = [{"consumer_id": consumer_id, "pattern": registration.pattern,

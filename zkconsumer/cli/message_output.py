@@ -11,16 +11,30 @@ from zkconsumer.model import Message
 FORMATS = ("jsonl", "value", "none")
 
 
+def _text(data: bytes) -> tuple[str, bool]:
+    """UTF-8 text as is; anything else as base64, and whether it is."""
+    try:
+        return data.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return base64.b64encode(data).decode("ascii"), True
+
+
 def _text_or_base64(record: dict, field: str, data: bytes | None) -> None:
-    """UTF-8 text as is; anything else as base64, flagged so a reader can tell them apart."""
+    """Base64 flagged by a `<field>_encoding` field, so a reader can tell it from text."""
     if data is None:
         record[field] = None
         return
-    try:
-        record[field] = data.decode("utf-8")
-    except UnicodeDecodeError:
-        record[field] = base64.b64encode(data).decode("ascii")
+    record[field], is_base64 = _text(data)
+    if is_base64:
         record[f"{field}_encoding"] = "base64"
+
+
+def _header(key: str, value: bytes | None) -> list:
+    """[key, value], the value written as `value` is; base64 flagged by a third element."""
+    if value is None:
+        return [key, None]
+    text, is_base64 = _text(value)
+    return [key, text, "base64"] if is_base64 else [key, text]
 
 
 def jsonl(message: Message) -> bytes:
@@ -29,6 +43,8 @@ def jsonl(message: Message) -> bytes:
     _text_or_base64(record, "value", message.value)
     if message.timestamp is not None:
         record["timestamp"] = message.timestamp
+    if message.headers:
+        record["headers"] = [_header(key, value) for key, value in message.headers]
     return json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
 
 

@@ -15,7 +15,17 @@ from zkconsumer.fetch.kafka_protocol import frame_request, response_correlation_
 
 
 class ChannelError(Exception):
-    """The connection failed or the broker answered out of order; the channel is closed."""
+    """The connection failed or the broker answered out of order; the channel is closed.
+    `closed_by_broker`: the broker ended the connection while an answer was awaited, which is
+    also how a broker rejects a request version it does not speak."""
+
+    def __init__(self, message: str, closed_by_broker: bool = False) -> None:
+        super().__init__(message)
+        self.closed_by_broker = closed_by_broker
+
+
+class _ClosedByBroker(ConnectionError):
+    pass
 
 
 class BrokerChannel:
@@ -24,6 +34,7 @@ class BrokerChannel:
                  ) -> None:
         self.address = f"{host}:{port}"
         self._client_id = client_id
+        self._timeout_s = timeout_s
         self._next_correlation_id = 0
         self._expected: deque[int] = deque()
         try:
@@ -60,26 +71,33 @@ class BrokerChannel:
             raise ChannelError(f"sending to broker {self.address} failed: {exc}") from exc
         self._expected.append(correlation_id)
 
-    def receive(self) -> bytes:
-        """The next response, correlation id first; blocks up to the channel's timeout."""
+    def receive(self, timeout_s: float | None = None) -> bytes:
+        """The next response, correlation id first; blocks up to `timeout_s`, by default the
+        channel's timeout."""
         try:
+            if timeout_s is not None:
+                self._socket.settimeout(timeout_s)
             size = int.from_bytes(self._read_exactly(4), "big", signed=True)
             if size < 4:
                 raise ChannelError(f"broker {self.address} sent a response of {size} bytes")
             payload = self._read_exactly(size)
+            if timeout_s is not None:
+                self._socket.settimeout(self._timeout_s)
         except OSError as exc:
             self.close()
-            raise ChannelError(f"reading from broker {self.address} failed: {exc}") from exc
+            raise ChannelError(f"reading from broker {self.address} failed: {exc}",
+                               closed_by_broker=isinstance(exc, _ClosedByBroker)) from exc
         expected = self._expected.popleft()
         if response_correlation_id(payload) != expected:
             self.close()
             raise ChannelError(f"broker {self.address} answered out of order")
         return payload
 
-    def request(self, api_key: int, version: int, body: bytes) -> bytes:
+    def request(self, api_key: int, version: int, body: bytes,
+                timeout_s: float | None = None) -> bytes:
         """Send and wait for the answer; only on a channel with nothing else outstanding."""
         self.send(api_key, version, body)
-        return self.receive()
+        return self.receive(timeout_s)
 
     def close(self) -> None:
         self._expected.clear()
@@ -95,6 +113,6 @@ class BrokerChannel:
         while received < size:
             count = self._socket.recv_into(view[received:], size - received)
             if count == 0:
-                raise ConnectionResetError("the broker closed the connection")
+                raise _ClosedByBroker("the broker closed the connection")
             received += count
         return bytes(buffer)

@@ -1,4 +1,5 @@
-"""Where to fetch from, and which protocol to speak, read from the ZooKeeper broker registry.
+"""Where to fetch from, and which protocol to speak: the ZooKeeper broker registry, or the
+brokers given with `bootstrap.servers`.
 
 The legacy consumer never had a bootstrap list: brokers are found in `/brokers/ids`. kafka-python
 still wants one to start from, after which it follows leaders itself; we give it every
@@ -28,7 +29,9 @@ def bootstrap_servers(brokers: Iterable[BrokerRegistration],
         raise NoBrokersError(
             f"no broker registered in ZooKeeper (/brokers/ids) offers a {security_protocol} "
             "endpoint"
-            if brokers else "no broker is registered in ZooKeeper (/brokers/ids); is Kafka up?")
+            if brokers else "no broker is registered in ZooKeeper (/brokers/ids); is Kafka up? "
+            "Brokers that do not register there (KRaft, or another cluster's ZooKeeper) are "
+            "reached with bootstrap.servers (--bootstrap-server)")
     return ",".join(f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
                     for host, port in addresses)
 
@@ -60,7 +63,10 @@ def resolve_kafka_access(brokers: Iterable[BrokerRegistration], security_protoco
                          api_version: tuple[int, ...] | None = None,
                          bootstrap_override: str | None = None) -> KafkaAccess:
     """The registry decides unless told otherwise: `bootstrap_override` is for brokers that
-    are not registered in this ZooKeeper, `api_version` for brokers the registry misleads on."""
+    are not registered in this ZooKeeper (whose registrations, if any, then say nothing about
+    them: the client negotiates), `api_version` for brokers the registry misleads on."""
+    if bootstrap_override:
+        return KafkaAccess(bootstrap_override, api_version)
     brokers = list(brokers)
-    bootstrap = bootstrap_override or bootstrap_servers(brokers, security_protocol)
-    return KafkaAccess(bootstrap, api_version or api_version_from_registrations(brokers))
+    return KafkaAccess(bootstrap_servers(brokers, security_protocol),
+                       api_version or api_version_from_registrations(brokers))

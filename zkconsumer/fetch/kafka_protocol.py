@@ -1,8 +1,16 @@
-"""The three Kafka requests a fetcher needs, as bytes: Metadata v0, ListOffsets v0, Fetch v0-v2.
+"""The Kafka requests a fetcher needs, as bytes, in every version it speaks: ApiVersions v0,
+Metadata v0-v12, ListOffsets v0-v11 and Fetch v0-v12.
 
-These versions are what the legacy consumer spoke, and every broker from 0.8 to 3.x answers
-them. Pure encoding and decoding, no sockets, so each is tested against hand-made bytes and the
-network code stays a thin loop around them.
+Brokers 0.8 and 0.9 know only the oldest versions (those the legacy consumer spoke); Kafka 4.0
+(KIP-896) no longer answers Fetch below v4 or ListOffsets v0, and the brokers in between
+convert their data down for an old Fetch. So the fetcher asks each broker which versions it
+speaks (ApiVersions) and uses the newest both sides know (`protocol_versions`). Versions from
+Fetch v12, ListOffsets v6 and Metadata v9 on are "flexible": lengths are unsigned varints (+1,
+so that 0 means null) and every structure ends with tagged fields; one reader and one writer
+handle both encodings. Topic ids (Fetch v13+) are not used: names are what the group knows.
+
+Pure encoding and decoding, no sockets: each layout is tested against kafka-python's own
+implementation of Kafka's message specs, and the network code stays a thin loop around them.
 """
 
 from __future__ import annotations
@@ -13,33 +21,51 @@ from typing import NamedTuple
 
 from zkconsumer.model import TopicPartition
 
-FETCH, LIST_OFFSETS, METADATA = 1, 2, 3
+FETCH, LIST_OFFSETS, METADATA, API_VERSIONS = 1, 2, 3, 18
+API_NAMES = {FETCH: "Fetch", LIST_OFFSETS: "ListOffsets", METADATA: "Metadata",
+             API_VERSIONS: "ApiVersions"}
+# The versions implemented here, per API key.
+IMPLEMENTED = {FETCH: (0, 12), LIST_OFFSETS: (0, 11), METADATA: (0, 12)}
+_FIRST_FLEXIBLE = {FETCH: 12, LIST_OFFSETS: 6, METADATA: 9, API_VERSIONS: 3}
 EARLIEST, LATEST = -2, -1  # ListOffsets "times" for the log start and the log end
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1  # isolation levels (Fetch v4+, ListOffsets v2+)
 
 _HEADER = struct.Struct(">hhih")
+_INT8 = struct.Struct(">b")
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
-_PARTITION_INT64_INT32 = struct.Struct(">iqi")  # partition, offset or time, size or count
-_FETCH_PARTITION_HEAD = struct.Struct(">ihqi")
+_INT32_MAX = 0x7FFFFFFF
+_NO_TAGGED_FIELDS = b"\x00"
+_NO_TOPIC_ID = bytes(16)
+_UUID_SIZE = 16
+_API_RANGE = struct.Struct(">hhh")  # API key, min version, max version
+_FETCH_HEAD = struct.Struct(">iii")  # replica id, max wait, min bytes
+_FETCH_SESSION = struct.Struct(">ii")  # session id, session epoch
+_FETCHED_PARTITION_HEAD = struct.Struct(">ihq")  # partition, error, high watermark
+_ABORTED_TRANSACTION = struct.Struct(">qq")  # producer id, first offset
+_PARTITION_AND_ERROR = struct.Struct(">ih")
+_TIMESTAMP_AND_OFFSET = struct.Struct(">qq")
+_PARTITION_LEADER = struct.Struct(">hii")  # error, partition, leader
 
 
 class ProtocolError(ValueError):
     """A response did not parse: a broker bug, or a request version it does not speak."""
 
 
-def fetch_version(api_version: tuple[int, ...] | None) -> int:
-    """v0 for 0.8 brokers, v1 (adds throttle time) for 0.9, v2 (message format v1, with
-    timestamps) for 0.10 and newer, which is also assumed when the version is unknown."""
-    if api_version is None or api_version >= (0, 10):
-        return 2
-    return 1 if api_version >= (0, 9) else 0
+def is_flexible(api_key: int, version: int) -> bool:
+    first = _FIRST_FLEXIBLE.get(api_key)
+    return first is not None and version >= first
 
 
 def frame_request(api_key: int, version: int, correlation_id: int, client_id: str,
                   body: bytes) -> bytes:
+    """Size, request header (v1, or v2 with tagged fields for a flexible version), body. The
+    client id stays a classic string in both header versions."""
     client = client_id.encode()
     header = _HEADER.pack(api_key, version, correlation_id, len(client)) + client
+    if is_flexible(api_key, version):
+        header += _NO_TAGGED_FIELDS
     return _INT32.pack(len(header) + len(body)) + header + body
 
 
@@ -47,115 +73,318 @@ def response_correlation_id(payload: bytes) -> int:
     return _INT32.unpack_from(payload, 0)[0]
 
 
-# -- Metadata v0 --------------------------------------------------------------------------
+# -- ApiVersions v0 -----------------------------------------------------------------------
+
+API_VERSIONS_REQUEST = b""  # v0 has an empty body; every broker from 0.10 on answers it
+
+
+def decode_api_versions(payload: bytes) -> dict[int, tuple[int, int]]:
+    """Per API key, the (lowest, highest) version the broker speaks."""
+    reader = _Reader(payload, flexible=False)  # its response header is never flexible
+    error = reader.int16()
+    offered = {}
+    for _ in range(reader.array_length()):
+        api_key, lowest, highest = reader.unpack(_API_RANGE)
+        offered[api_key] = (lowest, highest)
+    reader.expect_end()
+    if error and not offered:
+        raise ProtocolError(f"ApiVersions answered error {error}")
+    return offered
+
+
+# -- Metadata v0-v12 ----------------------------------------------------------------------
 
 class Metadata(NamedTuple):
     brokers: dict[int, tuple[str, int]]
     leaders: dict[TopicPartition, int]  # -1 while an election runs
 
 
-def metadata_request(topics: list[str]) -> bytes:
-    return _array([_string(topic) for topic in topics])
+def metadata_request(topics: list[str], version: int = 0) -> bytes:
+    """Metadata of these topics. From v4 on the request says whether a broker configured to
+    create missing topics may do so: yes, as it did for every v0-v3 request."""
+    writer = _Writer(version >= _FIRST_FLEXIBLE[METADATA])
+    writer.array(len(topics))
+    for topic in topics:
+        if version >= 10:
+            writer.raw(_NO_TOPIC_ID)
+        writer.string(topic)
+        writer.end_struct()
+    if version >= 4:
+        writer.pack(_INT8, 1)  # allow auto topic creation
+    if 8 <= version <= 10:
+        writer.pack(_INT8, 0)  # include cluster authorized operations
+    if version >= 8:
+        writer.pack(_INT8, 0)  # include topic authorized operations
+    writer.end_struct()
+    return writer.build()
 
 
-def decode_metadata(payload: bytes) -> Metadata:
-    reader = _Reader(payload, 4)
+def decode_metadata(payload: bytes, version: int = 0) -> Metadata:
+    reader = _Reader(payload, version >= _FIRST_FLEXIBLE[METADATA])
+    if version >= 3:
+        reader.int32()  # throttle time
     brokers = {}
-    for _ in range(reader.int32()):
+    for _ in range(reader.array_length()):
         node_id, host, port = reader.int32(), reader.string(), reader.int32()
+        if version >= 1:
+            reader.nullable_string()  # rack
+        reader.end_struct()
         brokers[node_id] = (host, port)
+    if version >= 2:
+        reader.nullable_string()  # cluster id
+    if version >= 1:
+        reader.int32()  # controller id
     leaders = {}
-    for _ in range(reader.int32()):
-        _topic_error, topic = reader.int16(), reader.string()  # a topic in error has no partitions
-        for _ in range(reader.int32()):
-            _partition_error, partition, leader = reader.int16(), reader.int32(), reader.int32()
+    for _ in range(reader.array_length()):
+        _topic_error, topic = reader.int16(), reader.nullable_string()  # in error: no partitions
+        if version >= 10:
+            reader.skip(_UUID_SIZE)  # topic id
+        if version >= 1:
+            reader.int8()  # is internal
+        for _ in range(reader.array_length()):
+            _partition_error, partition, leader = reader.unpack(_PARTITION_LEADER)
+            if version >= 7:
+                reader.int32()  # leader epoch
             reader.skip_int32_array()  # replicas
             reader.skip_int32_array()  # in-sync replicas
-            leaders[TopicPartition(topic, partition)] = leader
+            if version >= 5:
+                reader.skip_int32_array()  # offline replicas
+            reader.end_struct()
+            if topic is not None:
+                leaders[TopicPartition(topic, partition)] = leader
+        if version >= 8:
+            reader.int32()  # topic authorized operations
+        reader.end_struct()
+    if 8 <= version <= 10:
+        reader.int32()  # cluster authorized operations
+    reader.end_struct()
+    reader.expect_end()
     return Metadata(brokers, leaders)
 
 
-# -- ListOffsets v0 -----------------------------------------------------------------------
+# -- ListOffsets v0-v11 -------------------------------------------------------------------
 
-def list_offsets_request(times: Mapping[TopicPartition, int]) -> bytes:
-    """One offset per partition: the first (EARLIEST) or the next to be written (LATEST)."""
-    return _INT32.pack(-1) + _topics_array(
-        times, lambda tp, time: _PARTITION_INT64_INT32.pack(tp.partition, time, 1))
+def list_offsets_request(times: Mapping[TopicPartition, int], version: int = 0,
+                         isolation_level: int = READ_UNCOMMITTED, timeout_ms: int = 30000
+                         ) -> bytes:
+    """One offset per partition: the first (EARLIEST) or the next to be written (LATEST; for
+    READ_COMMITTED from v2 on, the last stable offset). `timeout_ms` (v10+) bounds the
+    broker's own wait for tiered storage."""
+    writer = _Writer(version >= _FIRST_FLEXIBLE[LIST_OFFSETS])
+    writer.pack(_INT32, -1)  # replica id: a consumer
+    if version >= 2:
+        writer.pack(_INT8, isolation_level)
+    groups = _by_topic(times)
+    writer.array(len(groups))
+    for topic, partitions in groups:
+        writer.string(topic)
+        writer.array(len(partitions))
+        for tp, time in partitions:
+            writer.pack(_INT32, tp.partition)
+            if version >= 4:
+                writer.pack(_INT32, -1)  # current leader epoch: not tracked
+            writer.pack(_INT64, time)
+            if version == 0:
+                writer.pack(_INT32, 1)  # max number of offsets
+            writer.end_struct()
+        writer.end_struct()
+    if version >= 10:
+        writer.pack(_INT32, timeout_ms)
+    writer.end_struct()
+    return writer.build()
 
 
-def decode_list_offsets(payload: bytes) -> dict[TopicPartition, tuple[int, int | None]]:
+def decode_list_offsets(payload: bytes, version: int = 0
+                        ) -> dict[TopicPartition, tuple[int, int | None]]:
     """Per partition: (error code, offset or None)."""
-    reader = _Reader(payload, 4)
+    reader = _Reader(payload, version >= _FIRST_FLEXIBLE[LIST_OFFSETS])
+    if version >= 2:
+        reader.int32()  # throttle time
     result = {}
-    for _ in range(reader.int32()):
+    for _ in range(reader.array_length()):
         topic = reader.string()
-        for _ in range(reader.int32()):
-            partition, error = reader.int32(), reader.int16()
-            offsets = [reader.int64() for _ in range(reader.int32())]
-            result[TopicPartition(topic, partition)] = (error, offsets[0] if offsets else None)
+        for _ in range(reader.array_length()):
+            partition, error = reader.unpack(_PARTITION_AND_ERROR)
+            if version == 0:
+                offsets = [reader.int64() for _ in range(reader.array_length())]
+                offset = offsets[0] if offsets else None
+            else:
+                _timestamp, offset = reader.unpack(_TIMESTAMP_AND_OFFSET)
+                if version >= 4:
+                    reader.int32()  # leader epoch
+                offset = offset if offset >= 0 else None
+            reader.end_struct()
+            result[TopicPartition(topic, partition)] = (error, offset)
+        reader.end_struct()
+    reader.end_struct()
+    reader.expect_end()
     return result
 
 
-# -- Fetch v0-v2 --------------------------------------------------------------------------
+# -- Fetch v0-v12 -------------------------------------------------------------------------
 
 class FetchedPartition(NamedTuple):
     partition: TopicPartition
     error: int
     high_watermark: int
-    message_set: bytes
+    last_stable_offset: int  # -1 before v4
+    aborted: list[tuple[int, int]] | None  # (producer id, first offset); v4+, read_committed
+    records: bytes
+
+
+class FetchResponse(NamedTuple):
+    error: int  # for the whole request (v7+; 0 before)
+    partitions: list[FetchedPartition]
 
 
 def fetch_request(max_wait_ms: int, min_bytes: int, offsets: Mapping[TopicPartition, int],
-                  max_bytes: int) -> bytes:
-    """The same body serves v0 to v2."""
-    return _INT32.pack(-1) + _INT32.pack(max_wait_ms) + _INT32.pack(min_bytes) + _topics_array(
-        offsets, lambda tp, offset: _PARTITION_INT64_INT32.pack(tp.partition, offset, max_bytes))
+                  max_bytes: int, version: int = 0,
+                  isolation_level: int = READ_UNCOMMITTED) -> bytes:
+    """Fetch from these offsets, up to `max_bytes` per partition, partitions in the order given
+    (grouped by topic): from v3 on a broker fills the response in that order. The whole
+    response may hold every partition's share, as v0-v2 allowed (a broker caps it with its own
+    fetch.max.bytes). No fetch session (v7+): every fetch names all its partitions."""
+    writer = _Writer(version >= _FIRST_FLEXIBLE[FETCH])
+    writer.pack(_FETCH_HEAD, -1, max_wait_ms, min_bytes)  # replica id -1: a consumer
+    if version >= 3:
+        writer.pack(_INT32, min(max_bytes * len(offsets), _INT32_MAX))
+    if version >= 4:
+        writer.pack(_INT8, isolation_level)
+    if version >= 7:
+        writer.pack(_FETCH_SESSION, 0, -1)
+    groups = _by_topic(offsets)
+    writer.array(len(groups))
+    for topic, partitions in groups:
+        writer.string(topic)
+        writer.array(len(partitions))
+        for tp, offset in partitions:
+            writer.pack(_INT32, tp.partition)
+            if version >= 9:
+                writer.pack(_INT32, -1)  # current leader epoch: not tracked
+            writer.pack(_INT64, offset)
+            if version >= 12:
+                writer.pack(_INT32, -1)  # last fetched epoch: not tracked
+            if version >= 5:
+                writer.pack(_INT64, -1)  # log start offset: only followers send one
+            writer.pack(_INT32, max_bytes)
+            writer.end_struct()
+        writer.end_struct()
+    if version >= 7:
+        writer.array(0)  # forgotten topics: none outside a session
+    if version >= 11:
+        writer.string("")  # rack id: none, so the leader answers itself
+    writer.end_struct()
+    return writer.build()
 
 
-def decode_fetch(version: int, payload: bytes) -> list[FetchedPartition]:
-    reader = _Reader(payload, 8 if version >= 1 else 4)  # v1+ adds the throttle time
-    result = []
-    for _ in range(reader.int32()):
+def decode_fetch(version: int, payload: bytes) -> FetchResponse:
+    reader = _Reader(payload, version >= _FIRST_FLEXIBLE[FETCH])
+    if version >= 1:
+        reader.int32()  # throttle time
+    error = 0
+    if version >= 7:
+        error = reader.int16()
+        reader.int32()  # session id
+    partitions = []
+    for _ in range(reader.array_length()):
         topic = reader.string()
-        for _ in range(reader.int32()):
-            partition, error, high_watermark, size = reader.unpack(_FETCH_PARTITION_HEAD)
-            result.append(FetchedPartition(TopicPartition(topic, partition), error,
-                                           high_watermark, reader.take(size)))
-    return result
+        for _ in range(reader.array_length()):
+            partition, code, high_watermark = reader.unpack(_FETCHED_PARTITION_HEAD)
+            last_stable_offset, aborted = -1, None
+            if version >= 4:
+                last_stable_offset = reader.int64()
+                if version >= 5:
+                    reader.int64()  # log start offset
+                aborted = reader.aborted_transactions()
+                if version >= 11:
+                    reader.int32()  # preferred read replica: only for a client naming a rack
+            records = reader.records()
+            reader.end_struct()
+            partitions.append(FetchedPartition(TopicPartition(topic, partition), code,
+                                               high_watermark, last_stable_offset, aborted,
+                                               records))
+        reader.end_struct()
+    reader.end_struct()
+    reader.expect_end()
+    return FetchResponse(error, partitions)
 
 
 # -- building blocks ----------------------------------------------------------------------
 
-def _string(text: str) -> bytes:
-    encoded = text.encode()
-    return _INT16.pack(len(encoded)) + encoded
+def _by_topic(per_partition: Mapping[TopicPartition, int]
+              ) -> list[tuple[str, list[tuple[TopicPartition, int]]]]:
+    """Partitions grouped by topic, each topic where its first partition comes."""
+    groups: dict[str, list[tuple[TopicPartition, int]]] = {}
+    for tp, value in per_partition.items():
+        groups.setdefault(tp.topic, []).append((tp, value))
+    return list(groups.items())
 
 
-def _array(items: list[bytes]) -> bytes:
-    return _INT32.pack(len(items)) + b"".join(items)
+def _unsigned_varint(value: int) -> bytes:
+    encoded = bytearray()
+    while value >= 0x80:
+        encoded.append(value & 0x7F | 0x80)
+        value >>= 7
+    encoded.append(value)
+    return bytes(encoded)
 
 
-def _topics_array(per_partition: Mapping[TopicPartition, int], encode_partition) -> bytes:
-    by_topic: dict[str, list[bytes]] = {}
-    for tp in sorted(per_partition):
-        by_topic.setdefault(tp.topic, []).append(encode_partition(tp, per_partition[tp]))
-    return _array([_string(topic) + _array(parts) for topic, parts in by_topic.items()])
+class _Writer:
+    """A request body in one version's encoding: classic (int16 string and int32 array
+    lengths) or compact (unsigned varint lengths + 1) with tagged fields, none of them here,
+    closing every structure."""
+
+    def __init__(self, flexible: bool) -> None:
+        self._flexible = flexible
+        self._parts: list[bytes] = []
+
+    def pack(self, layout: struct.Struct, *values: int) -> None:
+        self._parts.append(layout.pack(*values))
+
+    def raw(self, data: bytes) -> None:
+        self._parts.append(data)
+
+    def string(self, text: str) -> None:
+        encoded = text.encode()
+        self._length(len(encoded), _INT16)
+        self._parts.append(encoded)
+
+    def array(self, count: int) -> None:
+        """The length of an array; its items follow."""
+        self._length(count, _INT32)
+
+    def end_struct(self) -> None:
+        if self._flexible:
+            self._parts.append(_NO_TAGGED_FIELDS)
+
+    def build(self) -> bytes:
+        return b"".join(self._parts)
+
+    def _length(self, count: int, classic: struct.Struct) -> None:
+        self._parts.append(_unsigned_varint(count + 1) if self._flexible else classic.pack(count))
 
 
 class _Reader:
-    """A cursor over a response; any read past the end is a ProtocolError."""
+    """A cursor over a response body, after the response header (v0, or v1 with tagged fields
+    for a flexible version), in either encoding; any read past the end is a ProtocolError."""
 
-    def __init__(self, payload: bytes, position: int) -> None:
+    def __init__(self, payload: bytes, flexible: bool) -> None:
         self._payload = payload
-        self._position = position
+        self._flexible = flexible
+        self._position = 4  # after the correlation id
+        self.end_struct()
 
     def unpack(self, layout: struct.Struct) -> tuple:
         try:
             values = layout.unpack_from(self._payload, self._position)
-        except struct.error as exc:
-            raise ProtocolError(f"response ends early: {exc}") from None
+        except struct.error:
+            raise ProtocolError(f"response ends early: {len(self._payload)} bytes, a field of "
+                                f"{layout.size} at byte {self._position}") from None
         self._position += layout.size
         return values
+
+    def int8(self) -> int:
+        return self.unpack(_INT8)[0]
 
     def int16(self) -> int:
         return self.unpack(_INT16)[0]
@@ -173,8 +402,68 @@ class _Reader:
         self._position += size
         return self._payload[start:self._position]
 
+    def skip(self, size: int) -> None:
+        self.take(size)
+
+    def array_length(self) -> int:
+        """-1 for a null array, which holds nothing."""
+        return self._length(_INT32)
+
+    def nullable_string(self) -> str | None:
+        size = self._length(_INT16)
+        return None if size < 0 else self.take(size).decode()
+
     def string(self) -> str:
-        return self.take(self.int16()).decode()
+        text = self.nullable_string()
+        if text is None:
+            raise ProtocolError("response has a null where a string belongs")
+        return text
+
+    def records(self) -> bytes:
+        """A record set; null (which a broker may send with an error) reads as empty."""
+        size = self._length(_INT32)
+        return b"" if size < 0 else self.take(size)
+
+    def aborted_transactions(self) -> list[tuple[int, int]] | None:
+        count = self.array_length()
+        if count < 0:
+            return None
+        aborted = []
+        for _ in range(count):
+            aborted.append(self.unpack(_ABORTED_TRANSACTION))
+            self.end_struct()
+        return aborted
 
     def skip_int32_array(self) -> None:
-        self.take(4 * self.int32())
+        self.skip(4 * max(0, self.array_length()))
+
+    def end_struct(self) -> None:
+        """Skip the tagged fields that close every structure of a flexible version."""
+        if self._flexible:
+            for _ in range(self._unsigned_varint()):
+                self._unsigned_varint()  # tag
+                self.skip(self._unsigned_varint())
+
+    def expect_end(self) -> None:
+        """A response longer than its layout was read in another version's layout."""
+        if self._position != len(self._payload):
+            raise ProtocolError(f"response has {len(self._payload) - self._position} bytes "
+                                "after its last field")
+
+    def _length(self, classic: struct.Struct) -> int:
+        if self._flexible:
+            return self._unsigned_varint() - 1
+        return self.unpack(classic)[0]
+
+    def _unsigned_varint(self) -> int:
+        value = shift = 0
+        while shift <= 28:
+            if self._position >= len(self._payload):
+                raise ProtocolError("response ends early, inside a varint")
+            byte = self._payload[self._position]
+            self._position += 1
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return value
+            shift += 7
+        raise ProtocolError("response has a varint longer than 5 bytes")

@@ -120,5 +120,6 @@ def _to_message(record) -> Message:
     # Brokers before 0.10 store no timestamps; kafka-python reports those as -1 or None.
     timestamp = record.timestamp if record.timestamp is not None and record.timestamp >= 0 \
         else None
+    headers = record.headers  # a list of (str, bytes) pairs, empty before format v2
     return Message(record.topic, record.partition, record.offset, record.key, record.value,
-                   timestamp)
+                   timestamp, tuple(headers) if headers else ())

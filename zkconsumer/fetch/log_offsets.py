@@ -1,9 +1,9 @@
 """The log's own offsets (first, end, by time), which lag and resets are measured against.
 
 One unsubscribed kafka-python client answers them for any number of partitions in a few
-requests (ListOffsets per leader), whatever group is being looked at. It is opened at the first
-question: kafka-python 3 starts bootstrapping as soon as a client exists, and closing one before
-that finished logs errors (`Bootstrap failed: ... Unable to bootstrap`) although nothing failed.
+requests (ListOffsets per leader), whatever group is being looked at; it negotiates the request
+versions with each broker, so the same code serves 0.10 to 4.x. It is opened at the first
+question (see `LazyConsumer`).
 """
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.errors import KafkaError, UnsupportedVersionError
 
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.kafka_client import client_settings
+from zkconsumer.kafka_client import LazyConsumer, client_settings
 from zkconsumer.model import TopicPartition
 
 
@@ -28,20 +27,12 @@ class LogOffsets:
     def __init__(self, bootstrap_servers: str, api_version: tuple[int, ...] | None,
                  client_options: Mapping[str, Any] | None = None,
                  request_timeout_ms: int = 30000) -> None:
-        self._options = client_settings(client_options or {}, bootstrap_servers, api_version,
-                                        request_timeout_ms=request_timeout_ms)
+        self._client = LazyConsumer(client_settings(client_options or {}, bootstrap_servers,
+                                                    api_version,
+                                                    request_timeout_ms=request_timeout_ms),
+                                    LogOffsetsError)
         self._where = bootstrap_servers
         self._timeout_ms = request_timeout_ms
-        self._client: KafkaConsumer | None = None
-
-    @property
-    def _consumer(self) -> KafkaConsumer:
-        if self._client is None:
-            try:
-                self._client = KafkaConsumer(**self._options)
-            except KafkaError as exc:
-                raise LogOffsetsError(f"cannot reach Kafka at {self._where}: {exc}") from exc
-        return self._client
 
     def earliest(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         return self._ask("earliest offsets", "beginning_offsets", partitions)
@@ -56,7 +47,7 @@ class LogOffsets:
         if not wanted:
             return {}
         try:
-            found = self._consumer.offsets_for_times(
+            found = self._client.get().offsets_for_times(
                 {_to_kafka(tp): epoch_ms for tp in wanted}, timeout_ms=self._timeout_ms)
         except UnsupportedVersionError:
             raise LogOffsetsError(
@@ -68,16 +59,14 @@ class LogOffsets:
                 for tp in wanted}
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close(autocommit=False)
-            self._client = None
+        self._client.close()
 
     def _ask(self, what: str, method: str, partitions: Iterable[TopicPartition]
              ) -> dict[TopicPartition, int]:
         wanted = [_to_kafka(tp) for tp in partitions]
         if not wanted:
             return {}
-        ask = getattr(self._consumer, method)
+        ask = getattr(self._client.get(), method)
         try:
             answer = ask(wanted, timeout_ms=self._timeout_ms)
         except KafkaError as exc:

@@ -32,6 +32,7 @@ def kafka_consumer_settings(config: ConsumerConfig, bootstrap_servers: str,
         "retry_backoff_ms": config.refresh_leader_backoff_ms,
         "auto_offset_reset": RESET_POLICY[config.auto_offset_reset],
         "client_id": config.client_id,
+        "isolation_level": config.isolation_level,
     }
     if config.socket_receive_buffer_bytes > 0:
         settings["receive_buffer_bytes"] = config.socket_receive_buffer_bytes

@@ -20,7 +20,8 @@ from kazoo.retry import KazooRetry
 from zkconsumer.assignment import TopicFilter, make_consumer_id
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.fetch import open_fetcher, resolve_kafka_access
+from zkconsumer.fetch import KafkaAccess, open_fetcher, resolve_kafka_access
+from zkconsumer.kafka_client import kafka_client_options
 from zkconsumer.member.committer import OffsetCommitter
 from zkconsumer.member.fetch_loop import FetchLoop
 from zkconsumer.member.rebalancer import (
@@ -34,6 +35,7 @@ from zkconsumer.member.streams import DeliveryGate, KafkaStream
 from zkconsumer.member.zk_membership import ZookeeperMembership
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import OffsetTracker, open_offset_store
+from zkconsumer.topology import MetadataRefresher, open_topic_source
 from zkconsumer.zk.registry import wait_for_brokers
 from zkconsumer.zk.session import ZookeeperAccessDeniedError, connect_for
 from zkconsumer.znodes.consumers import ConsumerRegistration
@@ -70,6 +72,7 @@ class ConsumerConnector:
         self._stop_auto_commit = threading.Event()
         self._session_lost = False
         self._started = False
+        self._refresher: MetadataRefresher | None = None  # topics from Kafka metadata only
         self._zk = connect_for(self.config)
         self._log = log.bind(consumer_id=self.consumer_id, group=self.config.group_id)
 
@@ -137,6 +140,7 @@ class ConsumerConnector:
         self._state.handle(Event.CLOSE_REQUESTED)
         if self._started:
             self._stop_auto_commit.set()
+            self._stop_refresher()
             self._fetch_loop.stop()
             for stream in self._streams:
                 stream.close()
@@ -154,6 +158,7 @@ class ConsumerConnector:
             finally:
                 self._fetcher.close()
                 self._offset_store.close()
+                self._membership.topics.close()
         self._zk.remove_listener(self._on_session_state)  # closing reports LOST, not an expiry
         self._zk.stop()
         self._zk.close()
@@ -178,14 +183,14 @@ class ConsumerConnector:
         if self._started:
             raise ZkConsumerError("streams were already created for this connector")
         config = self.config
-        access = resolve_kafka_access(
-            _startup_retry()(wait_for_brokers, self._zk, BROKER_WAIT_S).values(),
-            config.kafka_client_properties.get("security.protocol", "PLAINTEXT"),
-            config.kafka_api_version)
+        access = self._kafka_access()
         self._fetcher = open_fetcher(config, *access)
         self._offset_store = open_offset_store(config, self._zk, *access)
+        topic_source = open_topic_source(
+            self._zk, config.bootstrap_servers, access.api_version,
+            kafka_client_options(config.kafka_client_properties))
         self._membership = ZookeeperMembership(self._zk, config.group_id, self.consumer_id,
-                                               registration)
+                                               registration, topic_source)
         self._committer = OffsetCommitter(
             self._offset_store, OffsetTracker(), lambda: self._streams,
             lambda: self._ownership.claims, owner_checks=self._membership.owner_checks,
@@ -205,6 +210,12 @@ class ConsumerConnector:
         self._zk.add_listener(self._on_session_state)
         _startup_retry()(self._membership.watch, lambda: self._state.handle(Event.GROUP_CHANGED),
                        topics, wildcard)
+        if not topic_source.watched_in_zookeeper:
+            self._refresher = MetadataRefresher(
+                topic_source, config.topic_metadata_refresh_interval_ms / 1000.0,
+                self._membership.interest, lambda: self._membership.last_view,
+                lambda: self._state.handle(Event.GROUP_CHANGED))
+            self._refresher.start()
         self._worker = threading.Thread(target=self._work, name="zkconsumer-member", daemon=True)
         self._started = True
         self._fetch_loop.start()
@@ -213,6 +224,17 @@ class ConsumerConnector:
             threading.Thread(target=self._auto_commit, name="zkconsumer-autocommit",
                              daemon=True).start()
         self._state.handle(Event.STARTED)
+
+    def _kafka_access(self) -> KafkaAccess:
+        """`bootstrap.servers` when set: those brokers need not be in this ZooKeeper at all."""
+        config = self.config
+        if config.bootstrap_servers:
+            return resolve_kafka_access((), api_version=config.kafka_api_version,
+                                        bootstrap_override=config.bootstrap_servers)
+        return resolve_kafka_access(
+            _startup_retry()(wait_for_brokers, self._zk, BROKER_WAIT_S).values(),
+            config.kafka_client_properties.get("security.protocol", "PLAINTEXT"),
+            config.kafka_api_version)
 
     def _work(self) -> None:
         while True:
@@ -264,6 +286,10 @@ class ConsumerConnector:
                 self._log.info("ZooKeeper connection back in the same session; delivering again")
             self._gate.resume()
 
+    def _stop_refresher(self) -> None:
+        if self._refresher is not None:
+            self._refresher.stop()
+
     def _forget_lost_ownership(self) -> None:
         lost = set(self._ownership.threads) | set(self._ownership.claims)
         self._ownership.claims.clear()
@@ -300,6 +326,7 @@ class ConsumerConnector:
         """A failed member must not keep partitions its peers could consume, nor a
         registration that would get it partitions again: commit what was consumed, release
         everything and deregister, whatever the user's callbacks do."""
+        self._stop_refresher()
         self._fetch_loop.stop()
         if self.config.auto_commit_enable and not self._session_lost:
             try:

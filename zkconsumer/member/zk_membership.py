@@ -25,8 +25,8 @@ from zkconsumer.errors import ZkConsumerError
 from zkconsumer.member.plan import GroupSnapshot
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.store import OwnerCheck
+from zkconsumer.topology import TopicSource, TopicView, ZookeeperTopics
 from zkconsumer.zk.group_state import read_members
-from zkconsumer.zk.registry import list_topics, read_topic
 from zkconsumer.zk.session import current_session
 from zkconsumer.znodes.consumers import ConsumerRegistration, decode_owner, encode_owner
 from zkconsumer.znodes.paths import BROKER_IDS, BROKER_TOPICS, GroupPaths, topic_path
@@ -46,11 +46,15 @@ class DuplicateConsumerIdError(ZkConsumerError):
 
 class ZookeeperMembership:
     def __init__(self, zk: KazooClient, group: str, consumer_id: str,
-                 registration: ConsumerRegistration) -> None:
+                 registration: ConsumerRegistration, topics: TopicSource | None = None) -> None:
         self.zk = zk
         self.paths = GroupPaths(group)
         self.consumer_id = consumer_id
         self.registration = registration
+        # Where topics and partitions come from; only the ZooKeeper registry can be watched.
+        self.topics = topics or ZookeeperTopics(zk)
+        self.last_view: TopicView | None = None  # what the last snapshot was computed from
+        self._wildcard = False
         self._watched_topics: set[str] = set()
         self._watch_lock = threading.Lock()
         self._on_change: Callable[[], None] | None = None
@@ -85,14 +89,18 @@ class ZookeeperMembership:
               wildcard: bool) -> None:
         """Call `on_change` whenever members, brokers or the subscribed topics change.
 
-        kazoo re-arms these watches itself, also after a new session.
+        kazoo re-arms these watches itself, also after a new session. Topics known from Kafka
+        metadata have no znodes here: their changes are found by a `MetadataRefresher`, which
+        reads `interest()`.
         """
         self._on_change = on_change
+        self._wildcard = wildcard
         self.zk.ensure_path(self.paths.ids)
         self._watch_children(self.paths.ids)
-        self._watch_children(BROKER_IDS)
-        if wildcard:
-            self._watch_children(BROKER_TOPICS)
+        if self.topics.watched_in_zookeeper:
+            self._watch_children(BROKER_IDS)
+            if wildcard:
+                self._watch_children(BROKER_TOPICS)
         self.watch_topics(topics)
 
     def watch_topics(self, topics: Collection[str]) -> None:
@@ -100,8 +108,15 @@ class ZookeeperMembership:
         with self._watch_lock:
             new = set(topics) - self._watched_topics
             self._watched_topics |= new
+        if not self.topics.watched_in_zookeeper:
+            return
         for topic in sorted(new):
             DataWatch(self.zk, topic_path(topic), self._changes_after_first())
+
+    def interest(self) -> tuple[bool, frozenset[str]]:
+        """Whether a filter subscribes, and the topics the group subscribes to by now."""
+        with self._watch_lock:
+            return self._wildcard, frozenset(self._watched_topics)
 
     def _watch_children(self, path: str) -> None:
         """kazoo's ChildrenWatch gives up for good on a missing znode (`/brokers/ids` before any
@@ -144,14 +159,15 @@ class ZookeeperMembership:
 
     def snapshot(self, exclude_internal_topics: bool) -> GroupSnapshot:
         members = read_members(self.zk, self.paths.group)
-        all_topics = list_topics(self.zk)
-        partial = GroupSnapshot(members, all_topics, {})
+        view = self.topics.view()
+        partial = GroupSnapshot(members, view.all_topics, {})
         partitions = {}
         for topic in sorted(partial.subscribed_topics(exclude_internal_topics)):
-            assignment = read_topic(self.zk, topic)
-            if assignment is not None:
-                partitions[topic] = assignment.partition_numbers()
-        return GroupSnapshot(members, all_topics, partitions)
+            numbers = view.partitions(topic)
+            if numbers is not None:
+                partitions[topic] = numbers
+        self.last_view = view
+        return GroupSnapshot(members, view.all_topics, partitions)
 
     # -- ownership --------------------------------------------------------------------------
 

@@ -59,7 +59,7 @@ class SourceOptions:
                 "maxOffsetsPerTrigger", lowered["maxoffsetspertrigger"])),
             decode_utf8=_boolean("decodeUtf8", lowered.get("decodeutf8", "false")),
             fail_on_data_loss=_boolean("failOnDataLoss", lowered.get("failondataloss", "true")),
-            bootstrap_servers=lowered.get("bootstrapservers") or None,
+            bootstrap_servers=lowered.get("bootstrapservers") or config.bootstrap_servers,
         )
 
 

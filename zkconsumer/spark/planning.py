@@ -27,8 +27,9 @@ from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import open_offset_store
 from zkconsumer.spark.commit_guard import check_commit
 from zkconsumer.spark.options import SOURCE, SourceOptions
+from zkconsumer.topology import TopicSource, TopicView, open_topic_source
 from zkconsumer.zk.group_state import read_owners
-from zkconsumer.zk.registry import list_topics, read_brokers, read_topic
+from zkconsumer.zk.registry import read_brokers
 from zkconsumer.zk.session import connect_for
 
 log = structlog.get_logger(__name__)
@@ -48,24 +49,36 @@ class ReadPlan:
 
 
 def selected_partitions(zk: KazooClient, options: SourceOptions) -> list[TopicPartition]:
+    """The partitions the options select, from the topic registry, or from Kafka metadata when
+    `bootstrapServers` names brokers that need not be registered in this ZooKeeper."""
+    source = _topic_source(zk, options)
+    try:
+        return _partitions_in(source.view(), options)
+    finally:
+        source.close()
+
+
+def _topic_source(zk: KazooClient, options: SourceOptions) -> TopicSource:
+    config = options.config
+    return open_topic_source(zk, options.bootstrap_servers, config.kafka_api_version,
+                             kafka_client_options(config.kafka_client_properties))
+
+
+def _partitions_in(view: TopicView, options: SourceOptions) -> list[TopicPartition]:
     config = options.config
     if config.topics:
         topics = list(config.topics)
-        missing = [t for t in topics if read_topic(zk, t) is None]
+        missing = [t for t in topics if view.partitions(t) is None]
         if missing:
             raise ConfigError("topics", ",".join(config.topics),
                               f"unknown topic(s): {', '.join(missing)}", SOURCE)
     else:
         topic_filter = Whitelist(config.whitelist) if config.whitelist else \
             Blacklist(config.blacklist)
-        topics = [t for t in list_topics(zk)
+        topics = [t for t in view.all_topics
                   if topic_filter.allows(t, config.exclude_internal_topics)]
-    partitions = []
-    for topic in topics:
-        registered = read_topic(zk, topic)
-        if registered is not None:
-            partitions.extend(TopicPartition(topic, p) for p in registered.partition_numbers())
-    return sorted(partitions)
+    return sorted(TopicPartition(topic, partition) for topic in topics
+                  for partition in view.partitions(topic) or ())
 
 
 def kafka_access(zk: KazooClient, options: SourceOptions) -> KafkaAccess:
@@ -90,7 +103,9 @@ class GroupClients:
         self.zk = connect_for(options.config)
         self._store = None
         self._log: LogOffsets | None = None
+        self._topics: TopicSource | None = None
         try:
+            self._topics = _topic_source(self.zk, options)
             self.access = kafka_access(self.zk, options)
             self._store = open_offset_store(options.config, self.zk, *self.access)
         except BaseException:
@@ -108,7 +123,7 @@ class GroupClients:
         `strict=False` moves an explicit start that retention deleted instead of failing
         (see `resolve_starts`)."""
         options = self.options
-        partitions = selected_partitions(self.zk, options)
+        partitions = _partitions_in(self._topics.view(), options)
         committed = self._store.fetch(partitions)
         log = self._log_offsets()
         earliest, latest = log.earliest(partitions), log.latest(partitions)
@@ -135,7 +150,7 @@ class GroupClients:
         return changed
 
     def close(self) -> None:
-        for client in (self._log, self._store):
+        for client in (self._log, self._store, self._topics):
             if client is not None:
                 client.close()
         self.zk.stop()

@@ -1,0 +1,84 @@
+"""Which request versions the wire fetcher speaks to a broker, from its ApiVersions answer (or its
+silence) and the settings: the newest both sides know, never a Fetch a 4.x broker refuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from zkconsumer.fetch.errors import FetchError
+from zkconsumer.fetch.kafka_protocol import FETCH, LIST_OFFSETS, METADATA
+from zkconsumer.fetch.protocol_versions import (
+    CONFIGURED,
+    NEGOTIATED,
+    UNANSWERED,
+    Versions,
+    asks_api_versions,
+    fetch_version,
+    legacy_versions,
+    negotiate,
+)
+
+# ApiVersions answers (Fetch, ListOffsets, Metadata only) of a few broker generations.
+KAFKA_0_10_0 = {FETCH: (0, 2), LIST_OFFSETS: (0, 0), METADATA: (0, 1)}
+KAFKA_0_10_2 = {FETCH: (0, 3), LIST_OFFSETS: (0, 1), METADATA: (0, 2)}
+KAFKA_2_8 = {FETCH: (0, 12), LIST_OFFSETS: (0, 6), METADATA: (0, 11)}
+KAFKA_4_0 = {FETCH: (4, 17), LIST_OFFSETS: (1, 10), METADATA: (0, 13)}
+TANSU_0_6 = {FETCH: (0, 17), LIST_OFFSETS: (0, 9), METADATA: (0, 12)}
+
+
+@pytest.mark.parametrize("api_version,expected", [
+    ((0, 8, 2), 0), ((0, 9), 1), ((0, 10), 2), ((2, 8), 2), (None, 2)])
+def test_the_legacy_fetch_version_follows_the_broker_generation(api_version, expected):
+    assert fetch_version(api_version) == expected
+
+
+@pytest.mark.parametrize("api_version,asks", [
+    ((0, 8, 2), False), ((0, 9), False), ((0, 9, 0, 1), False), ((0, 10), True),
+    ((3, 7), True), (None, True)])
+def test_brokers_are_asked_for_their_versions_unless_known_to_predate_the_question(
+        api_version, asks):
+    assert asks_api_versions(api_version) is asks
+
+
+def test_a_broker_that_does_not_answer_api_versions_gets_the_legacy_versions():
+    versions = legacy_versions((0, 9), UNANSWERED)
+    assert versions == Versions(fetch=1, list_offsets=0, metadata=0, source=UNANSWERED)
+    assert not versions.negotiated
+    assert "did not answer ApiVersions" in versions.hint()
+    assert "kafka.api.version" in legacy_versions((0, 9), CONFIGURED).hint()
+
+
+@pytest.mark.parametrize("offered,expected", [
+    (KAFKA_0_10_0, (2, 0, 1)),
+    (KAFKA_0_10_2, (3, 1, 2)),
+    (KAFKA_2_8, (12, 6, 11)),
+    (KAFKA_4_0, (12, 10, 12)),
+    (TANSU_0_6, (12, 9, 12)),
+])
+def test_the_newest_version_both_sides_know_is_chosen(offered, expected):
+    versions = negotiate("broker:9092", offered)
+    assert (versions.fetch, versions.list_offsets, versions.metadata) == expected
+    assert versions.source == NEGOTIATED and versions.negotiated
+
+
+def test_a_4x_broker_is_never_asked_for_fetch_below_v4_or_list_offsets_v0():
+    versions = negotiate("broker:9092", KAFKA_4_0)
+    assert versions.fetch >= 4 and versions.list_offsets >= 1
+
+
+def test_other_apis_in_the_answer_do_not_matter():
+    assert negotiate("broker:9092", {**KAFKA_2_8, 18: (0, 3), 0: (0, 9)}).fetch == 12
+
+
+def test_ranges_that_do_not_meet_are_one_line_naming_broker_and_request():
+    with pytest.raises(FetchError) as failure:
+        negotiate("10.0.0.7:9092", {**KAFKA_4_0, FETCH: (13, 18)})
+    assert str(failure.value) == (
+        "broker 10.0.0.7:9092 speaks Fetch v13-v18 and zkconsumer v0-v12: no version in common; "
+        "use fetch.backend=kafka-python")
+
+
+def test_a_request_missing_from_the_answer_is_one_line_naming_broker_and_request():
+    offered = {FETCH: (4, 17), METADATA: (0, 13)}
+    with pytest.raises(FetchError, match=r"^broker b:9092 does not offer ListOffsets \(API key 2\)"):
+        negotiate("b:9092", offered)

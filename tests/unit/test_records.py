@@ -1,0 +1,279 @@
+"""Record batches (message format v2), alone and mixed with v0/v1 messages, through
+`decode_records`, built with kafka-python's own encoders as an independent oracle; control
+batches, which no client encoder writes, are made from ordinary batches by setting their
+attribute and signing them again."""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+
+import pytest
+from crc32c import crc32c
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+from zkconsumer.fetch.message_sets import CorruptMessageError
+from zkconsumer.fetch.records import decode_records
+from zkconsumer.model import Message
+
+NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
+CODEC_LIBRARY = {SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstandard"}  # kafka-python's encoders
+TIMESTAMP = 1_700_000_000_000
+# where a v2 batch header keeps what the tests rewrite
+CRC_AT, ATTRIBUTES_AT, MAX_TIMESTAMP_AT, COUNT_AT = 17, 21, 35, 57
+HEADER_SIZE = 61
+CODEC_MASK, LOG_APPEND_TIME, CONTROL = 0x07, 0x08, 0x20
+ABORT, COMMIT = 0, 1
+
+
+def batch(base_offset: int, records: list[tuple[bytes | None, bytes | None, list]],
+          codec: int = NONE, producer_id: int = -1, transactional: bool = False) -> bytes:
+    """A record batch as a broker stores it: offsets from `base_offset`, one per record."""
+    builder = DefaultRecordBatchBuilder(2, codec, transactional, producer_id,
+                                        0 if producer_id >= 0 else -1,
+                                        0 if producer_id >= 0 else -1, 1 << 20)
+    for delta, (key, value, headers) in enumerate(records):
+        builder.append(delta, TIMESTAMP + delta, key, value, headers)
+    data = bytearray(builder.build())
+    struct.pack_into(">q", data, 0, base_offset)  # the builder leaves it for the broker
+    return bytes(data)
+
+
+def legacy(magic: int, base_offset: int, records: list[tuple[bytes | None, bytes | None]],
+           codec: int = NONE) -> bytes:
+    """Format v0 or v1 messages as a broker stores them: one per entry, or all in one
+    compressed wrapper holding its last message's offset (inner offsets relative from v1)."""
+    builder = LegacyRecordBatchBuilder(magic, codec, 1 << 20)
+    for delta, (key, value) in enumerate(records):
+        inner_offset = delta if codec and magic == 1 else base_offset + delta
+        builder.append(inner_offset, TIMESTAMP + delta if magic else None, key, value)
+    data = bytearray(builder.build())
+    if codec:
+        struct.pack_into(">q", data, 0, base_offset + len(records) - 1)
+    return bytes(data)
+
+
+def values(base_offset: int, count: int, **options) -> bytes:
+    return batch(base_offset, [(None, b"v%d" % (base_offset + i), []) for i in range(count)],
+                 **options)
+
+
+def resigned(data: bytes, *, set_attributes: int = 0, max_timestamp: int | None = None,
+             without_records: bool = False) -> bytes:
+    """The batch changed as only a broker changes it, with its length and CRC made right."""
+    data = bytearray(data)
+    if without_records:  # every record compacted away; the offsets they held stay used
+        del data[HEADER_SIZE:]
+        struct.pack_into(">i", data, COUNT_AT, 0)
+    struct.pack_into(">i", data, 8, len(data) - 12)
+    (attributes,) = struct.unpack_from(">h", data, ATTRIBUTES_AT)
+    struct.pack_into(">h", data, ATTRIBUTES_AT, attributes | set_attributes)
+    if max_timestamp is not None:
+        struct.pack_into(">q", data, MAX_TIMESTAMP_AT, max_timestamp)
+    struct.pack_into(">I", data, CRC_AT, crc32c(bytes(data[ATTRIBUTES_AT:])))
+    return bytes(data)
+
+
+def marker(offset: int, producer_id: int, kind: int) -> bytes:
+    """A transaction marker: a control batch whose one record's key is (version 0, kind)."""
+    record = (struct.pack(">hh", 0, kind), struct.pack(">hi", 0, 0), [])
+    return resigned(batch(offset, [record], producer_id=producer_id, transactional=True),
+                    set_attributes=CONTROL)
+
+
+def offsets(decoded) -> list[int]:
+    return [m.offset for m in decoded.messages]
+
+
+@pytest.mark.parametrize("codec", [NONE, GZIP, SNAPPY, LZ4, ZSTD])
+def test_every_codec_gives_keys_values_timestamps_and_headers(codec):
+    if codec in CODEC_LIBRARY:
+        pytest.importorskip(CODEC_LIBRARY[codec])
+        pytest.importorskip("cramjam")  # aiokafka's decoders
+    records = [(b"k%d" % i if i % 3 else None, b"value %d " % i * 10,
+                [("trace", b"%d" % i)] if i % 2 else []) for i in range(50)]
+    data = batch(100, records, codec)
+    (attributes,) = struct.unpack_from(">h", data, ATTRIBUTES_AT)
+    assert attributes & CODEC_MASK == codec  # compressed indeed
+    decoded = decode_records(data, "t", 4, 100)
+    assert decoded.messages == [
+        Message("t", 4, 100 + i, key, value, TIMESTAMP + i, tuple(headers))
+        for i, (key, value, headers) in enumerate(records)]
+    assert decoded.next_offset == 150
+    assert not decoded.truncated
+
+
+def test_headers_keep_their_order_text_keys_and_null_values():
+    headers = [("origin", b"eu-1"), ("empty", b""), ("nothing", None), ("origin", b"again")]
+    (message,) = decode_records(batch(0, [(None, b"v", headers)]), "t", 0, 0).messages
+    assert message.headers == (("origin", b"eu-1"), ("empty", b""), ("nothing", None),
+                               ("origin", b"again"))
+
+
+def test_log_append_time_gives_every_record_the_batch_max_timestamp():
+    data = resigned(values(10, 3), set_attributes=LOG_APPEND_TIME, max_timestamp=42)
+    assert [m.timestamp for m in decode_records(data, "t", 0, 10).messages] == [42, 42, 42]
+
+
+def test_a_fetch_offset_inside_a_batch_drops_the_records_before_it():
+    decoded = decode_records(values(10, 10) + values(20, 5), "t", 0, 15)
+    assert offsets(decoded) == list(range(15, 25))
+    assert decoded.next_offset == 25
+
+
+def test_a_batch_cut_at_the_byte_limit_is_left_for_the_next_fetch():
+    whole = values(0, 5)
+    data = whole + values(5, 5)
+    for cut in (1, 40, len(data) - len(whole) - 20):
+        decoded = decode_records(data[:-cut], "t", 0, 0)
+        assert offsets(decoded) == [0, 1, 2, 3, 4]
+        assert decoded.next_offset == 5 and decoded.truncated
+    assert decode_records(whole[:-1], "t", 0, 0) == ([], None, True)
+    assert decode_records(whole[:10], "t", 0, 0) == ([], None, True)
+
+
+def test_control_batches_are_skipped_and_the_next_fetch_starts_past_them():
+    producer = 7
+    data = values(0, 3, producer_id=producer, transactional=True) + marker(3, producer, COMMIT)
+    decoded = decode_records(data, "t", 0, 0)
+    assert offsets(decoded) == [0, 1, 2]
+    assert decoded.next_offset == 4
+    only_a_marker = decode_records(marker(3, producer, COMMIT), "t", 0, 3)
+    assert only_a_marker == ([], 4, False)
+
+
+def test_a_batch_whose_records_were_all_compacted_away_still_advances():
+    emptied = resigned(values(0, 5), without_records=True)
+    decoded = decode_records(emptied + values(5, 2), "t", 0, 0)
+    assert offsets(decoded) == [5, 6]
+    assert decode_records(emptied, "t", 0, 0) == ([], 5, False)
+
+
+def transactions_log() -> tuple[bytes, list[tuple[int, int]]]:
+    """Producer 7 commits 0-1, aborts 3-4 and commits 10; producer 8 aborts 5-6; a
+    non-transactional record at 7 comes in between. The fetch response lists the two aborted
+    transactions by producer and first offset."""
+    data = b"".join([
+        values(0, 2, producer_id=7, transactional=True), marker(2, 7, COMMIT),
+        values(3, 2, producer_id=7, transactional=True),
+        values(5, 2, producer_id=8, transactional=True),
+        values(7, 1),
+        marker(8, 7, ABORT), marker(9, 8, ABORT),
+        values(10, 1, producer_id=7, transactional=True), marker(11, 7, COMMIT),
+    ])
+    return data, [(8, 5), (7, 3)]  # deliberately not in offset order
+
+
+def test_read_committed_leaves_out_aborted_transactions_and_delivers_committed_ones():
+    data, aborted = transactions_log()
+    decoded = decode_records(data, "t", 0, 0, aborted=aborted)
+    assert offsets(decoded) == [0, 1, 7, 10]
+    assert decoded.next_offset == 12
+
+
+def test_read_uncommitted_delivers_every_record_but_the_markers():
+    data, _ = transactions_log()
+    decoded = decode_records(data, "t", 0, 0)
+    assert offsets(decoded) == [0, 1, 3, 4, 5, 6, 7, 10]
+    assert decoded.next_offset == 12
+
+
+def test_a_flipped_byte_fails_the_crc_check_unless_checks_are_off():
+    data = bytearray(values(10, 3))
+    data[-2] ^= 0xFF  # in the last value, just before its (empty) header count
+    with pytest.raises(CorruptMessageError,
+                       match="^the record batch at offset 10 of t-2 fails its CRC check$"):
+        decode_records(bytes(data), "t", 2, 10)
+    decoded = decode_records(bytes(data), "t", 2, 10, check_crcs=False)
+    assert offsets(decoded) == [10, 11, 12]
+    assert decoded.messages[-1].value != b"v12"
+
+
+def test_an_undecompressible_batch_names_its_offset():
+    data = bytearray(batch(30, [(None, b"value %d" % i, []) for i in range(50)], GZIP))
+    data[HEADER_SIZE + 20:HEADER_SIZE + 30] = b"\xff" * 10
+    with pytest.raises(CorruptMessageError,
+                       match="^cannot decode the record batch at offset 30 of t-1: "):
+        decode_records(bytes(data), "t", 1, 30, check_crcs=False)
+
+
+def test_an_unknown_magic_is_named():
+    data = bytearray(values(0, 1))
+    data[16] = 3
+    with pytest.raises(CorruptMessageError, match="offset 0 of t-0 .*unknown format .*magic 3"):
+        decode_records(bytes(data), "t", 0, 0, check_crcs=False)
+
+
+def test_a_missing_codec_library_says_what_to_install():
+    pytest.importorskip(CODEC_LIBRARY[ZSTD])
+    data = batch(0, [(None, b"value %d " % i * 10, []) for i in range(20)], ZSTD)
+    probe = ("import sys; sys.modules['cramjam'] = None\n"
+             "from zkconsumer.fetch.records import decode_records\n"
+             "decode_records(bytes.fromhex(sys.argv[1]), 't', 0, 0)\n")
+    result = subprocess.run([sys.executable, "-c", probe, data.hex()], capture_output=True,
+                            text=True, timeout=60, check=False,
+                            env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    last_line = result.stderr.strip().splitlines()[-1]
+    assert last_line.startswith("zkconsumer.fetch.message_sets.CorruptMessageError: "
+                                "cannot read the record batch at offset 0 of t-0: ")
+    assert "zstd" in last_line and last_line.endswith("(pip install cramjam)")
+
+
+def test_a_log_upgraded_from_v0_to_v1_to_v2_decodes_every_format_in_one_response():
+    pytest.importorskip("lz4")
+    data = b"".join([legacy(0, 0, [(None, b"v0")], LZ4), legacy(0, 1, [(b"k", b"v1")]),
+                     legacy(1, 2, [(b"old", b"v2"), (b"old", b"v3")], GZIP),
+                     batch(4, [(b"new", b"v4", [("h", b"x")])]), legacy(1, 5, [(None, b"v5")]),
+                     values(6, 2)])
+    decoded = decode_records(data, "t", 0, 1)
+    assert decoded.messages == [
+        Message("t", 0, 1, b"k", b"v1", None),
+        Message("t", 0, 2, b"old", b"v2", TIMESTAMP),
+        Message("t", 0, 3, b"old", b"v3", TIMESTAMP + 1),
+        Message("t", 0, 4, b"new", b"v4", TIMESTAMP, (("h", b"x"),)),
+        Message("t", 0, 5, None, b"v5", TIMESTAMP),
+        Message("t", 0, 6, None, b"v6", TIMESTAMP), Message("t", 0, 7, None, b"v7", TIMESTAMP + 1)]
+    assert decoded.next_offset == 8
+
+
+def test_a_message_whose_lengths_are_garbage_is_corrupt():
+    data = bytearray(legacy(1, 0, [(b"k", b"v0")]) + legacy(1, 1, [(b"k", b"v1")]))
+    second = len(data) // 2
+    struct.pack_into(">i", data, second + 12 + 4 + 1 + 1 + 8, 0x7FFF0000)  # its key length
+    with pytest.raises(CorruptMessageError, match="offset 1 of t-0"):
+        decode_records(bytes(data), "t", 0, 0)
+
+
+header_values = st.one_of(st.none(), st.binary(max_size=8))
+record_lists = st.lists(
+    st.tuples(st.one_of(st.none(), st.binary(max_size=16)),
+              st.one_of(st.none(), st.binary(max_size=64)),
+              st.lists(st.tuples(st.text(max_size=6), header_values), max_size=3)),
+    min_size=1, max_size=8)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(record_lists, st.sampled_from([0, 1, 2]), st.sampled_from([NONE, GZIP])),
+                min_size=1, max_size=6),
+       st.integers(0, 1 << 40), st.integers(0, 60))
+def test_random_entries_of_every_format_come_back_as_written(entries, first_offset, fetch_skip):
+    data, expected, offset = b"", [], first_offset
+    for records, magic, codec in entries:
+        if magic == 2:
+            data += batch(offset, records, codec)
+        else:
+            data += legacy(magic, offset, [(key, value) for key, value, _ in records], codec)
+        expected += [Message("t", 0, offset + i, key, value, TIMESTAMP + i if magic else None,
+                             tuple(headers) if magic == 2 else ())
+                     for i, (key, value, headers) in enumerate(records)]
+        offset += len(records)
+    fetch_offset = first_offset + fetch_skip
+    decoded = decode_records(data, "t", 0, fetch_offset)
+    assert decoded.messages == [m for m in expected if m.offset >= fetch_offset]
+    assert decoded.next_offset == max(offset, fetch_offset)
+    assert not decoded.truncated

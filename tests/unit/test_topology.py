@@ -1,0 +1,127 @@
+"""Topics from Kafka metadata: what counts as a change, how the refresher reports it, and the
+last known view standing in while Kafka cannot be asked."""
+
+from __future__ import annotations
+
+import pytest
+from kafka.errors import KafkaConnectionError
+
+from zkconsumer.topology import (
+    KafkaTopics,
+    MetadataRefresher,
+    TopicMetadataError,
+    interest_fingerprint,
+)
+from zkconsumer.topology.sources import _MetadataView
+
+
+def view(**partitions: int) -> _MetadataView:
+    return _MetadataView({topic: list(range(count)) for topic, count in partitions.items()})
+
+
+def test_a_named_subscription_ignores_other_topics_but_not_its_own_partitions():
+    before = view(orders=2, audit=1)
+    assert interest_fingerprint(view(orders=2, audit=3, new=1), False, {"orders"}) == \
+        interest_fingerprint(before, False, {"orders"})
+    assert interest_fingerprint(view(orders=3, audit=1), False, {"orders"}) != \
+        interest_fingerprint(before, False, {"orders"})
+
+
+def test_a_subscribed_topic_appearing_is_a_change():
+    assert interest_fingerprint(view(orders=1), False, {"orders"}) != \
+        interest_fingerprint(view(), False, {"orders"})
+
+
+def test_a_filter_sees_every_new_topic():
+    assert interest_fingerprint(view(orders=1, other=1), True, {"orders"}) != \
+        interest_fingerprint(view(orders=1), True, {"orders"})
+
+
+class FakeSource:
+    watched_in_zookeeper = False
+
+    def __init__(self, current) -> None:
+        self.current = current
+
+    def view(self):
+        return self.current
+
+    def close(self) -> None:
+        return None
+
+
+def refresher(source, baseline, changes, interest=(False, {"orders"})):
+    return MetadataRefresher(source, 60.0, lambda: interest, lambda: baseline[0],
+                             lambda: changes.append(1))
+
+
+def test_the_refresher_compares_with_what_the_last_rebalance_used():
+    source, baseline, changes = FakeSource(view(orders=2)), [None], []
+    check = refresher(source, baseline, changes).check
+    assert not check()  # before any rebalance there is nothing to compare with
+    baseline[0] = view(orders=2)
+    assert not check()
+    source.current = view(orders=3)
+    assert check() and check(), "reported again until a rebalance takes the change in"
+    baseline[0] = source.current
+    assert not check()
+    assert len(changes) == 2
+
+
+class FlakyConsumer:
+    """kafka-python's consumer, answering metadata until told to fail."""
+
+    def __init__(self) -> None:
+        self.topics_by_name = {"orders": {0, 1}, "creating": set()}
+        self.failing = False
+
+    def topics(self):
+        if self.failing:
+            raise KafkaConnectionError("broker down")
+        return set(self.topics_by_name)
+
+    def partitions_for_topic(self, topic):
+        return self.topics_by_name[topic]
+
+
+class FakeClient:
+    where = "k:9092"
+
+    def __init__(self, consumer) -> None:
+        self.consumer = consumer
+
+    def get(self):
+        return self.consumer
+
+    def close(self) -> None:
+        return None
+
+
+@pytest.fixture
+def kafka_topics():
+    topics = KafkaTopics("k:9092")
+    consumer = FlakyConsumer()
+    topics._client = FakeClient(consumer)
+    return topics, consumer
+
+
+def test_a_topic_without_partitions_yet_does_not_exist(kafka_topics):
+    topics, _ = kafka_topics
+    seen = topics.view()
+    assert seen.all_topics == ["orders"]
+    assert seen.partitions("orders") == [0, 1]
+    assert seen.partitions("creating") is None
+
+
+def test_unreachable_metadata_gives_the_last_view_once_one_was_read(kafka_topics):
+    topics, consumer = kafka_topics
+    first = topics.view()
+    consumer.failing = True
+    assert topics.view() is first
+
+
+def test_metadata_never_read_fails_with_the_brokers_named(kafka_topics):
+    topics, consumer = kafka_topics
+    consumer.failing = True
+    with pytest.raises(TopicMetadataError, match="Kafka at k:9092: .*broker down"):
+        topics.view()
