@@ -4,8 +4,9 @@ Starts a throw-away local cluster, writes --records records of 100 bytes into --
 partitions with the reference producer, then measures, on that same data:
 
 1. throughput of one worker from the beginning, every record's value read: zkconsumer per-record
-   and batch iteration, raw kafka-python (manual assignment, per-record loop), the reference
-   Scala consumer (kafka-consumer-perf-test --zookeeper), and pykafka's BalancedConsumer and
+   (also with its metrics served and scraped every second, compared with them off) and batch
+   iteration, raw kafka-python (manual assignment, per-record loop), the reference Scala
+   consumer (kafka-consumer-perf-test --zookeeper), and pykafka's BalancedConsumer and
    confluent-kafka when a --peers-python has them; each in its own process, with its peak RSS;
 2. offset commit of 1,000 changed partitions to ZooKeeper: zkconsumer's batched transactions
    against one write per znode in sequence;
@@ -31,7 +32,9 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 from pathlib import Path
 
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
@@ -43,7 +46,7 @@ from kafka.record.memory_records import MemoryRecords as KafkaPythonMemoryRecord
 from zkconsumer.fetch.records import decode_records
 from zkconsumer.localcluster import LocalCluster, create_topic
 from zkconsumer.localcluster.bundle import ensure_bundle
-from zkconsumer.localcluster.processes import bundle_environment
+from zkconsumer.localcluster.processes import bundle_environment, free_port
 from zkconsumer.localcluster.reference import produce_test_data
 from zkconsumer.logs import configure_logging
 from zkconsumer.model import Message
@@ -55,15 +58,22 @@ SCENARIOS = (*CLUSTER_SCENARIOS, "decode")
 
 # -- contenders, each run in a fresh process by `--contender NAME` --------------------------
 
-def _zkconsumer(batches: bool):
+def _zkconsumer(batches: bool, metrics: bool = False):
+    """`metrics`: served on a port and scraped every second meanwhile, a scrape more often
+    than Prometheus usually asks."""
     def consume(zookeeper, _bootstrap, records, _partitions) -> tuple[int, int]:
         from zkconsumer import ConsumerConnector
 
         group = f"bench-{'batch' if batches else 'record'}-{time.time_ns()}"
+        port = free_port() if metrics else 0  # 0: no metrics server
         connector = ConsumerConnector({"zookeeper.connect": zookeeper, "group.id": group,
                                        "auto.offset.reset": "smallest",
-                                       "auto.commit.enable": "false"})
+                                       "auto.commit.enable": "false",
+                                       "metrics.port": str(port)})
         (stream,) = connector.create_message_streams({TOPIC: 1})[TOPIC]
+        stop_scraping = threading.Event()
+        if metrics:
+            threading.Thread(target=_scrape, args=(port, stop_scraping), daemon=True).start()
         count = size = 0
         try:
             if batches:
@@ -80,13 +90,21 @@ def _zkconsumer(batches: bool):
                     if count >= records:
                         break
         finally:
+            stop_scraping.set()
             connector.shutdown(commit=False)
         return count, size
     return consume
 
 
+def _scrape(port: int, stop: threading.Event) -> None:
+    while not stop.wait(1.0):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            response.read()
+
+
 CONTENDERS = {
     "zkconsumer (per record)": _zkconsumer(batches=False),
+    "zkconsumer (per record, metrics on)": _zkconsumer(batches=False, metrics=True),
     "zkconsumer (batches)": _zkconsumer(batches=True),
 }
 
@@ -124,6 +142,10 @@ def throughput(cluster: LocalCluster, args, work: Path) -> None:
         rss = f"{result['peak_rss_mb']:.0f}" if result.get("peak_rss_mb") else "-"
         print(f"{name:<40} {rate:>11,.0f} {_rate(base) / rate:>13.2f}x "
               f"{_rate(batches) / rate:>14.2f}x {rss:>12}")
+    metered = results.get("zkconsumer (per record, metrics on)")
+    if metered:
+        print(f"per record with metrics served and scraped every second: "
+              f"{_rate(metered) / _rate(base):.2f}x the throughput with them off")
 
 
 def _rate(result: dict) -> float:

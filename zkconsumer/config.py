@@ -38,6 +38,8 @@ zkconsumer's own keys:
   only by that SASL user. At most one of digest and SASL may be set.
 - `zookeeper.acl.world.read`: whether everyone may still *read* those znodes (default true,
   so monitoring tools such as ConsumerOffsetChecker keep working).
+- `metrics.port` / `metrics.host`: where a member serves its Prometheus metrics (`/metrics`)
+  and `/healthz`; port 0 (the default) serves nothing, host defaults to 127.0.0.1.
 
 Secrets (`zookeeper.auth.digest`, `zookeeper.sasl.password`, `kafka.*password*`) never appear in errors or in the
 config's repr.
@@ -169,6 +171,8 @@ class ConsumerConfig:
     zookeeper_sasl_username: str | None
     zookeeper_sasl_password: str | None = field(repr=False)
     zookeeper_acl_world_read: bool
+    metrics_port: int  # 0: no metrics server
+    metrics_host: str
     kafka_client_properties: Mapping[str, str] = field(hash=False, repr=False)
     unknown_keys: tuple[str, ...] = ()
 
@@ -458,6 +462,15 @@ def _server(entry: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
+def _port(text: str) -> int:
+    if not _INTEGER.fullmatch(text):
+        raise _Invalid("must be an integer")
+    port = int(text)
+    if not 0 <= port <= 65535:
+        raise _Invalid("must be a port (1-65535), or 0 for none")
+    return port
+
+
 def _digest_credentials(text: str) -> str:
     user, colon, password = text.partition(":")
     if not colon or not user or not password:
@@ -530,6 +543,8 @@ _KEYS = (
     _Key("zookeeper.sasl.username", _non_empty),
     _Key("zookeeper.sasl.password", _non_empty, secret=True),
     _Key("zookeeper.acl.world.read", _bool, True),
+    _Key("metrics.port", _port, 0),
+    _Key("metrics.host", _non_empty, "127.0.0.1"),
 )
 _KEYS_BY_NAME = {key.name: key for key in _KEYS}
 _KEY_NAMES = frozenset(_KEYS_BY_NAME)

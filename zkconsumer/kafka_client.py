@@ -81,8 +81,12 @@ class LazyConsumer:
         self._error = error
         self.where = options["bootstrap_servers"]
         self._client: KafkaConsumer | None = None
+        self._closed = False
 
     def get(self) -> KafkaConsumer:
+        """The client; after `close`, an error rather than a new client nobody would close."""
+        if self._closed:
+            raise self._error(f"the Kafka client for {self.where} is closed")
         if self._client is None:
             try:
                 self._client = KafkaConsumer(**self._options)
@@ -91,6 +95,7 @@ class LazyConsumer:
         return self._client
 
     def close(self) -> None:
+        self._closed = True
         if self._client is not None:
             self._client.close(autocommit=False)
             self._client = None

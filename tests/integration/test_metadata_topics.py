@@ -8,6 +8,9 @@ the same path is proven on the legacy protocol that the modern-broker tests prov
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from kafka import KafkaProducer
 from support.kafka import produce
@@ -16,6 +19,7 @@ from support.ownership import assignment_from_registrations, settled_ownership
 from support.waiting import wait_until
 
 from zkconsumer.localcluster import add_partition
+from zkconsumer.localcluster.processes import free_port
 from zkconsumer.zk.group_state import read_owners
 from zkconsumer.zk.session import connect
 
@@ -98,3 +102,20 @@ def test_a_filter_member_finds_a_topic_created_while_it_runs(cluster, topic_fact
         assert set(read_owners(group_zk, group)) == {(first, 0), (later, 0)}
     finally:
         member.stop()
+
+
+def test_a_member_whose_brokers_cannot_be_reached_fails_before_joining(
+        cluster, unique_name, group_zookeeper):
+    connect_string, group_zk = group_zookeeper
+    group = unique_name("g")
+    nobody = f"127.0.0.1:{free_port()}"
+    result = subprocess.run(
+        [sys.executable, "-m", "zkconsumer", "consume", "--zookeeper", connect_string,
+         "--group", group, "--topic", "t", "--bootstrap-server", nobody,
+         "--property", "socket.timeout.ms=3000"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert f"error: cannot reach Kafka at {nobody}" in result.stderr
+    assert not group_zk.exists(f"/consumers/{group}/ids") or \
+        group_zk.get_children(f"/consumers/{group}/ids") == []

@@ -71,6 +71,8 @@ REFERENCE_DEFAULTS = {
     "zookeeper_sasl_username": None,
     "zookeeper_sasl_password": None,
     "zookeeper_acl_world_read": True,
+    "metrics_port": 0,
+    "metrics_host": "127.0.0.1",
     "kafka_client_properties": {},
     "unknown_keys": (),
 }
@@ -489,7 +491,7 @@ def test_to_properties_lists_every_default():
     assert properties["exclude.internal.topics"] == "true"
     assert "consumer.id" not in properties
     assert properties["fetch.backend"] == "auto"
-    assert len(properties) == 32  # every key that has a value by default
+    assert len(properties) == 34  # every key that has a value by default
 
 
 LEGACY_PROPERTIES = """\

@@ -39,7 +39,8 @@ class FakeZooKeeper:
         self.listeners.append(listener)
 
     def remove_listener(self, listener) -> None:
-        self.listeners.remove(listener)
+        if listener in self.listeners:  # as kazoo's: a member that never started added none
+            self.listeners.remove(listener)
 
     def report(self, state: KazooState) -> None:
         for listener in list(self.listeners):
@@ -131,6 +132,9 @@ class FakeFetcher:
     def position(self, tp):
         return self.positions.get(tp)
 
+    def high_watermark(self, tp):
+        return 100 if tp in self.positions else None
+
     def wakeup(self) -> None:
         self._woken.set()
 
@@ -152,7 +156,8 @@ def world(monkeypatch):
     monkeypatch.setattr(connector_module, "resolve_kafka_access",
                         lambda *_: KafkaAccess("127.0.0.1:9", None))
     monkeypatch.setattr(connector_module, "open_fetcher", lambda *_: parts["fetcher"])
-    monkeypatch.setattr(connector_module, "open_offset_store", lambda *_: parts["store"])
+    monkeypatch.setattr(connector_module, "open_offset_store",
+                        lambda *_, **_observers: parts["store"])
     monkeypatch.setattr(connector_module, "ZookeeperMembership", membership)
     return parts
 

@@ -3,10 +3,20 @@ silence) and the settings: the newest both sides know, never a Fetch a 4.x broke
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
+from zkconsumer.fetch.broker_channel import ChannelError
+from zkconsumer.fetch.broker_versions import BrokerVersions, Connection
 from zkconsumer.fetch.errors import FetchError
-from zkconsumer.fetch.kafka_protocol import FETCH, LIST_OFFSETS, METADATA
+from zkconsumer.fetch.kafka_protocol import (
+    FETCH,
+    LIST_OFFSETS,
+    METADATA,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+)
 from zkconsumer.fetch.protocol_versions import (
     CONFIGURED,
     NEGOTIATED,
@@ -80,5 +90,59 @@ def test_ranges_that_do_not_meet_are_one_line_naming_broker_and_request():
 
 def test_a_request_missing_from_the_answer_is_one_line_naming_broker_and_request():
     offered = {FETCH: (4, 17), METADATA: (0, 13)}
-    with pytest.raises(FetchError, match=r"^broker b:9092 does not offer ListOffsets \(API key 2\)"):
+    with pytest.raises(FetchError,
+                       match=r"^broker b:9092 does not offer ListOffsets \(API key 2\)"):
         negotiate("b:9092", offered)
+
+
+# -- per broker and per connection (BrokerVersions) -----------------------------------------
+
+TIMED_OUT = ChannelError("timed out", timed_out=True)
+CLOSED = ChannelError("the broker closed the connection", closed_by_broker=True)
+RESET = ChannelError("Connection reset by peer")
+
+
+def connection(versions: Versions) -> Connection:
+    return Connection(SimpleNamespace(address="b:9092"), versions)
+
+
+def test_a_broker_that_answered_once_is_asked_again_but_never_assumed_old():
+    brokers = BrokerVersions(None, READ_UNCOMMITTED)
+    assert brokers.known("b:9092") is None  # not asked yet
+    negotiated = brokers.offered("b:9092", KAFKA_2_8)
+    assert brokers.failed(connection(negotiated), FETCH, 12, RESET).given_up is None
+    assert brokers.known("b:9092") is None  # forgotten: asked again at the next connection
+    for failure in (TIMED_OUT, CLOSED, RESET):
+        with pytest.raises(ChannelError):
+            brokers.not_answered("b:9092", failure)
+    assert brokers.offered("b:9092", KAFKA_2_8) == negotiated == brokers.known("b:9092")
+
+
+def test_only_silence_until_the_timeout_from_a_broker_that_never_answered_means_pre_0_10():
+    brokers = BrokerVersions(None, READ_UNCOMMITTED)
+    for failure in (CLOSED, RESET):
+        with pytest.raises(ChannelError):
+            brokers.not_answered("b:9092", failure)
+    assert brokers.known("b:9092") is None
+    assert brokers.not_answered("b:9092", TIMED_OUT) == legacy_versions(None, UNANSWERED)
+    assert brokers.known("b:9092") == legacy_versions(None, UNANSWERED)
+
+
+def test_a_close_rejects_a_version_only_before_the_connection_answered_it():
+    brokers = BrokerVersions(None, READ_UNCOMMITTED)
+    used = connection(brokers.offered("b:9092", KAFKA_2_8))
+    assert brokers.answered(used, FETCH, 12, [0, 0]) is None
+    assert brokers.failed(used, FETCH, 12, CLOSED).reason == str(CLOSED)
+    fresh = connection(brokers.offered("b:9092", KAFKA_2_8))
+    assert "did not answer Fetch v12 in a form we can read (it closed the connection)" in (
+        brokers.failed(fresh, FETCH, 12, CLOSED).reason)
+    assert "(Kafka error 35 UNSUPPORTED_VERSION)" in brokers.answered(fresh, FETCH, 12, [35]).reason
+
+
+@pytest.mark.parametrize("offered, fetch", [(KAFKA_0_10_0, 2), (KAFKA_0_10_2, 3)])
+def test_read_committed_needs_a_fetch_that_carries_the_isolation_level(offered, fetch):
+    brokers = BrokerVersions(None, READ_COMMITTED)
+    with pytest.raises(FetchError, match=f"^isolation.level=read_committed needs Kafka 0.11 or "
+                                         f"newer; broker b:9092 speaks Fetch v{fetch}$"):
+        brokers.offered("b:9092", offered)
+    assert BrokerVersions(None, READ_COMMITTED).offered("b:9092", KAFKA_2_8).fetch == 12

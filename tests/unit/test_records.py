@@ -11,14 +11,15 @@ import subprocess
 import sys
 
 import pytest
-from crc32c import crc32c
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kafka import codec as kafka_codec
+from kafka.record._crc32c import crc as crc32c
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 from zkconsumer.fetch.message_sets import CorruptMessageError
-from zkconsumer.fetch.records import decode_records
+from zkconsumer.fetch.records import DecodedSet, decode_records
 from zkconsumer.model import Message
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
@@ -29,6 +30,11 @@ CRC_AT, ATTRIBUTES_AT, MAX_TIMESTAMP_AT, COUNT_AT = 17, 21, 35, 57
 HEADER_SIZE = 61
 CODEC_MASK, LOG_APPEND_TIME, CONTROL = 0x07, 0x08, 0x20
 ABORT, COMMIT = 0, 1
+ENCODE = {GZIP: kafka_codec.gzip_encode, SNAPPY: kafka_codec.snappy_encode,
+          LZ4: kafka_codec.lz4_encode, ZSTD: kafka_codec.zstd_encode}
+# A header key written as "kXY" and changed into bytes that are not UTF-8, and what Java's
+# consumer makes of them (new String(bytes, UTF_8)).
+GOOD_KEY, BAD_KEY, JAVA_KEY = b"kXY", b"k\xff\xfe", "k\ufffd\ufffd"
 
 
 def batch(base_offset: int, records: list[tuple[bytes | None, bytes | None, list]],
@@ -86,6 +92,20 @@ def marker(offset: int, producer_id: int, kind: int) -> bytes:
                     set_attributes=CONTROL)
 
 
+def bad_header_keys(data: bytes, codec: int = NONE, attributes: int = 0) -> bytes:
+    """The uncompressed batch with each header key "kXY" made BAD_KEY, compressed with
+    `codec` and signed again: what a producer that wrote such keys stored."""
+    records = data[HEADER_SIZE:].replace(GOOD_KEY, BAD_KEY)
+    if codec:
+        records = ENCODE[codec](records)
+    return resigned(data[:HEADER_SIZE] + records, set_attributes=codec | attributes)
+
+
+def as_java_reads_them(message: Message) -> Message:
+    return message._replace(headers=tuple((JAVA_KEY if key == GOOD_KEY.decode() else key, value)
+                                          for key, value in message.headers))
+
+
 def offsets(decoded) -> list[int]:
     return [m.offset for m in decoded.messages]
 
@@ -124,6 +144,50 @@ def test_a_fetch_offset_inside_a_batch_drops_the_records_before_it():
     decoded = decode_records(values(10, 10) + values(20, 5), "t", 0, 15)
     assert offsets(decoded) == list(range(15, 25))
     assert decoded.next_offset == 25
+
+
+@pytest.mark.parametrize("codec", [NONE, GZIP, SNAPPY, LZ4, ZSTD])
+def test_header_keys_that_are_not_utf8_get_replacement_characters_as_in_java(codec):
+    """Not a corrupt batch that would stop the partition for good: everything else as read
+    from the same batch with keys that decode, also the records before the bad key, which
+    aiokafka's reader had already given."""
+    if codec in CODEC_LIBRARY:
+        pytest.importorskip(CODEC_LIBRARY[codec])
+        pytest.importorskip("cramjam")
+    records = [(b"k%d" % i if i % 2 else None, b"value %d" % i,
+                [("trace", b"%d" % i), ("kXY", None if i == 4 else b"x")] if i in (1, 2, 4)
+                else []) for i in range(6)]
+    written = batch(10, records)
+    for fetch_offset in (4, 12):
+        decoded = decode_records(values(4, 6) + bad_header_keys(written, codec) + values(16, 2),
+                                 "t", 3, fetch_offset)
+        readable = decode_records(values(4, 6) + written + values(16, 2), "t", 3, fetch_offset)
+        assert decoded == DecodedSet(list(map(as_java_reads_them, readable.messages)), 18, False)
+        assert [m.headers for m in decoded.messages if m.offset == 14] == [
+            (("trace", b"4"), (JAVA_KEY, None))]
+
+
+def test_header_keys_that_are_not_utf8_keep_the_log_append_time():
+    written = batch(0, [(None, b"v", [("kXY", b"x")])] * 3)
+    data = bad_header_keys(resigned(written, set_attributes=LOG_APPEND_TIME, max_timestamp=42))
+    assert [(m.timestamp, m.headers) for m in decode_records(data, "t", 0, 0).messages] == [
+        (42, ((JAVA_KEY, b"x"),))] * 3
+
+
+def test_header_keys_that_are_not_utf8_keep_transactions_apart():
+    """Producer 7 aborts 0-1 (with an ABORT marker whose record has such a key too), then
+    commits 6; producer 8 commits 2; 5 is not transactional."""
+    def transactional(offset: int, producer: int, count: int = 1) -> bytes:
+        return bad_header_keys(batch(offset, [(None, b"v%d" % offset, [("kXY", b"h")])] * count,
+                                     producer_id=producer, transactional=True))
+    abort_record = (struct.pack(">hh", 0, ABORT), struct.pack(">hi", 0, 0), [("kXY", None)])
+    abort = bad_header_keys(batch(3, [abort_record], producer_id=7, transactional=True),
+                            attributes=CONTROL)
+    data = b"".join([transactional(0, 7, 2), transactional(2, 8), abort, marker(4, 8, COMMIT),
+                     bad_header_keys(values(5, 1)), transactional(6, 7), marker(7, 7, COMMIT)])
+    committed = decode_records(data, "t", 0, 0, aborted=[(7, 0)])
+    assert (offsets(committed), committed.next_offset) == ([2, 5, 6], 8)
+    assert offsets(decode_records(data, "t", 0, 0)) == [0, 1, 2, 5, 6]
 
 
 def test_a_batch_cut_at_the_byte_limit_is_left_for_the_next_fetch():
@@ -277,3 +341,15 @@ def test_random_entries_of_every_format_come_back_as_written(entries, first_offs
     assert decoded.messages == [m for m in expected if m.offset >= fetch_offset]
     assert decoded.next_offset == max(offset, fetch_offset)
     assert not decoded.truncated
+
+
+@settings(max_examples=60, deadline=None)
+@given(record_lists, st.sampled_from([NONE, GZIP]), st.integers(0, 1 << 40), st.integers(0, 10))
+def test_random_batches_with_a_key_that_is_not_utf8_read_as_with_one_that_is(
+        records, codec, base_offset, fetch_skip):
+    records[-1][2].append(("kXY", b""))
+    written = batch(base_offset, records)
+    fetch_offset = base_offset + fetch_skip
+    decoded = decode_records(bad_header_keys(written, codec), "t", 0, fetch_offset)
+    readable = decode_records(batch(base_offset, records, codec), "t", 0, fetch_offset)
+    assert decoded == readable._replace(messages=list(map(as_java_reads_them, readable.messages)))

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 from kafka.errors import KafkaConnectionError
+from support.waiting import wait_until
 
+from zkconsumer.kafka_client import LazyConsumer
 from zkconsumer.topology import (
     KafkaTopics,
     MetadataRefresher,
@@ -69,16 +71,21 @@ def test_the_refresher_compares_with_what_the_last_rebalance_used():
 
 
 class FlakyConsumer:
-    """kafka-python's consumer, answering metadata until told to fail."""
+    """kafka-python's consumer, answering metadata until told to fail. Like the real one, its
+    `topics()` leaves internal topics out, which its cluster metadata still lists."""
+
+    INTERNAL = "__consumer_offsets"
 
     def __init__(self) -> None:
-        self.topics_by_name = {"orders": {0, 1}, "creating": set()}
+        self.topics_by_name = {"orders": {0, 1}, "creating": set(), self.INTERNAL: {0}}
         self.failing = False
+        self._cluster = self
 
-    def topics(self):
+    def topics(self, exclude_internal_topics: bool = True):
         if self.failing:
             raise KafkaConnectionError("broker down")
-        return set(self.topics_by_name)
+        return {t for t in self.topics_by_name
+                if not (exclude_internal_topics and t == self.INTERNAL)}
 
     def partitions_for_topic(self, topic):
         return self.topics_by_name[topic]
@@ -108,9 +115,16 @@ def kafka_topics():
 def test_a_topic_without_partitions_yet_does_not_exist(kafka_topics):
     topics, _ = kafka_topics
     seen = topics.view()
-    assert seen.all_topics == ["orders"]
     assert seen.partitions("orders") == [0, 1]
     assert seen.partitions("creating") is None
+    assert "creating" not in seen.all_topics
+
+
+def test_internal_topics_are_listed_for_exclude_internal_topics_to_decide(kafka_topics):
+    topics, _ = kafka_topics
+    seen = topics.view()
+    assert seen.all_topics == [FlakyConsumer.INTERNAL, "orders"]
+    assert seen.partitions(FlakyConsumer.INTERNAL) == [0]
 
 
 def test_unreachable_metadata_gives_the_last_view_once_one_was_read(kafka_topics):
@@ -125,3 +139,37 @@ def test_metadata_never_read_fails_with_the_brokers_named(kafka_topics):
     consumer.failing = True
     with pytest.raises(TopicMetadataError, match="Kafka at k:9092: .*broker down"):
         topics.view()
+
+
+class RaisingOnce(FakeSource):
+    """A source whose first view fails with an error no one planned for."""
+
+    def __init__(self, current) -> None:
+        super().__init__(current)
+        self.calls = 0
+
+    def view(self):
+        self.calls += 1
+        if self.calls == 1:
+            raise RuntimeError("unexpected")
+        return self.current
+
+
+def test_an_unexpected_error_does_not_end_the_checks():
+    source = RaisingOnce(view(orders=3))
+    changes: list[int] = []
+    checks = MetadataRefresher(source, 0.01, lambda: (False, {"orders"}),
+                               lambda: view(orders=2), lambda: changes.append(1))
+    checks.start()
+    try:
+        wait_until(lambda: changes, timeout=10, message="a change found after the error")
+    finally:
+        checks.stop()
+    assert source.calls >= 2
+
+
+def test_a_closed_client_is_not_opened_again():
+    client = LazyConsumer({"bootstrap_servers": "k:9092"}, TopicMetadataError)
+    client.close()
+    with pytest.raises(TopicMetadataError, match="is closed"):
+        client.get()

@@ -5,11 +5,12 @@ most every refresh.leader.backoff.ms, and are warned about once; the others fail
 with one line naming partition, code and name.
 
 Versions: each broker is asked once which versions it speaks (ApiVersions), and spoken to in
-the newest both sides know; one that leaves the question unanswered (0.9) is spoken to in the
-legacy versions, at the cost of one more connection. A broker that answers a version in a form
-that cannot be read, with UNSUPPORTED_VERSION, or (having offered it) by closing the connection,
-is asked again a few times, then the member fails with one line naming broker and request;
-other connection trouble is retried for as long as it lasts.
+the newest both sides know; one that leaves the question unanswered until the timeout, having
+never answered it (0.9), is spoken to in the legacy versions, at the cost of one more
+connection. A broker that answers a version in a form that cannot be read, with
+UNSUPPORTED_VERSION, or (having offered it) by closing a connection before it answered that
+request on it, is asked again a few times, then the member fails with one line naming broker
+and request; other connection trouble is retried for as long as it lasts.
 
 The broker is a stand-in for `BrokerChannel`: it answers ApiVersions, Metadata, ListOffsets and
 Fetch at once, in the version asked, with responses encoded by kafka-python, an independent
@@ -20,6 +21,7 @@ from __future__ import annotations
 import itertools
 import socket
 import struct
+import time
 from collections import Counter, deque
 from collections.abc import Iterator
 from functools import partial
@@ -34,7 +36,7 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 from zkconsumer.fetch import kafka_protocol as protocol
 from zkconsumer.fetch import wire_fetcher
-from zkconsumer.fetch.broker_channel import ChannelError
+from zkconsumer.fetch.broker_channel import BrokerChannel, ChannelError
 from zkconsumer.fetch.errors import FetchError
 from zkconsumer.fetch.retry_policy import RejectedRequests
 from zkconsumer.fetch.wire_fetcher import WireFetcher
@@ -49,6 +51,7 @@ FETCH, LIST_OFFSETS, METADATA, API_VERSIONS = (protocol.FETCH, protocol.LIST_OFF
                                                protocol.METADATA, protocol.API_VERSIONS)
 # ApiVersions answers (None: the question is left unanswered, as 0.9 does)
 KAFKA_0_10_0 = {FETCH: (0, 2), LIST_OFFSETS: (0, 0), METADATA: (0, 1), API_VERSIONS: (0, 0)}
+KAFKA_0_10_2 = {FETCH: (0, 3), LIST_OFFSETS: (0, 1), METADATA: (0, 2), API_VERSIONS: (0, 0)}
 KAFKA_4_0 = {FETCH: (4, 17), LIST_OFFSETS: (1, 10), METADATA: (0, 13), API_VERSIONS: (0, 4)}
 KAFKA_0_9 = None
 
@@ -57,9 +60,10 @@ class FakeBroker:
     """Node 0 at fake:9092, leader of both partitions, each holding MESSAGES messages.
 
     `fetch_errors` and `offset_errors` give, per partition, the codes to answer its next
-    requests with (one code used up per request; 0 or exhausted: answer normally). `garbled`
-    and `closing` give, per API key, whether to answer its next requests with bytes that do
-    not parse, or by closing the connection (one used up per request; exhausted: answer)."""
+    requests with (one code used up per request; 0 or exhausted: answer normally). `garbled`,
+    `closing`, `resetting` and `timing_out` give, per API key, whether to answer its next
+    requests with bytes that do not parse, by closing the connection, by resetting it, or not
+    at all until the client's timeout (one used up per request; exhausted: answer)."""
 
     def __init__(self, offered: dict[int, tuple[int, int]] | None = KAFKA_0_10_0) -> None:
         self.offered = offered
@@ -67,12 +71,15 @@ class FakeBroker:
         self.offset_errors: dict[TopicPartition, Iterator[int]] = {}
         self.garbled: dict[int, Iterator[bool]] = {}
         self.closing: dict[int, Iterator[bool]] = {}
+        self.resetting: dict[int, Iterator[bool]] = {}
+        self.timing_out: dict[int, Iterator[bool]] = {}
         self.aborted: list[tuple[int, int]] = []  # in every v4+ fetch answer
         self.fetches: Counter[TopicPartition] = Counter()  # fetch requests naming each partition
         self.requests: Counter[tuple[int, int]] = Counter()  # per (API key, version)
         self.fetched_orders: list[list[TopicPartition]] = []  # partitions of each fetch, in order
         self.isolation_levels: set[int] = set()  # of the fetch and list offsets requests
         self.connections = 0
+        self.sent_on: list[tuple[int, int]] = []  # (connection number, API key) of each request
 
     @property
     def metadata_requests(self) -> int:
@@ -84,19 +91,24 @@ class FakeBroker:
     def answer(self, api_key: int, version: int, body: bytes) -> bytes:
         """The response to one request; ChannelError where the connection would end."""
         self.requests[(api_key, version)] += 1
+        closing, resetting, timing_out, garbled = (
+            next(failures.get(api_key, iter(())), False)
+            for failures in (self.closing, self.resetting, self.timing_out, self.garbled))
+        if closing:
+            raise ChannelError("reading from broker fake:9092 failed: the broker closed the "
+                               "connection", closed_by_broker=True)
+        if resetting:
+            raise ChannelError("reading from broker fake:9092 failed: [Errno 104] Connection "
+                               "reset by peer")
+        if timing_out or (api_key == API_VERSIONS and self.offered is None):
+            raise ChannelError("reading from broker fake:9092 failed: timed out", timed_out=True)
+        if garbled:
+            return struct.pack(">i", 0) + b"\x00\x00"
         if api_key == API_VERSIONS:
-            if self.offered is None:
-                raise ChannelError("reading from broker fake:9092 failed: timed out")
             response = ApiVersionsResponse[0](error_code=0, api_keys=[
                 ApiVersionsResponse.ApiVersion(api_key=key, min_version=low, max_version=high)
                 for key, (low, high) in self.offered.items()])
-            return self._encode(response)
-        if next(self.closing.get(api_key, iter(())), False):
-            raise ChannelError("reading from broker fake:9092 failed: the broker closed the "
-                               "connection", closed_by_broker=True)
-        if next(self.garbled.get(api_key, iter(())), False):
-            return struct.pack(">i", 0) + b"\x00\x00"
-        if api_key == METADATA:
+        elif api_key == METADATA:
             partition = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
             response = MetadataResponse[version](
                 brokers=[MetadataResponse.MetadataResponseBroker(node_id=0, host="fake",
@@ -161,6 +173,7 @@ class FakeChannel:
         self.address = f"{host}:{port}"
         self._broker = broker
         broker.connections += 1
+        self._number = broker.connections
         self._answers: deque[bytes | ChannelError] = deque()
         self._readable, self._signal = socket.socketpair()
 
@@ -171,6 +184,7 @@ class FakeChannel:
         return False
 
     def send(self, api_key: int, version: int, body: bytes) -> None:
+        self._broker.sent_on.append((self._number, api_key))
         try:
             self._answers.append(self._broker.answer(api_key, version, body))
         except ChannelError as failure:
@@ -333,6 +347,63 @@ def test_a_broker_leaving_api_versions_unanswered_gets_legacy_versions_for_one_m
         "broker does not answer ApiVersions; speaking the pre-0.10 versions"]
 
 
+def test_an_api_versions_answer_lost_after_the_broker_answered_once_keeps_its_versions(
+        broker, open_fetcher):
+    """A reset fetch connection has the broker asked again, and that answer does not come in
+    time. The broker answered before, so it is not older than 0.10: spoken to in Fetch v2, a
+    4.x broker would refuse it, a 0.11-3.x one convert its data down, headers dropped."""
+    broker.offered = KAFKA_4_0
+    broker.resetting[FETCH] = iter([True])
+    broker.timing_out[API_VERSIONS] = iter([False, True])
+    fetcher = open_fetcher(backoff_ms=0, api_version=None)
+    fetcher.assign({SICK: 0, HEALTHY: 0})
+    with structlog.testing.capture_logs() as logs:
+        assert delivered(fetcher, polls=10) == EVERYTHING
+    assert broker.versions_used() == {(API_VERSIONS, 0), (METADATA, 12), (FETCH, 12)}
+    assert broker.requests[(API_VERSIONS, 0)] == 3  # answered, lost, answered
+    assert not [e for e in logs if e["event"].startswith("broker does not answer ApiVersions")]
+
+
+@pytest.mark.parametrize("failure", ["closing", "resetting"])
+def test_a_connection_closed_or_reset_when_asked_api_versions_is_retried(
+        broker, open_fetcher, failure):
+    """Not an answer, and not the silence of a 0.9 broker either: trouble of the connection.
+    A broker older than 0.9 closes it, so that case says how to tell it apart."""
+    broker.offered = KAFKA_4_0
+    getattr(broker, failure)[API_VERSIONS] = iter([True, True])
+    fetcher = open_fetcher(backoff_ms=0, api_version=None)
+    fetcher.assign({SICK: None, HEALTHY: 0})
+    with structlog.testing.capture_logs() as logs:
+        assert delivered(fetcher, polls=10) == EVERYTHING
+    assert broker.versions_used() == {(API_VERSIONS, 0), (METADATA, 12), (LIST_OFFSETS, 10),
+                                      (FETCH, 12)}
+    assert broker.requests[(API_VERSIONS, 0)] == 3
+    (retry, *_) = [e for e in logs if e["event"] == "no broker answered a metadata request; "
+                                                    "retrying"]
+    assert ("set kafka.api.version to its version" in retry["errors"][0]) is (
+        failure == "closing")
+
+
+@pytest.mark.parametrize("offered, api_version, fetch_version", [
+    pytest.param(KAFKA_0_10_2, None, 3, id="0.10.2"),
+    pytest.param(KAFKA_0_9, None, 2, id="0.9-unanswered"),
+    pytest.param(KAFKA_0_9, (0, 9), 1, id="0.9-configured"),
+])
+def test_read_committed_from_a_broker_older_than_0_11_fails_with_one_line(
+        broker, open_fetcher, offered, api_version, fetch_version):
+    """A Fetch below v4 has no isolation level: the broker would deliver aborted records."""
+    broker.offered = offered
+    fetcher = open_fetcher(backoff_ms=0, api_version=api_version,
+                           isolation_level="read_committed")
+    fetcher.assign({SICK: None, HEALTHY: 0})
+    with pytest.raises(FetchError) as failure:
+        delivered(fetcher, polls=3)
+    assert str(failure.value) == (
+        "isolation.level=read_committed needs Kafka 0.11 or newer; broker fake:9092 speaks "
+        f"Fetch v{fetch_version}")
+    assert broker.versions_used() <= {(API_VERSIONS, 0)}
+
+
 def test_brokers_known_to_predate_api_versions_are_not_asked(broker, open_fetcher):
     broker.offered = KAFKA_0_9
     fetcher = open_fetcher(backoff_ms=0, api_version=(0, 9))
@@ -442,6 +513,64 @@ def test_a_broker_closing_connections_now_and_then_is_retried(broker, open_fetch
     fetcher = open_fetcher(backoff_ms=0, api_version=None)
     fetcher.assign({SICK: 0, HEALTHY: 0})
     assert delivered(fetcher, polls=40) == EVERYTHING
+
+
+def test_a_close_on_a_connection_that_already_answered_the_request_is_not_a_rejection(
+        broker, open_fetcher):
+    """A broker closes idle connections, and long-polling fetches when it shuts down: once a
+    connection had an answer to a request, closing it cannot reject that request's version.
+    Here a working fetch connection is closed, then the next two before they answer: two
+    rejections in a row, one short of failing."""
+    broker.offered = KAFKA_4_0
+    broker.closing[FETCH] = iter([False, True, True, True])
+    fetcher = open_fetcher(backoff_ms=0, api_version=None)
+    fetcher.assign({SICK: 0, HEALTHY: 0})
+    with structlog.testing.capture_logs() as logs:
+        assert delivered(fetcher, polls=20) == EVERYTHING
+    rejected = ("broker fake:9092 did not answer Fetch v12 in a form we can read (it closed the "
+                "connection)")
+    assert [e["reason"] for e in logs if e["event"] == "partitions wait for their leader"] == [
+        "reading from broker fake:9092 failed: the broker closed the connection", rejected,
+        rejected]
+
+
+@pytest.mark.parametrize("max_idle_ms, reopened", [(1, True), (600_000, False)])
+def test_a_control_connection_idle_longer_than_connections_max_idle_ms_is_opened_again(
+        broker, open_fetcher, max_idle_ms, reopened):
+    """Offset resets are rare: rather than have the broker close the connection they use
+    after its connections.max.idle.ms and find out from the next request, open a new one."""
+    fetcher = open_fetcher(backoff_ms=0, connections_max_idle_ms=max_idle_ms)
+    fetcher.assign({SICK: None, HEALTHY: 0})
+    delivered(fetcher, polls=3)
+    time.sleep(0.02)
+    fetcher.assign({SICK: None, HEALTHY: 0}, restart=[SICK])
+    assert delivered(fetcher, polls=3)[SICK] == list(range(MESSAGES))
+    first, second = [number for number, api_key in broker.sent_on if api_key == LIST_OFFSETS]
+    assert (first != second) is reopened
+
+
+def test_the_channel_tells_a_request_left_unanswered_from_a_closed_or_reset_connection():
+    """Only the first is what a 0.9 broker does with ApiVersions."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        host, port = server.getsockname()
+        failures = {}
+        silent = BrokerChannel(host, port, client_id="test", timeout_s=5)
+        closing = BrokerChannel(host, port, client_id="test", timeout_s=5)
+        resetting = BrokerChannel(host, port, client_id="test", timeout_s=5)
+        (kept, _), (closed, _), (reset, _) = server.accept(), server.accept(), server.accept()
+        closed.close()  # before the request: the channel reads the end of the stream
+        resetting.send(API_VERSIONS, 0, b"")
+        reset.close()  # with the request unread: the broker's end resets the connection
+        for name, channel, request in [
+                ("silent", silent, lambda c: c.request(API_VERSIONS, 0, b"", timeout_s=0.05)),
+                ("closing", closing, lambda c: c.request(API_VERSIONS, 0, b"")),
+                ("resetting", resetting, lambda c: c.receive())]:
+            with pytest.raises(ChannelError) as failure:
+                request(channel)
+            failures[name] = (failure.value.timed_out, failure.value.closed_by_broker)
+        kept.close()
+    assert failures == {"silent": (True, False), "closing": (False, True),
+                        "resetting": (False, False)}
 
 
 def test_closed_connections_to_a_legacy_broker_are_retried_for_as_long_as_they_last(

@@ -41,7 +41,8 @@ from zkconsumer.model import Message
 log = structlog.get_logger(__name__)
 # Options that set a config key themselves, by parameter name.
 SETTING_OPTIONS = {"zookeeper": "zookeeper.connect", "group": "group.id",
-                   "bootstrap_server": "bootstrap.servers"}
+                   "bootstrap_server": "bootstrap.servers", "metrics_port": "metrics.port",
+                   "metrics_host": "metrics.host"}
 
 
 class HandlerError(ZkConsumerError):
@@ -133,12 +134,15 @@ class ConsumeRun:
 
 def build_config(zookeeper: str | None, group: str | None, consumer_config: Path | None,
                  properties: tuple[str, ...], from_beginning: bool, *,
-                 bootstrap_server: str | None = None,
+                 bootstrap_server: str | None = None, metrics_port: int | None = None,
+                 metrics_host: str | None = None,
                  sources: Mapping[str, str] = MappingProxyType({})) -> ConsumerConfig:
     """The options win over `--property`, and each is named as the source of its value, so an
     error points at it. `sources` names, by parameter, an option's value that did not come
     from the command line (`environment ZKCONSUMER_GROUP_ID`)."""
-    given = {"zookeeper": zookeeper, "group": group, "bootstrap_server": bootstrap_server}
+    given = {"zookeeper": zookeeper, "group": group, "bootstrap_server": bootstrap_server,
+             "metrics_port": None if metrics_port is None else str(metrics_port),
+             "metrics_host": metrics_host}
     options = {key: Setting(given[name], sources.get(name, "--" + name.replace("_", "-")))
                for name, key in SETTING_OPTIONS.items() if given[name]}
     if from_beginning:
@@ -148,7 +152,9 @@ def build_config(zookeeper: str | None, group: str | None, consumer_config: Path
 
 def checked_config(ctx: click.Context, zookeeper: str | None, group: str | None,
                    consumer_config: Path | None, properties: tuple[str, ...],
-                   from_beginning: bool, bootstrap_server: str | None = None) -> ConsumerConfig:
+                   from_beginning: bool, bootstrap_server: str | None = None, *,
+                   metrics_port: int | None = None,
+                   metrics_host: str | None = None) -> ConsumerConfig:
     """The settings, checked as far as they can be without a cluster. No ZooKeeper or group is
     a usage error naming the option and its variable; an invalid value, including a `kafka.*`
     client option, is a ConfigError naming where it came from."""
@@ -156,7 +162,8 @@ def checked_config(ctx: click.Context, zookeeper: str | None, group: str | None,
                if ctx.get_parameter_source(name) is ParameterSource.ENVIRONMENT}
     try:
         config = build_config(zookeeper, group, consumer_config, properties, from_beginning,
-                              bootstrap_server=bootstrap_server, sources=sources)
+                              bootstrap_server=bootstrap_server, metrics_port=metrics_port,
+                              metrics_host=metrics_host, sources=sources)
     except MissingConfigError as exc:
         name = next(name for name, key in SETTING_OPTIONS.items() if key == exc.key)
         raise click.MissingParameter(
@@ -256,18 +263,25 @@ def stop_on_signals() -> Iterator[threading.Event]:
               show_default=True, help="jsonl: one JSON object per message; value: raw values.")
 @click.option("--handler", metavar="MODULE:FUNCTION",
               help="Call this function with each message (before it is printed).")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), envvar="ZKCONSUMER_METRICS_PORT",
+              help="Serve Prometheus metrics at /metrics and a health check at /healthz on "
+                   "this port (metrics.port; 0: none, the default).")
+@click.option("--metrics-host", envvar="ZKCONSUMER_METRICS_HOST",
+              help="The address the metrics server listens on (metrics.host; default "
+                   "127.0.0.1).")
 @click.option("--log-format", type=click.Choice(LOG_FORMATS), default=None,
               help="Overrides the global --log-format.")
 @click.pass_context
 def consume(ctx, zookeeper, group, bootstrap_server, topics, whitelist, blacklist, streams,
             consumer_config, properties, from_beginning, max_messages, output_format, handler,
-            log_format) -> None:
+            metrics_port, metrics_host, log_format) -> None:
     """Join GROUP as a member and consume until Ctrl-C, SIGTERM or --max-messages."""
     if log_format:
         configure_logging(log_format)
     handler_function = load_handler(handler) if handler else None
     config = checked_config(ctx, zookeeper, group, consumer_config, properties, from_beginning,
-                            bootstrap_server)
+                            bootstrap_server, metrics_port=metrics_port,
+                            metrics_host=metrics_host)
     selection = topic_selection(config, topics, whitelist, blacklist)
     with stop_on_signals() as stop_requested:
         connector = ConsumerConnector(config)

@@ -17,11 +17,15 @@ from zkconsumer.fetch.kafka_protocol import frame_request, response_correlation_
 class ChannelError(Exception):
     """The connection failed or the broker answered out of order; the channel is closed.
     `closed_by_broker`: the broker ended the connection while an answer was awaited, which is
-    also how a broker rejects a request version it does not speak."""
+    also how a broker rejects a request version it does not speak. `timed_out`: no answer came
+    in time on a connection that stayed open, which is how 0.9 treats ApiVersions; a reset or
+    a close is not that."""
 
-    def __init__(self, message: str, closed_by_broker: bool = False) -> None:
+    def __init__(self, message: str, closed_by_broker: bool = False,
+                 timed_out: bool = False) -> None:
         super().__init__(message)
         self.closed_by_broker = closed_by_broker
+        self.timed_out = timed_out
 
 
 class _ClosedByBroker(ConnectionError):
@@ -86,7 +90,8 @@ class BrokerChannel:
         except OSError as exc:
             self.close()
             raise ChannelError(f"reading from broker {self.address} failed: {exc}",
-                               closed_by_broker=isinstance(exc, _ClosedByBroker)) from exc
+                               closed_by_broker=isinstance(exc, _ClosedByBroker),
+                               timed_out=isinstance(exc, TimeoutError)) from exc
         expected = self._expected.popleft()
         if response_correlation_id(payload) != expected:
             self.close()

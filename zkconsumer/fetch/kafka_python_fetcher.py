@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
-from kafka.errors import BrokerResponseError, KafkaError
+from kafka.errors import BrokerResponseError, IllegalStateError, KafkaError
 
 from zkconsumer.fetch.errors import FetchError
 from zkconsumer.fetch.retry_policy import RetryWarnings, error_name, is_retriable
@@ -103,6 +103,15 @@ class KafkaPythonFetcher:
         """None while a reset is still under way: asked from the fetch loop, this must not
         wait for a broker."""
         return self._consumer.position(_to_kafka(tp), timeout_ms=0)
+
+    def high_watermark(self, tp: TopicPartition) -> int | None:
+        """The partition's high watermark in the last fetch answer; None before one, or once
+        it is no longer assigned. Read from other threads (the metrics): the assignment may
+        change under it."""
+        try:
+            return self._consumer.highwater(_to_kafka(tp))
+        except (IllegalStateError, KeyError):
+            return None
 
     def wakeup(self) -> None:
         """End the current `poll` at its next slice; safe from any thread."""

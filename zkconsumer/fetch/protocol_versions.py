@@ -7,6 +7,7 @@ v0 at all. Brokers 0.8 and 0.9 do not know ApiVersions (0.9.0.1 leaves the quest
 logging "Processor got uncaught exception", until the client gives up), so they get the versions
 the legacy consumer spoke, chosen from `kafka.api.version` or the broker registrations in
 ZooKeeper; when those already say the brokers predate 0.10, the question is not asked at all.
+Otherwise only that silence makes a broker look old (`broker_versions`).
 
 Pure: the broker's answer in, versions (or a FetchError naming what cannot be agreed) out.
 """

@@ -77,9 +77,10 @@ class RetryWarnings:
 class RejectedRequests:
     """Counts, per broker and request, the answers in a row that could not be used: a response
     that does not parse, UNSUPPORTED_VERSION, or a connection closed in answer to a version the
-    broker offered. Once in a while that is a broker restarting; several times in a row, with
-    nothing usable in between, it is a version the broker does not speak, which waiting cannot
-    cure, so the caller fails with one line instead of setting partitions aside for ever."""
+    broker offered, before it answered that request on it. Once in a while that is a broker
+    restarting; several times in a row, with nothing usable in between, it is a version the
+    broker does not speak, which waiting cannot cure, so the caller fails with one line instead
+    of setting partitions aside for ever."""
 
     def __init__(self, limit: int = REJECTION_LIMIT) -> None:
         self._limit = limit

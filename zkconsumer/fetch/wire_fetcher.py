@@ -1,18 +1,19 @@
 """Fetching a member's partitions with our own Kafka wire client: the fast backend.
 
 Measured on 100-byte records, kafka-python's consumer spends most of its time per record in its
-own fetch pipeline rather than on the network. This fetcher speaks the three requests the legacy
-consumer spoke (Metadata, ListOffsets, Fetch) and decodes record sets straight into `Message`
-tuples, more than twice as fast (see scripts/bench). It keeps one fetch in flight per leader
-and sends the next one as soon as a response is decoded, so the broker prepares data while the
-streams are being consumed.
+own fetch pipeline rather than on the network. This fetcher speaks Metadata, ListOffsets and
+Fetch, as the legacy consumer did, in whichever version each broker speaks (from 0.8 to 4.x,
+see `kafka_protocol`), and decodes record sets straight into `Message` tuples, more than twice
+as fast (see scripts/bench). It keeps one fetch in flight per leader and sends the next one as
+soon as a response is decoded, so the broker prepares data while the streams are being consumed.
 
-Each broker is asked first which versions of those requests it speaks (ApiVersions, once per
-address, and again after a request to it failed), and spoken to in the newest both sides know;
-brokers older than 0.10 get the legacy consumer's versions (`protocol_versions`). A broker that answers a
-version in a form that cannot be read, with UNSUPPORTED_VERSION, or (having offered it) by
-closing the connection, is asked again, versions included, a few times before the member
-fails with one line naming the broker and the request (`RejectedRequests`).
+Each broker is asked first which versions it speaks (ApiVersions, on the first connection to
+its address and again after a request to it failed) and spoken to in the newest both sides
+know; one that never answered it and leaves it unanswered until the timeout (0.9) gets the
+legacy consumer's versions. A broker that answers a version in a form that cannot be read, with UNSUPPORTED_VERSION, or by
+closing a connection before it answered that request on it, is asked again a few times before
+the member fails with one line naming the broker and the request. `broker_versions` keeps that
+bookkeeping; this module is the fetch loop around it.
 
 It covers PLAINTEXT and SSL. Anything else (SASL, or a kafka-python option it does not know)
 makes the connector choose the kafka-python backend instead: see `fetcher.py`.
@@ -31,28 +32,19 @@ import selectors
 import socket
 import ssl
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import structlog
 
 from zkconsumer.fetch import kafka_protocol as protocol
 from zkconsumer.fetch.broker_channel import BrokerChannel, ChannelError
+from zkconsumer.fetch.broker_versions import BrokerVersions, Connection, Trouble
 from zkconsumer.fetch.errors import FetchError
 from zkconsumer.fetch.message_sets import CorruptMessageError
-from zkconsumer.fetch.protocol_versions import (
-    CONFIGURED,
-    UNANSWERED,
-    Versions,
-    asks_api_versions,
-    legacy_versions,
-    negotiate,
-)
 from zkconsumer.fetch.records import decode_records
 from zkconsumer.fetch.retry_policy import (
     OFFSET_OUT_OF_RANGE,
-    UNSUPPORTED_VERSION,
-    RejectedRequests,
     RetryWarnings,
     describe_error,
     error_name,
@@ -77,6 +69,8 @@ _IDLE_S = 0.01
 # A broker that speaks ApiVersions answers it at once; 0.9 never does, so waiting for it is
 # bounded by this rather than by `request_timeout_ms`.
 _API_VERSIONS_TIMEOUT_S = 5.0
+# kafka-python's default: below the broker's own connections.max.idle.ms (10 minutes).
+_MAX_IDLE_MS = 540_000
 
 
 class WireFetcher:
@@ -90,12 +84,9 @@ class WireFetcher:
 
     def __init__(self, settings: Mapping[str, Any]) -> None:
         self._addresses = _parse_servers(settings["bootstrap_servers"])
-        api_version = settings.get("api_version")
-        self._asks_api_versions = asks_api_versions(api_version)
-        self._configured_versions = legacy_versions(api_version, CONFIGURED)
-        self._unanswered_versions = legacy_versions(api_version, UNANSWERED)
         self._isolation_level = ISOLATION_LEVELS[settings.get("isolation_level",
                                                               "read_uncommitted")]
+        self._versions = BrokerVersions(settings.get("api_version"), self._isolation_level)
         self._client_id = settings["client_id"]
         self._max_wait_ms = settings["fetch_max_wait_ms"]
         self._min_bytes = settings["fetch_min_bytes"]
@@ -103,6 +94,7 @@ class WireFetcher:
         self._timeout_s = settings["request_timeout_ms"] / 1000.0
         self._api_versions_timeout_s = min(self._timeout_s, _API_VERSIONS_TIMEOUT_S)
         self._backoff_s = settings["retry_backoff_ms"] / 1000.0
+        self._max_idle_s = settings.get("connections_max_idle_ms", _MAX_IDLE_MS) / 1000.0
         self._reset_time = (protocol.EARLIEST if settings["auto_offset_reset"] == "earliest"
                             else protocol.LATEST)
         self._check_crcs = settings.get("check_crcs", True)
@@ -117,13 +109,8 @@ class WireFetcher:
         self._high_watermarks: dict[TopicPartition, int] = {}
         self._leaders: dict[TopicPartition, int] = {}
         self._nodes: dict[int, tuple[str, int]] = {}
-        self._fetch_channels: dict[int, BrokerChannel] = {}
-        self._control_channels: dict[int, BrokerChannel] = {}
-        # per broker address ("host:port"): the request versions last chosen, and the addresses
-        # whose versions are to be asked again at the next connection
-        self._versions: dict[str, Versions] = {}
-        self._ask_again: set[str] = set()
-        self._rejections = RejectedRequests()
+        self._fetch_connections: dict[int, Connection] = {}
+        self._control_connections: dict[int, Connection] = {}
         # per node: the offsets asked for, when the answer is overdue, the Fetch version asked
         self._in_flight: dict[int, tuple[dict[TopicPartition, int], float, int]] = {}
         self._refresh_at = 0.0  # no metadata refresh before this (monotonic seconds)
@@ -141,6 +128,9 @@ class WireFetcher:
         self._waker.setblocking(False)
         self._wake_signal.setblocking(False)
         self._selector.register(self._waker, selectors.EVENT_READ, None)
+        # Told (broker "host:port", seconds from request sent to response read) of each fetch
+        # response: the member's metrics set it.
+        self.observe_fetch: Callable[[str, float], None] | None = None
 
     # -- the fetcher interface ----------------------------------------------------------------
 
@@ -184,7 +174,7 @@ class WireFetcher:
             pass  # a wake-up is already pending, or the fetcher is closed
 
     def close(self) -> None:
-        for node in {*self._fetch_channels, *self._control_channels}:
+        for node in {*self._fetch_connections, *self._control_connections}:
             self._drop_channels(node)
         self._selector.close()
         self._waker.close()
@@ -205,16 +195,16 @@ class WireFetcher:
             if not offsets:
                 continue
             try:
-                channel = self._channel(self._fetch_channels, node)
-                version = self._versions[channel.address].fetch
-                channel.send(protocol.FETCH, version, protocol.fetch_request(
+                connection = self._connection(self._fetch_connections, node)
+                version = connection.versions.fetch
+                connection.channel.send(protocol.FETCH, version, protocol.fetch_request(
                     self._max_wait_ms, self._min_bytes, offsets, self._max_bytes, version,
                     self._isolation_level))
             except ChannelError as exc:
                 self._lose_node(node, str(exc))
                 continue
             if node not in self._selected:
-                self._selector.register(channel, selectors.EVENT_READ, node)
+                self._selector.register(connection.channel, selectors.EVENT_READ, node)
                 self._selected.add(node)
             self._in_flight[node] = (offsets, time.monotonic() + self._timeout_s, version)
 
@@ -229,22 +219,23 @@ class WireFetcher:
         for node in self._ready_nodes(deadline):
             if node not in self._in_flight:
                 # Readable with nothing asked: the broker closed the connection.
-                self._lose_node(node, f"broker {self._fetch_channels[node].address} closed "
+                self._lose_node(node, f"broker {self._fetch_connections[node].address} closed "
                                       "the connection")
                 continue
-            offsets, _, version = self._in_flight.pop(node)
-            address = self._fetch_channels[node].address
+            offsets, overdue, version = self._in_flight.pop(node)
+            connection = self._fetch_connections[node]
             try:
-                response = protocol.decode_fetch(version, self._fetch_channels[node].receive())
+                response = protocol.decode_fetch(version, connection.channel.receive())
             except (ChannelError, protocol.ProtocolError) as exc:
-                self._request_failed(node, address, protocol.FETCH, version, exc)
+                self._setback(node, self._versions.failed(connection, protocol.FETCH, version,
+                                                          exc))
                 continue
-            if response.error == UNSUPPORTED_VERSION or any(
-                    fetched.error == UNSUPPORTED_VERSION for fetched in response.partitions):
-                self._reject(node, address, protocol.FETCH, version,
-                             f"Kafka error {UNSUPPORTED_VERSION} UNSUPPORTED_VERSION")
+            if self.observe_fetch is not None:
+                sent = overdue - self._timeout_s
+                self.observe_fetch(connection.address, time.monotonic() - sent)
+            if not self._took_version(node, connection, protocol.FETCH, version, [
+                    response.error, *(fetched.error for fetched in response.partitions)]):
                 continue
-            self._answered(address, protocol.FETCH)
             errors: dict[int, list[TopicPartition]] = {}
             if response.error:
                 for tp in offsets:
@@ -258,7 +249,7 @@ class WireFetcher:
 
     def _ready_nodes(self, deadline: float) -> list[int]:
         buffered = [node for node in self._in_flight
-                    if self._fetch_channels[node].has_buffered_data()]
+                    if self._fetch_connections[node].channel.has_buffered_data()]
         if buffered:
             return buffered
         ready = self._selector.select(max(0.0, deadline - time.monotonic()))
@@ -316,7 +307,7 @@ class WireFetcher:
     def _expire_overdue(self) -> None:
         now = time.monotonic()
         for node in [n for n, (_, overdue, _) in self._in_flight.items() if overdue < now]:
-            self._lose_node(node, f"broker {self._fetch_channels[node].address} did not answer "
+            self._lose_node(node, f"broker {self._fetch_connections[node].address} did not answer "
                                   "a fetch in time")
 
     # -- metadata and offset resets ---------------------------------------------------------
@@ -328,29 +319,23 @@ class WireFetcher:
         given_up = None  # a broker asked too often in vain: fatal if none answers
         for host, port in dict.fromkeys([*self._nodes.values(), *self._addresses]):
             try:
-                channel = self._open_channel(host, port)
+                connection = self._open(host, port)
             except ChannelError as exc:
                 failures.append(str(exc))
                 continue
-            address = channel.address
-            version = self._versions[address].metadata
+            version = connection.versions.metadata
             try:
-                metadata = protocol.decode_metadata(channel.request(
+                metadata = protocol.decode_metadata(connection.channel.request(
                     protocol.METADATA, version, protocol.metadata_request(topics, version)),
                     version)
             except (ChannelError, protocol.ProtocolError) as exc:
-                failures.append(f"broker {address}: {exc}" if isinstance(
-                    exc, protocol.ProtocolError) else str(exc))
-                reason = self._rejection_reason(address, exc)
-                if reason is None:
-                    self._forget_versions(address)
-                else:
-                    given_up = self._rejection(address, protocol.METADATA, version,
-                                               reason) or given_up
+                trouble = self._versions.failed(connection, protocol.METADATA, version, exc)
+                failures.append(trouble.reason)
+                given_up = trouble.given_up or given_up
                 continue
             finally:
-                channel.close()
-            self._answered(address, protocol.METADATA)
+                connection.close()
+            self._versions.answered(connection, protocol.METADATA, version)
             self._apply_metadata(metadata)
             return
         if given_up is not None:
@@ -380,25 +365,23 @@ class WireFetcher:
                 by_node.setdefault(self._leaders[tp], {})[tp] = self._reset_time
         for node, times in by_node.items():
             try:
-                channel = self._channel(self._control_channels, node)
+                connection = self._control_connection(node)
             except ChannelError as exc:
                 self._lose_node(node, str(exc))
                 continue
-            address = channel.address
-            version = self._versions[address].list_offsets
+            version = connection.versions.list_offsets
             try:
-                answer = protocol.decode_list_offsets(channel.request(
+                answer = protocol.decode_list_offsets(connection.channel.request(
                     protocol.LIST_OFFSETS, version, protocol.list_offsets_request(
                         times, version, self._isolation_level, round(self._timeout_s * 1000))),
                     version)
             except (ChannelError, protocol.ProtocolError) as exc:
-                self._request_failed(node, address, protocol.LIST_OFFSETS, version, exc)
+                self._setback(node, self._versions.failed(connection, protocol.LIST_OFFSETS,
+                                                          version, exc))
                 continue
-            if any(error == UNSUPPORTED_VERSION for error, _ in answer.values()):
-                self._reject(node, address, protocol.LIST_OFFSETS, version,
-                             f"Kafka error {UNSUPPORTED_VERSION} UNSUPPORTED_VERSION")
+            if not self._took_version(node, connection, protocol.LIST_OFFSETS, version,
+                                      [error for error, _ in answer.values()]):
                 continue
-            self._answered(address, protocol.LIST_OFFSETS)
             for tp, (error, offset) in answer.items():
                 if tp not in times or self._positions.get(tp, 0) is not None:
                     continue
@@ -454,100 +437,82 @@ class WireFetcher:
 
     # -- connections ------------------------------------------------------------------------
 
-    def _channel(self, channels: dict[int, BrokerChannel], node: int) -> BrokerChannel:
-        """The node's open channel, or a new one if there is none or its broker's versions were
-        forgotten since it opened."""
-        channel = channels.get(node)
-        if channel is not None and channel.address in self._ask_again:
-            self._drop_channels(node)
-            channel = None
-        if channel is None:
+    def _connection(self, connections: dict[int, Connection], node: int) -> Connection:
+        """The node's open connection, or a new one."""
+        connection = connections.get(node)
+        if connection is None:
             host, port = self._nodes[node]
-            channel = channels[node] = self._open_channel(host, port)
-        return channel
+            connection = connections[node] = self._open(host, port)
+        return connection
 
-    def _open_channel(self, host: str, port: int) -> BrokerChannel:
-        """A connection to the broker, whose versions are known once this returns: asked with
-        ApiVersions on the first connection to an address, and remembered until a request to it
-        fails. A broker that leaves the question unanswered (0.8, 0.9) is connected to again
-        and spoken to as a pre-0.10 broker: one more connection per broker, not per request."""
+    def _control_connection(self, node: int) -> Connection:
+        """The connection for the node's ListOffsets requests, which may sit unused for hours
+        between offset resets. A broker closes a connection idle for its
+        connections.max.idle.ms, so one idle for longer than `connections_max_idle_ms` (set
+        below the broker's) is opened again rather than found closed by the next request. Idle
+        counts from when the last request started: the safe side."""
+        now = time.monotonic()
+        connection = self._control_connections.get(node)
+        if connection is not None and now - connection.used_at > self._max_idle_s:
+            del self._control_connections[node]
+            connection.close()
+        connection = self._connection(self._control_connections, node)
+        connection.used_at = now
+        return connection
+
+    def _open(self, host: str, port: int) -> Connection:
+        """A connection to the broker, in the versions known for its address or else in those
+        its ApiVersions answer gives. ChannelError: the connection failed, that answer
+        included."""
         channel = self._connect(host, port)
+        try:
+            versions = self._versions.known(channel.address)
+            if versions is None:
+                return self._ask_versions(channel, host, port)
+        except (ChannelError, FetchError):
+            channel.close()
+            raise
+        return Connection(channel, versions)
+
+    def _ask_versions(self, channel: BrokerChannel, host: str, port: int) -> Connection:
+        """Ask the broker which versions it speaks. One that leaves the question unanswered
+        (0.9) is connected to again and spoken to as a pre-0.10 broker: one more connection
+        per broker, not per request."""
         address = channel.address
-        if address in self._versions and address not in self._ask_again:
-            return channel
-        self._ask_again.discard(address)
-        if not self._asks_api_versions:
-            self._versions[address] = self._configured_versions
-            return channel
         try:
             offered = protocol.decode_api_versions(channel.request(
                 protocol.API_VERSIONS, 0, protocol.API_VERSIONS_REQUEST,
                 timeout_s=self._api_versions_timeout_s))
         except (ChannelError, protocol.ProtocolError) as exc:
-            channel.close()
-            versions = self._versions[address] = self._unanswered_versions
+            versions = self._versions.not_answered(address, exc)
             log.info("broker does not answer ApiVersions; speaking the pre-0.10 versions",
                      broker=address, reason=str(exc), **versions._asdict())
-            return self._connect(host, port)
-        try:
-            versions = self._versions[address] = negotiate(address, offered)
-        except FetchError:
             channel.close()
-            raise
+            return Connection(self._connect(host, port), versions)
+        versions = self._versions.offered(address, offered)
         log.debug("broker versions negotiated", broker=address, **versions._asdict())
-        return channel
+        return Connection(channel, versions)
 
     def _connect(self, host: str, port: int) -> BrokerChannel:
         return BrokerChannel(host, port, client_id=self._client_id, timeout_s=self._timeout_s,
                              ssl_context=self._ssl_context,
                              receive_buffer_bytes=self._receive_buffer_bytes)
 
-    def _request_failed(self, node: int, address: str, api_key: int, version: int,
-                        failure: ChannelError | protocol.ProtocolError) -> None:
-        """A request to this broker got no usable answer: a rejection of its version, or
-        transient trouble, retried for as long as it lasts."""
-        reason = self._rejection_reason(address, failure)
-        if reason is not None:
-            self._reject(node, address, api_key, version, reason)
-        else:
-            self._forget_versions(address)
-            self._lose_node(node, str(failure))
+    def _took_version(self, node: int, connection: Connection, api_key: int, version: int,
+                      errors: Collection[int]) -> bool:
+        """Whether the broker took this request version, answering with these error codes;
+        if it did not (UNSUPPORTED_VERSION), it is asked again after the backoff."""
+        trouble = self._versions.answered(connection, api_key, version, errors)
+        if trouble is not None:
+            self._setback(node, trouble)
+        return trouble is None
 
-    def _reject(self, node: int, address: str, api_key: int, version: int, reason: str) -> None:
-        """The broker did not take a request version: ask again, versions first, after the
-        backoff, or fail once that happened too often in a row."""
-        message = self._rejection(address, api_key, version, reason)
-        if message is not None:
-            raise FetchError(message)
-        self._lose_node(node, f"broker {address} did not answer {protocol.API_NAMES[api_key]} "
-                              f"v{version} in a form we can read ({reason})")
-
-    def _rejection(self, address: str, api_key: int, version: int, reason: str) -> str | None:
-        """Count one rejection; the line to fail with once there were too many in a row."""
-        versions = self._forget_versions(address)
-        return self._rejections.note(address, protocol.API_NAMES[api_key], version, reason,
-                                     versions.hint())
-
-    def _rejection_reason(self, address: str, failure: ChannelError | protocol.ProtocolError
-                          ) -> str | None:
-        """Why this failure means the broker rejects the request version, or None if it does
-        not: an answer that does not parse does, and so does a connection closed in answer by
-        a broker that offered the version; any other connection failure is transient."""
-        if isinstance(failure, protocol.ProtocolError):
-            return str(failure)
-        if failure.closed_by_broker and self._versions[address].negotiated:
-            return "it closed the connection"
-        return None
-
-    def _forget_versions(self, address: str) -> Versions:
-        """Ask the broker again at the next connection (it may be restarting as another
-        version); the versions spoken until now."""
-        self._ask_again.add(address)
-        return self._versions[address]
-
-    def _answered(self, address: str, api_key: int) -> None:
-        """The broker answered this request in a usable form: its rejections are over."""
-        self._rejections.clear(address, protocol.API_NAMES[api_key])
+    def _setback(self, node: int, trouble: Trouble) -> None:
+        """A request to this node got no usable answer: fail if its version was rejected too
+        often in a row, else set its partitions aside until the backoff has passed."""
+        if trouble.given_up is not None:
+            raise FetchError(trouble.given_up)
+        self._lose_node(node, trouble.reason)
 
     def _lose_node(self, node: int, reason: str) -> None:
         """A broker failed us: close its connections and set its partitions aside."""
@@ -557,15 +522,16 @@ class WireFetcher:
 
     def _drop_channels(self, node: int) -> None:
         self._in_flight.pop(node, None)
-        fetch_channel = self._fetch_channels.pop(node, None)
-        if fetch_channel is not None:
+        fetch_connection = self._fetch_connections.pop(node, None)
+        if fetch_connection is not None:
             if node in self._selected:
-                self._selector.unregister(fetch_channel)  # also once closed: found by identity
+                # also once closed: found by identity
+                self._selector.unregister(fetch_connection.channel)
                 self._selected.discard(node)
-            fetch_channel.close()
-        control_channel = self._control_channels.pop(node, None)
-        if control_channel is not None:
-            control_channel.close()
+            fetch_connection.close()
+        control_connection = self._control_connections.pop(node, None)
+        if control_connection is not None:
+            control_connection.close()
 
 
 def wire_unsupported_reason(settings: Mapping[str, Any]) -> str | None:

@@ -105,6 +105,17 @@ class OffsetCommitter:
                         partitions=[str(tp) for tp in unowned[:8]], count=len(unowned))
         return {tp: offset for tp, offset in pending.items() if tp in owners}
 
+    def positions(self) -> dict[TopicPartition, int]:
+        """Where consumption of each partition stands (the offset the group would resume
+        from), for lag: a stream's position once it handed something out, else the committed
+        offset, or where a reset put the partition. Entries of released partitions may linger
+        for a moment; callers look up the partitions they know to be owned."""
+        with self._state_lock:
+            known = {**self._tracker.committed(), **self._tracker.pending()}
+        for stream in self._streams():
+            known.update(dict(stream.positions))
+        return known
+
     def reset_to(self, tp: TopicPartition, claim: Claim, position: int) -> None:
         """A partition with no committed offset was reset (`auto.offset.reset`) to `position`:
         commit that even if nothing is ever delivered from it, as the reference does, or its

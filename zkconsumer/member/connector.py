@@ -1,13 +1,14 @@
 """`ConsumerConnector`: the Python API of a group member, like the reference's connector.
 
 It only wires the parts: ZooKeeper membership, the rebalancer, the fetch loop, the offset
-committer and the streams, each in its own module. Three threads run per connector: the worker
-(registration and rebalances, one at a time, driven by the state machine), the fetch loop and
-the auto-committer.
+committer, the streams and the metrics, each in its own module. Three threads run per connector:
+the worker (registration and rebalances, one at a time, driven by the state machine), the fetch
+loop and the auto-committer; a fourth serves `/metrics` and `/healthz` when `metrics.port` is set.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Mapping
@@ -33,6 +34,7 @@ from zkconsumer.member.rebalancer import (
 from zkconsumer.member.state import Event, MemberStateMachine, State, Work
 from zkconsumer.member.streams import DeliveryGate, KafkaStream
 from zkconsumer.member.zk_membership import ZookeeperMembership
+from zkconsumer.metrics import MemberMetrics, MemberSources, MetricsServer
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import OffsetTracker, open_offset_store
 from zkconsumer.topology import MetadataRefresher, open_topic_source
@@ -73,6 +75,8 @@ class ConsumerConnector:
         self._session_lost = False
         self._started = False
         self._refresher: MetadataRefresher | None = None  # topics from Kafka metadata only
+        self._metrics = MemberMetrics()
+        self._metrics_server: MetricsServer | None = None  # with metrics.port only
         self._zk = connect_for(self.config)
         self._log = log.bind(consumer_id=self.consumer_id, group=self.config.group_id)
 
@@ -108,6 +112,18 @@ class ConsumerConnector:
 
     def owned_partitions(self) -> dict[TopicPartition, str]:
         return dict(self._ownership.threads)
+
+    def metrics(self) -> dict:
+        """The figures `/metrics` serves, as a plain dict: `{"messages_consumed": {topic: n},
+        "partition_lag": {"t-0": n}, "max_lag": n, "rebalances": {"success": n, ...}, ...}`
+        (see `MemberMetrics.snapshot`)."""
+        return self._metrics.snapshot()
+
+    @property
+    def metrics_registry(self):
+        """The member's own Prometheus `CollectorRegistry`, for an embedder serving it (e.g.
+        `prometheus_client.generate_latest(connector.metrics_registry)`)."""
+        return self._metrics.registry
 
     @property
     def zookeeper_session(self) -> tuple[int, bytes]:
@@ -159,6 +175,7 @@ class ConsumerConnector:
                 self._fetcher.close()
                 self._offset_store.close()
                 self._membership.topics.close()
+        self._stop_metrics_server()
         self._zk.remove_listener(self._on_session_state)  # closing reports LOST, not an expiry
         self._zk.stop()
         self._zk.close()
@@ -184,11 +201,49 @@ class ConsumerConnector:
             raise ZkConsumerError("streams were already created for this connector")
         config = self.config
         access = self._kafka_access()
-        self._fetcher = open_fetcher(config, *access)
-        self._offset_store = open_offset_store(config, self._zk, *access)
-        topic_source = open_topic_source(
-            self._zk, config.bootstrap_servers, access.api_version,
-            kafka_client_options(config.kafka_client_properties))
+        # Clients opened here are closed again if the start fails; once started, by shutdown.
+        with contextlib.ExitStack() as opened:
+            if config.metrics_port:
+                # First: a port in use fails the member before it joins the group.
+                self._metrics_server = MetricsServer(config.metrics_host, config.metrics_port,
+                                                     self._metrics.registry, self._health)
+                opened.callback(self._stop_metrics_server)
+            self._fetcher = open_fetcher(config, *access)
+            opened.callback(self._fetcher.close)
+            self._offset_store = open_offset_store(config, self._zk, *access,
+                                                   observe_commit=self._metrics.observe_commit)
+            opened.callback(self._offset_store.close)
+            topic_source = open_topic_source(
+                self._zk, config.bootstrap_servers, access.api_version,
+                kafka_client_options(config.kafka_client_properties), config.socket_timeout_ms)
+            opened.callback(topic_source.close)
+            if not topic_source.watched_in_zookeeper:
+                # As a member waits for the broker registry: one that cannot learn which
+                # topics exist fails now, before it joins the group, not in its first rebalance.
+                topic_source.view()
+            self._wire(registration, topic_source, stream_for)
+            _startup_retry()(self._membership.register)
+            self._zk.add_listener(self._on_session_state)
+            _startup_retry()(self._membership.watch,
+                             lambda: self._state.handle(Event.GROUP_CHANGED), topics, wildcard)
+            opened.pop_all()
+        if not topic_source.watched_in_zookeeper:
+            self._refresher = MetadataRefresher(
+                topic_source, config.topic_metadata_refresh_interval_ms / 1000.0,
+                self._membership.interest, lambda: self._membership.last_view,
+                lambda: self._state.handle(Event.GROUP_CHANGED))
+            self._refresher.start()
+        self._worker = threading.Thread(target=self._work, name="zkconsumer-member", daemon=True)
+        self._started = True
+        self._fetch_loop.start()
+        self._worker.start()
+        if config.auto_commit_enable:
+            threading.Thread(target=self._auto_commit, name="zkconsumer-autocommit",
+                             daemon=True).start()
+        self._state.handle(Event.STARTED)
+
+    def _wire(self, registration: ConsumerRegistration, topic_source, stream_for) -> None:
+        config = self.config
         self._membership = ZookeeperMembership(self._zk, config.group_id, self.consumer_id,
                                                registration, topic_source)
         self._committer = OffsetCommitter(
@@ -205,25 +260,13 @@ class ConsumerConnector:
             membership=self._membership, fetch_loop=self._fetch_loop, committer=self._committer,
             offset_store=self._offset_store, stream_for=stream_for,
             auto_commit=config.auto_commit_enable, callbacks=self._callbacks,
-            ownership=self._ownership)
-        _startup_retry()(self._membership.register)
-        self._zk.add_listener(self._on_session_state)
-        _startup_retry()(self._membership.watch, lambda: self._state.handle(Event.GROUP_CHANGED),
-                       topics, wildcard)
-        if not topic_source.watched_in_zookeeper:
-            self._refresher = MetadataRefresher(
-                topic_source, config.topic_metadata_refresh_interval_ms / 1000.0,
-                self._membership.interest, lambda: self._membership.last_view,
-                lambda: self._state.handle(Event.GROUP_CHANGED))
-            self._refresher.start()
-        self._worker = threading.Thread(target=self._work, name="zkconsumer-member", daemon=True)
-        self._started = True
-        self._fetch_loop.start()
-        self._worker.start()
-        if config.auto_commit_enable:
-            threading.Thread(target=self._auto_commit, name="zkconsumer-autocommit",
-                             daemon=True).start()
-        self._state.handle(Event.STARTED)
+            ownership=self._ownership, observe=self._metrics.observe_rebalance)
+        self._metrics.watch(MemberSources(
+            streams=lambda: self._streams, owned=lambda: self._ownership.threads,
+            positions=self._committer.positions, high_watermark=self._fetcher.high_watermark,
+            queued_bytes=self._fetch_loop.queued_bytes))
+        if hasattr(self._fetcher, "observe_fetch"):  # kafka-python's requests are out of sight
+            self._fetcher.observe_fetch = self._metrics.observe_fetch
 
     def _kafka_access(self) -> KafkaAccess:
         """`bootstrap.servers` when set: those brokers need not be in this ZooKeeper at all."""
@@ -275,6 +318,7 @@ class ConsumerConnector:
         elif state == KazooState.LOST:
             self._session_lost = True
             self._ownership.claims.clear()  # someone else may own them by now
+            self._metrics.observe_session_expired()
             self._log.warning("ZooKeeper session expired; registration and owners are gone")
             self._state.handle(Event.SESSION_EXPIRED)
         elif state == KazooState.CONNECTED:
@@ -285,6 +329,24 @@ class ConsumerConnector:
             elif not self._gate.delivering:
                 self._log.info("ZooKeeper connection back in the same session; delivering again")
             self._gate.resume()
+
+    def _health(self) -> tuple[bool, str]:
+        """For `/healthz`: healthy while registered in the group and not failed; otherwise
+        one line saying why not."""
+        state = self._state.state
+        if state in (State.REBALANCING, State.STABLE):
+            return True, (f"registered in group {self.config.group_id} as "
+                          f"{self.consumer_id} ({state.value})")
+        if state is State.FAILED:
+            return False, f"failed: {_one_line(self._gate.failure)}"
+        return False, {State.NEW: "not registered yet",
+                       State.EXPIRED: "ZooKeeper session expired; registering again",
+                       State.CLOSED: "shut down"}[state]
+
+    def _stop_metrics_server(self) -> None:
+        server, self._metrics_server = self._metrics_server, None
+        if server is not None:
+            server.stop()
 
     def _stop_refresher(self) -> None:
         if self._refresher is not None:

@@ -5,19 +5,35 @@ A fetcher is not thread-safe, so only this thread ever calls it. Rebalances do n
 once; the loop applies the assignment as soon as that poll returns. A lock held across the poll
 instead would let this thread re-take it poll after poll while a rebalance waits, which made
 rebalances of many members take seconds.
+
+The bytes of each chunk queued are tallied per topic here, once per chunk, for the metrics.
 """
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Callable, Mapping
+from itertools import chain
 
 import structlog
 
 from zkconsumer.member.streams import Chunk, Claim, KafkaStream
-from zkconsumer.model import TopicPartition
+from zkconsumer.model import Message, TopicPartition
 
 log = structlog.get_logger(__name__)
+
+_KEY = operator.itemgetter(3)
+_VALUE = operator.itemgetter(4)
+
+
+def payload_bytes(messages: list[Message]) -> int:
+    """The bytes of the keys and values of `messages` (None counts as 0).
+
+    Done in C iterators, once per chunk: about 60-80 ns per message, a few per cent of what
+    consuming a message costs (the reference counted whole message sets, overhead included,
+    which only the wire client sees)."""
+    return sum(map(len, filter(None, chain(map(_VALUE, messages), map(_KEY, messages)))))
 
 
 class FetchLoop:
@@ -41,6 +57,8 @@ class FetchLoop:
         # routed, and resets reported, by this, never by a routing the fetcher has not seen.
         self._applied_routes: dict[TopicPartition, tuple[KafkaStream, Claim]] = {}
         self._applied_resetting: dict[TopicPartition, Claim] = {}
+        # Key and value bytes queued into the streams, per topic; written by the fetch thread.
+        self._queued_bytes: dict[str, int] = {}
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="zkconsumer-fetch", daemon=True)
 
@@ -82,6 +100,10 @@ class FetchLoop:
         self._changed.set()
         self._fetcher.wakeup()
 
+    def queued_bytes(self) -> dict[str, int]:
+        """Key and value bytes queued into the streams so far, per topic; from any thread."""
+        return dict(self._queued_bytes)
+
     def caught_up(self) -> bool:
         """True once the fetcher has been given the latest routing, i.e. fetches exactly the
         routed partitions."""
@@ -119,8 +141,10 @@ class FetchLoop:
                     if route is None:
                         continue
                     stream, claim = route
-                    stream.offer(Chunk(tp, messages, claim),
-                                 lambda tp=tp, claim=claim: self._still_routed(tp, claim))
+                    if stream.offer(Chunk(tp, messages, claim),
+                                    lambda tp=tp, claim=claim: self._still_routed(tp, claim)):
+                        self._queued_bytes[tp.topic] = \
+                            self._queued_bytes.get(tp.topic, 0) + payload_bytes(messages)
         except Exception as exc:  # noqa: BLE001 - reported to the connector, which fails loudly
             log.error("fetching failed", error=str(exc))
             self._on_error(exc)

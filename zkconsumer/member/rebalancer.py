@@ -65,7 +65,11 @@ class Rebalancer:
                  fetch_loop, committer, offset_store, stream_for: Callable[[TopicPartition, str], KafkaStream],
                  auto_commit: bool, callbacks: RebalanceCallbacks, ownership: Ownership,
                  sleep: Callable[[float], None] = time.sleep,
-                 missing_topic_reminder_s: float = MISSING_TOPIC_REMINDER_S) -> None:
+                 missing_topic_reminder_s: float = MISSING_TOPIC_REMINDER_S,
+                 observe: Callable[[bool, float], None] = lambda _succeeded, _seconds: None
+                 ) -> None:
+        """`observe(succeeded, seconds)` is told how each rebalance ended and how long it took
+        (the metrics)."""
         self.consumer_id = consumer_id
         self.ownership = ownership
         self._strategy = strategy
@@ -82,9 +86,18 @@ class Rebalancer:
         self._callbacks = callbacks
         self._sleep = sleep
         self._missing_topics = MissingTopicsNotice(consumer_id, missing_topic_reminder_s)
+        self._observe = observe
 
     def rebalance(self) -> None:
         started = time.monotonic()
+        try:
+            self._rebalance(started)
+        except BaseException:
+            self._observe(False, time.monotonic() - started)
+            raise
+        self._observe(True, time.monotonic() - started)
+
+    def _rebalance(self, started: float) -> None:
         contested: list[TopicPartition] = []
         store_error: OffsetStoreError | None = None
         attempt = 0

@@ -13,6 +13,10 @@ A message counts as consumed (its offset + 1 becomes committable) when the consu
 for the next one, not when it is handed out: an auto-commit that runs while the consumer is
 still handling a message must not commit it, or a handler that then fails would lose it.
 `commit_offsets()` and `mark_consumed()` count the message in hand too.
+
+Messages handed out are tallied per topic for the metrics without any work per message: a
+chunk's count is added once, when the stream leaves it, and a reader on another thread adds the
+current chunk's index itself (`handed_out`).
 """
 
 from __future__ import annotations
@@ -120,10 +124,13 @@ class KafkaStream:
         self._closed = threading.Event()
         self._stopping = False  # `_closed`, as a plain attribute for the per-message check
         # The chunk being read, as (partition, claim, messages), and how far it was handed
-        # out. Written by the consuming thread only, the chunk before its index, so another
-        # thread that reads the chunk, the index and the chunk again sees a consistent pair.
+        # out. Written by the consuming thread only, a new chunk before its index moves (and
+        # the index back to 0 before a chunk is left), so another thread that reads the chunk,
+        # the index and the chunk again sees a consistent pair.
         self._chunk: tuple[TopicPartition | None, Claim | None, list[Message]] = _NO_CHUNK
         self._index = 0
+        # Messages handed out of the chunks left behind, per topic (see `handed_out`).
+        self._handed_out: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"KafkaStream({self.name})"
@@ -198,12 +205,22 @@ class KafkaStream:
                     return partition, messages, self._index
                 self._wait_for_delivery(deadline)
                 continue
-            self._chunk, self._index = _NO_CHUNK, 0
+            self._leave_chunk()
             self._load(self._next_chunk(deadline))
 
     def _deliverable(self, partition: TopicPartition | None, claim: Claim | None) -> bool:
         return self._claims.get(partition) is claim and self._gate.delivering \
             and not self._stopping
+
+    def _leave_chunk(self) -> None:
+        """Drop the current chunk and tally what was handed out of it, in that order: a reader
+        that sees the tally grown can no longer see the chunk, so never counts it twice."""
+        partition, _claim, _messages = self._chunk
+        handed = self._index
+        self._index = 0
+        self._chunk = _NO_CHUNK
+        if handed:
+            self._handed_out[partition.topic] = self._handed_out.get(partition.topic, 0) + handed
 
     def _load(self, chunk: Chunk) -> None:
         if self._claims.get(chunk.partition) is chunk.claim:
@@ -218,7 +235,7 @@ class KafkaStream:
             raise StreamsClosed
         partition, claim, _messages = self._chunk
         if self._claims.get(partition) is not claim:
-            self._chunk, self._index = _NO_CHUNK, 0
+            self._leave_chunk()
             return
         self._raise_if_failed()
         wait = _POLL_S if deadline is None else min(_POLL_S, deadline - time.monotonic())
@@ -253,6 +270,24 @@ class KafkaStream:
         self._raise_if_failed()
         if self._closed.is_set():
             raise StreamsClosed
+
+    # -- read from any thread (metrics) ------------------------------------------------------
+
+    def handed_out(self) -> dict[str, int]:
+        """Messages handed out so far, per topic. The tally is read before the current chunk,
+        and the chunk, its index and the chunk again as a consistent pair (see `_chunk`), so a
+        race with the consuming thread can miss a chunk's messages but never count them twice:
+        a figure may lag behind for a moment, never run ahead (callers keep the highest seen)."""
+        counts = dict(self._handed_out)
+        chunk = self._chunk
+        index = self._index
+        if index and chunk is not _NO_CHUNK and chunk is self._chunk:
+            topic = chunk[0].topic
+            counts[topic] = counts.get(topic, 0) + index
+        return counts
+
+    def queued_chunks(self) -> int:
+        return self._queue.qsize()
 
     # -- feeding side -----------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ def interest_fingerprint(view: TopicView, wildcard: bool, topics: Collection[str
 
 
 class MetadataRefresher:
-    """A daemon thread; `stop()` ends it within one interval's wait."""
+    """A daemon thread; `stop()` ends it, after the check under way if there is one."""
 
     def __init__(self, source: TopicSource, interval_s: float,
                  interest: Callable[[], Interest], baseline: Callable[[], TopicView | None],
@@ -49,7 +49,10 @@ class MetadataRefresher:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop and wait for a check under way, so none runs once the source is closed."""
         self._stopped.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join()
 
     def check(self) -> bool:
         """One comparison; True when it reported a change."""
@@ -69,6 +72,6 @@ class MetadataRefresher:
         while not self._stopped.wait(self._interval_s):
             try:
                 self.check()
-            except ZkConsumerError as exc:
+            except Exception as exc:  # noqa: BLE001 - a dead checker would miss every change
                 log.warning("topic metadata check failed; retrying at the next interval",
-                            error=str(exc))
+                            error=str(exc) if isinstance(exc, ZkConsumerError) else repr(exc))

@@ -81,10 +81,12 @@ class _MetadataView:
 class KafkaTopics:
     """Every topic and its partitions from one Kafka metadata request.
 
-    When Kafka cannot be reached, the last view read is given again with a (throttled)
-    warning, as a ZooKeeper-registry member keeps its last state while a broker is away: a
-    rebalance then assigns what was known, and the next refresh that succeeds rebalances again
-    if anything changed. Only a source that never answered fails. Safe from any thread.
+    Internal topics are listed too (kafka-python leaves them out by default): the group's own
+    `exclude.internal.topics` decides, as it does with the registry. While the brokers cannot
+    be reached, kafka-python answers from the metadata it last had, and a request that times
+    out gives the last view again with a (throttled) warning, as a registry member keeps its
+    last state while a broker is away; the next check that gets through rebalances if anything
+    changed. Only a source that never answered fails. Safe from any thread.
     """
 
     watched_in_zookeeper = False
@@ -102,15 +104,13 @@ class KafkaTopics:
     def view(self) -> TopicView:
         with self._lock:
             try:
-                consumer = self._client.get()
-                names = consumer.topics()  # always a fresh metadata request
-                found = {topic: sorted(consumer.partitions_for_topic(topic) or ())
-                         for topic in names}
+                found = self._read()
             except (KafkaError, TopicMetadataError) as exc:
                 if self._last is None:
-                    raise TopicMetadataError(
-                        f"cannot read topic metadata from Kafka at {self._client.where}: "
-                        f"{exc}") from exc
+                    if isinstance(exc, TopicMetadataError):
+                        raise
+                    raise TopicMetadataError(f"cannot read topic metadata from Kafka at "
+                                             f"{self._client.where}: {exc}") from exc
                 self._warnings.report("metadata", "topic metadata unreadable; using the last "
                                       "known", error=str(exc))
                 return self._last
@@ -119,6 +119,15 @@ class KafkaTopics:
                                         if numbers})
             return self._last
 
+    def _read(self) -> dict[str, list[int]]:
+        consumer = self._client.get()
+        consumer.topics()  # a fresh metadata request for every topic
+        # kafka-python keeps what it read in its cluster metadata, whose listing can include
+        # the internal topics that `topics()` leaves out.
+        cluster = consumer._cluster
+        return {topic: sorted(cluster.partitions_for_topic(topic) or ())
+                for topic in cluster.topics(exclude_internal_topics=False)}
+
     def close(self) -> None:
         with self._lock:
             self._client.close()
@@ -126,9 +135,10 @@ class KafkaTopics:
 
 def open_topic_source(zk: KazooClient, bootstrap_override: str | None,
                       api_version: tuple[int, ...] | None = None,
-                      client_options: Mapping[str, Any] | None = None) -> TopicSource:
+                      client_options: Mapping[str, Any] | None = None,
+                      request_timeout_ms: int = 30000) -> TopicSource:
     """Kafka metadata when brokers are given explicitly (they need not be registered in this
     ZooKeeper), the ZooKeeper registry otherwise."""
     if bootstrap_override:
-        return KafkaTopics(bootstrap_override, api_version, client_options)
+        return KafkaTopics(bootstrap_override, api_version, client_options, request_timeout_ms)
     return ZookeeperTopics(zk)

@@ -1,0 +1,167 @@
+"""The wire fetcher's bookkeeping of request versions, per broker address and per connection.
+
+Per address: the versions to speak on its next connection, the addresses to ask again
+(ApiVersions) at their next connection, and the answers in a row that rejected a version
+(`RejectedRequests`). Per connection (`Connection`): the versions chosen when it opened, which
+hold for its life (the broker process at its other end cannot change while it lasts), and the
+requests it has had a usable answer to.
+
+Two mistakes are kept out here. An answer lost on the way must not make a broker look old: only
+a broker that never answered ApiVersions, and left the question unanswered on a connection that
+stayed open until the timeout (what 0.9.0.1 does), is spoken to in the pre-0.10 versions; a
+closed or reset connection is trouble of the connection, and forgetting a broker's versions
+means asking again, not assuming old. And a connection that already had a usable answer to a
+request cannot have been closed in rejection of that request's version: a broker closes idle
+connections (`connections.max.idle.ms`) and, shutting down, long-polling fetches.
+
+Pure: no sockets; the fetcher reports what happened and is told what it means.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+from zkconsumer.fetch.broker_channel import BrokerChannel, ChannelError
+from zkconsumer.fetch.errors import FetchError
+from zkconsumer.fetch.kafka_protocol import API_NAMES, API_VERSIONS, READ_COMMITTED, ProtocolError
+from zkconsumer.fetch.protocol_versions import (
+    CONFIGURED,
+    UNANSWERED,
+    Versions,
+    asks_api_versions,
+    legacy_versions,
+    negotiate,
+)
+from zkconsumer.fetch.retry_policy import UNSUPPORTED_VERSION, RejectedRequests, error_name
+
+# Fetch v4 (Kafka 0.11) is the first to carry an isolation level: an older broker delivers
+# aborted transactions, whatever is asked.
+_FIRST_ISOLATING_FETCH = 4
+_API_VERSIONS_HINT = ("every broker from 0.10 on answers ApiVersions v0; for an older one, set "
+                      "kafka.api.version to its version")
+
+
+class Connection:
+    """One channel to a broker, with the versions spoken on it, the (API key, version) pairs
+    it has had a usable answer to, and when it was last used (monotonic seconds)."""
+
+    __slots__ = ("channel", "proven", "used_at", "versions")
+
+    def __init__(self, channel: BrokerChannel, versions: Versions) -> None:
+        self.channel = channel
+        self.versions = versions
+        self.proven: set[tuple[int, int]] = set()
+        self.used_at = time.monotonic()
+
+    @property
+    def address(self) -> str:
+        return self.channel.address
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+class Trouble(NamedTuple):
+    """A request without a usable answer: why, for the log, and the line to fail with once
+    its version was rejected too often in a row (else None: retried after the backoff)."""
+
+    reason: str
+    given_up: str | None
+
+
+class BrokerVersions:
+    """Which versions to speak to each broker, and what a failed request to it means."""
+
+    def __init__(self, api_version: tuple[int, ...] | None, isolation_level: int) -> None:
+        self._asks = asks_api_versions(api_version)
+        self._configured = legacy_versions(api_version, CONFIGURED)
+        self._unanswered = legacy_versions(api_version, UNANSWERED)
+        self._read_committed = isolation_level == READ_COMMITTED
+        self._versions: dict[str, Versions] = {}  # the last chosen, kept while asked again
+        self._ask_again: set[str] = set()
+        self._rejections = RejectedRequests()
+
+    def known(self, address: str) -> Versions | None:
+        """The versions for a new connection to this broker; None: ask it first (ApiVersions),
+        as on the first connection to it and after a request to it failed."""
+        if not self._asks:
+            return self._chosen(address, self._configured)
+        if address in self._ask_again:
+            return None
+        return self._versions.get(address)
+
+    def offered(self, address: str, offered: Mapping[int, tuple[int, int]]) -> Versions:
+        """The broker answered ApiVersions: the newest versions both sides know."""
+        versions = self._versions[address] = self._chosen(address, negotiate(address, offered))
+        self._ask_again.discard(address)
+        self._rejections.clear(address, API_NAMES[API_VERSIONS])
+        return versions
+
+    def not_answered(self, address: str, failure: ChannelError | ProtocolError) -> Versions:
+        """ApiVersions got no usable answer. The legacy versions if the broker left it
+        unanswered until the timeout on a connection that stayed open, and never answered it
+        before: a broker older than 0.10. Anything else raises, as trouble of the connection
+        (ChannelError) or, once garbled answers came too often in a row, FetchError."""
+        if isinstance(failure, ProtocolError):
+            trouble = self._reject(address, API_VERSIONS, 0, str(failure), _API_VERSIONS_HINT)
+            if trouble.given_up is not None:
+                raise FetchError(trouble.given_up)
+            raise ChannelError(trouble.reason)
+        previous = self._versions.get(address)
+        if not failure.timed_out or (previous is not None and previous.negotiated):
+            if failure.closed_by_broker and previous is None:
+                raise ChannelError(f"{failure} when asked ApiVersions (a broker older than 0.9 "
+                                   "does that: set kafka.api.version to its version)")
+            raise failure
+        versions = self._versions[address] = self._chosen(address, self._unanswered)
+        self._ask_again.discard(address)
+        return versions
+
+    def answered(self, connection: Connection, api_key: int, version: int,
+                 errors: Iterable[int] = ()) -> Trouble | None:
+        """A request got an answer that parses, with these error codes: None if the broker
+        took the version, which ends its rejections; the Trouble if it answered
+        UNSUPPORTED_VERSION."""
+        if UNSUPPORTED_VERSION in errors:
+            return self._reject(connection.address, api_key, version,
+                                f"Kafka error {UNSUPPORTED_VERSION} "
+                                f"{error_name(UNSUPPORTED_VERSION)}", connection.versions.hint())
+        connection.proven.add((api_key, version))
+        self._rejections.clear(connection.address, API_NAMES[api_key])
+        return None
+
+    def failed(self, connection: Connection, api_key: int, version: int,
+               failure: ChannelError | ProtocolError) -> Trouble:
+        """A request got no usable answer. A rejection of its version if the answer does not
+        parse, or if the broker closed the connection before it answered this request and
+        version on it even once, having offered the version; any other failure is transient.
+        Either way the broker is asked again at the next connection (it may be restarting as
+        another version)."""
+        address = connection.address
+        if isinstance(failure, ProtocolError):
+            return self._reject(address, api_key, version, str(failure),
+                                connection.versions.hint())
+        if (failure.closed_by_broker and connection.versions.negotiated
+                and (api_key, version) not in connection.proven):
+            return self._reject(address, api_key, version, "it closed the connection",
+                                connection.versions.hint())
+        self._ask_again.add(address)
+        return Trouble(str(failure), None)
+
+    def _reject(self, address: str, api_key: int, version: int, reason: str, hint: str
+                ) -> Trouble:
+        """Count one rejection of this request version, and ask the broker again."""
+        self._ask_again.add(address)
+        name = API_NAMES[api_key]
+        return Trouble(f"broker {address} did not answer {name} v{version} in a form we can "
+                       f"read ({reason})",
+                       self._rejections.note(address, name, version, reason, hint))
+
+    def _chosen(self, address: str, versions: Versions) -> Versions:
+        """These versions, unless they cannot honour isolation.level=read_committed."""
+        if self._read_committed and versions.fetch < _FIRST_ISOLATING_FETCH:
+            raise FetchError(f"isolation.level=read_committed needs Kafka 0.11 or newer; broker "
+                             f"{address} speaks Fetch v{versions.fetch}")
+        return versions
