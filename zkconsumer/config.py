@@ -64,6 +64,7 @@ import structlog
 from zkconsumer.assignment.topic_filter import Whitelist, normalize_filter_regex
 from zkconsumer.errors import ConfigError, TopicFilterError
 from zkconsumer.logs import register_secret
+from zkconsumer.model import format_address
 from zkconsumer.properties import read_properties_file
 
 ENV_PREFIX = "ZKCONSUMER_"
@@ -111,8 +112,7 @@ class ZookeeperConnect:
 
     @property
     def servers_string(self) -> str:
-        return ",".join(f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-                        for host, port in self.servers)
+        return ",".join(format_address(host, port) for host, port in self.servers)
 
     @property
     def connect_string(self) -> str:
@@ -421,7 +421,7 @@ def _bootstrap_servers(text: str) -> str:
         host, port = _server(entry)
         if not entry.endswith(f":{port}"):
             raise _Invalid(f"server {entry!r} needs a port, as in host:9092")
-        servers.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+        servers.append(format_address(host, port))
     return ",".join(servers)
 
 

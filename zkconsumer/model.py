@@ -26,3 +26,8 @@ class Message(NamedTuple):
     timestamp: int | None  # epoch millis; None where the broker keeps none (before 0.10)
     # (key, value) pairs in the order written; only format v2 (Kafka 0.11+) carries any
     headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+def format_address(host: str, port: int) -> str:
+    """`host:port`, with an IPv6 address in brackets so that its own colons stay unambiguous."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

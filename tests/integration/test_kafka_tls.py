@@ -37,7 +37,7 @@ def test_a_member_fetches_and_commits_over_tls(tls_cluster, members_on):
     cluster, keystore = tls_cluster
     with zookeeper_session(cluster.zookeeper_connect) as zk:
         create_topic(zk, "secure", 2)
-        access = resolve_kafka_access(read_brokers(zk).values(), "SSL")
+        access = resolve_kafka_access(lambda: read_brokers(zk).values(), "SSL")
     assert access.bootstrap_servers == f"127.0.0.1:{cluster.brokers[0].ssl_port}"
     assert access.api_version == (0, 9)
 

@@ -37,8 +37,8 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from zkconsumer.fetch import kafka_protocol as protocol
 from zkconsumer.fetch import wire_fetcher
 from zkconsumer.fetch.broker_channel import BrokerChannel, ChannelError
+from zkconsumer.fetch.broker_versions import RejectedRequests
 from zkconsumer.fetch.errors import FetchError
-from zkconsumer.fetch.retry_policy import RejectedRequests
 from zkconsumer.fetch.wire_fetcher import WireFetcher
 from zkconsumer.model import TopicPartition
 

@@ -82,7 +82,7 @@ class AdminContext:
         with self._lock:
             if self._access is None:
                 self._access = resolve_kafka_access(
-                    () if self._bootstrap_override else read_brokers(self.zk).values(),
+                    lambda: read_brokers(self.zk).values(),
                     self._client_options.get("security_protocol", "PLAINTEXT"),
                     self._api_version, self._bootstrap_override)
             return self._access

@@ -34,13 +34,45 @@ from zkconsumer.fetch.protocol_versions import (
     legacy_versions,
     negotiate,
 )
-from zkconsumer.fetch.retry_policy import UNSUPPORTED_VERSION, RejectedRequests, error_name
+from zkconsumer.fetch.retry_policy import UNSUPPORTED_VERSION, error_name
 
 # Fetch v4 (Kafka 0.11) is the first to carry an isolation level: an older broker delivers
 # aborted transactions, whatever is asked.
 _FIRST_ISOLATING_FETCH = 4
 _API_VERSIONS_HINT = ("every broker from 0.10 on answers ApiVersions v0; for an older one, set "
                       "kafka.api.version to its version")
+# Unusable answers in a row to one request of one broker before the member gives up on it.
+REJECTION_LIMIT = 3
+
+
+def unreadable(address: str, api: str, version: int, reason: str) -> str:
+    return f"broker {address} did not answer {api} v{version} in a form we can read ({reason})"
+
+
+class RejectedRequests:
+    """Counts, per broker and request, the answers in a row that could not be used: a response
+    that does not parse, UNSUPPORTED_VERSION, or a connection closed in answer to a version the
+    broker offered, before it answered that request on it. Once in a while that is a broker
+    restarting; several times in a row, with nothing usable in between, it is a version the
+    broker does not speak, which waiting cannot cure, so the caller fails with one line instead
+    of setting partitions aside for ever."""
+
+    def __init__(self, limit: int = REJECTION_LIMIT) -> None:
+        self._limit = limit
+        self._counts: dict[tuple[str, str], tuple[int, int]] = {}  # -> (version, count)
+
+    def note(self, address: str, api: str, version: int, reason: str, hint: str) -> str | None:
+        """Count one more; the line to fail with once the limit is reached, else None."""
+        last_version, count = self._counts.get((address, api), (version, 0))
+        count = count + 1 if last_version == version else 1
+        self._counts[(address, api)] = (version, count)
+        if count < self._limit:
+            return None
+        return f"{unreadable(address, api, version, reason)} {count} times; {hint}"
+
+    def clear(self, address: str, api: str) -> None:
+        """The broker answered this request in a usable form."""
+        self._counts.pop((address, api), None)
 
 
 class Connection:
@@ -155,8 +187,7 @@ class BrokerVersions:
         """Count one rejection of this request version, and ask the broker again."""
         self._ask_again.add(address)
         name = API_NAMES[api_key]
-        return Trouble(f"broker {address} did not answer {name} v{version} in a form we can "
-                       f"read ({reason})",
+        return Trouble(unreadable(address, name, version, reason),
                        self._rejections.note(address, name, version, reason, hint))
 
     def _chosen(self, address: str, versions: Versions) -> Versions:

@@ -8,10 +8,11 @@ registered broker so that any one of them being down does not matter.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.model import format_address
 from zkconsumer.znodes.brokers import PLAINTEXT, BrokerRegistration
 
 
@@ -32,8 +33,7 @@ def bootstrap_servers(brokers: Iterable[BrokerRegistration],
             if brokers else "no broker is registered in ZooKeeper (/brokers/ids); is Kafka up? "
             "Brokers that do not register there (KRaft, or another cluster's ZooKeeper) are "
             "reached with bootstrap.servers (--bootstrap-server)")
-    return ",".join(f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-                    for host, port in addresses)
+    return ",".join(format_address(host, port) for host, port in addresses)
 
 
 def api_version_from_registrations(brokers: Iterable[BrokerRegistration]
@@ -59,14 +59,16 @@ class KafkaAccess(NamedTuple):
     api_version: tuple[int, ...] | None
 
 
-def resolve_kafka_access(brokers: Iterable[BrokerRegistration], security_protocol: str = PLAINTEXT,
+def resolve_kafka_access(registered: Callable[[], Iterable[BrokerRegistration]],
+                         security_protocol: str = PLAINTEXT,
                          api_version: tuple[int, ...] | None = None,
                          bootstrap_override: str | None = None) -> KafkaAccess:
     """The registry decides unless told otherwise: `bootstrap_override` is for brokers that
     are not registered in this ZooKeeper (whose registrations, if any, then say nothing about
-    them: the client negotiates), `api_version` for brokers the registry misleads on."""
+    them: the client negotiates, and `registered` is never read), `api_version` for brokers the
+    registry misleads on."""
     if bootstrap_override:
         return KafkaAccess(bootstrap_override, api_version)
-    brokers = list(brokers)
+    brokers = list(registered())
     return KafkaAccess(bootstrap_servers(brokers, security_protocol),
                        api_version or api_version_from_registrations(brokers))

@@ -16,7 +16,7 @@ implementation of Kafka's message specs, and the network code stays a thin loop 
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from zkconsumer.model import TopicPartition
@@ -174,20 +174,16 @@ def list_offsets_request(times: Mapping[TopicPartition, int], version: int = 0,
     writer.pack(_INT32, -1)  # replica id: a consumer
     if version >= 2:
         writer.pack(_INT8, isolation_level)
-    groups = _by_topic(times)
-    writer.array(len(groups))
-    for topic, partitions in groups:
-        writer.string(topic)
-        writer.array(len(partitions))
-        for tp, time in partitions:
-            writer.pack(_INT32, tp.partition)
-            if version >= 4:
-                writer.pack(_INT32, -1)  # current leader epoch: not tracked
-            writer.pack(_INT64, time)
-            if version == 0:
-                writer.pack(_INT32, 1)  # max number of offsets
-            writer.end_struct()
-        writer.end_struct()
+
+    def partition(tp: TopicPartition, time: int) -> None:
+        writer.pack(_INT32, tp.partition)
+        if version >= 4:
+            writer.pack(_INT32, -1)  # current leader epoch: not tracked
+        writer.pack(_INT64, time)
+        if version == 0:
+            writer.pack(_INT32, 1)  # max number of offsets
+
+    writer.topics(times, partition)
     if version >= 10:
         writer.pack(_INT32, timeout_ms)
     writer.end_struct()
@@ -252,23 +248,19 @@ def fetch_request(max_wait_ms: int, min_bytes: int, offsets: Mapping[TopicPartit
         writer.pack(_INT8, isolation_level)
     if version >= 7:
         writer.pack(_FETCH_SESSION, 0, -1)
-    groups = _by_topic(offsets)
-    writer.array(len(groups))
-    for topic, partitions in groups:
-        writer.string(topic)
-        writer.array(len(partitions))
-        for tp, offset in partitions:
-            writer.pack(_INT32, tp.partition)
-            if version >= 9:
-                writer.pack(_INT32, -1)  # current leader epoch: not tracked
-            writer.pack(_INT64, offset)
-            if version >= 12:
-                writer.pack(_INT32, -1)  # last fetched epoch: not tracked
-            if version >= 5:
-                writer.pack(_INT64, -1)  # log start offset: only followers send one
-            writer.pack(_INT32, max_bytes)
-            writer.end_struct()
-        writer.end_struct()
+
+    def partition(tp: TopicPartition, offset: int) -> None:
+        writer.pack(_INT32, tp.partition)
+        if version >= 9:
+            writer.pack(_INT32, -1)  # current leader epoch: not tracked
+        writer.pack(_INT64, offset)
+        if version >= 12:
+            writer.pack(_INT32, -1)  # last fetched epoch: not tracked
+        if version >= 5:
+            writer.pack(_INT64, -1)  # log start offset: only followers send one
+        writer.pack(_INT32, max_bytes)
+
+    writer.topics(offsets, partition)
     if version >= 7:
         writer.array(0)  # forgotten topics: none outside a session
     if version >= 11:
@@ -311,15 +303,6 @@ def decode_fetch(version: int, payload: bytes) -> FetchResponse:
 
 # -- building blocks ----------------------------------------------------------------------
 
-def _by_topic(per_partition: Mapping[TopicPartition, int]
-              ) -> list[tuple[str, list[tuple[TopicPartition, int]]]]:
-    """Partitions grouped by topic, each topic where its first partition comes."""
-    groups: dict[str, list[tuple[TopicPartition, int]]] = {}
-    for tp, value in per_partition.items():
-        groups.setdefault(tp.topic, []).append((tp, value))
-    return list(groups.items())
-
-
 def _unsigned_varint(value: int) -> bytes:
     encoded = bytearray()
     while value >= 0x80:
@@ -356,6 +339,23 @@ class _Writer:
     def end_struct(self) -> None:
         if self._flexible:
             self._parts.append(_NO_TAGGED_FIELDS)
+
+    def topics(self, per_partition: Mapping[TopicPartition, int],
+               write_partition: Callable[[TopicPartition, int], None]) -> None:
+        """The topics array every partition-addressed request has: partitions grouped by
+        topic, each topic where its first partition comes, each partition's own fields
+        written by `write_partition`."""
+        groups: dict[str, list[tuple[TopicPartition, int]]] = {}
+        for tp, value in per_partition.items():
+            groups.setdefault(tp.topic, []).append((tp, value))
+        self.array(len(groups))
+        for topic, partitions in groups.items():
+            self.string(topic)
+            self.array(len(partitions))
+            for tp, value in partitions:
+                write_partition(tp, value)
+                self.end_struct()
+            self.end_struct()
 
     def build(self) -> bytes:
         return b"".join(self._parts)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import structlog
@@ -36,6 +36,10 @@ _POLL_SLICE_MS = 20
 class KafkaPythonFetcher:
     """One kafka-python consumer for all of a member's partitions. Not thread-safe: the fetch
     loop serialises every call."""
+
+    # Metrics' per-broker fetch observer: kafka-python's own requests are out of sight, so it
+    # is never called here (the wire fetcher calls it once per fetch response).
+    observe_fetch: Callable[[str, float], None] | None = None
 
     def __init__(self, settings: Mapping[str, Any]) -> None:
         self._reset_to_beginning = settings["auto_offset_reset"] == "earliest"

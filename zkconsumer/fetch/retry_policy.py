@@ -11,7 +11,7 @@ as the legacy consumer did. The rest (authorization, an unsupported version, cor
 a code kafka-python does not know) cannot pass by waiting, and retrying would only hide them.
 Only the wire fetcher, which chooses request versions itself, asks a broker again after an
 unsupported version or an answer it cannot read (it may have restarted with another version),
-a few times (`RejectedRequests`) before it fails.
+a few times (`broker_versions.RejectedRequests`) before it fails.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ UNKNOWN_SERVER_ERROR = -1
 OFFSET_OUT_OF_RANGE = 1
 UNSUPPORTED_VERSION = 35
 WARN_EVERY_S = 30.0
-REJECTION_LIMIT = 3
 
 
 def is_retriable(code: int) -> bool:
@@ -72,30 +71,3 @@ class RetryWarnings:
         self._warned_at[condition] = now
         self._log.warning(event, **fields)
         return True
-
-
-class RejectedRequests:
-    """Counts, per broker and request, the answers in a row that could not be used: a response
-    that does not parse, UNSUPPORTED_VERSION, or a connection closed in answer to a version the
-    broker offered, before it answered that request on it. Once in a while that is a broker
-    restarting; several times in a row, with nothing usable in between, it is a version the
-    broker does not speak, which waiting cannot cure, so the caller fails with one line instead
-    of setting partitions aside for ever."""
-
-    def __init__(self, limit: int = REJECTION_LIMIT) -> None:
-        self._limit = limit
-        self._counts: dict[tuple[str, str], tuple[int, int]] = {}  # -> (version, count)
-
-    def note(self, address: str, api: str, version: int, reason: str, hint: str) -> str | None:
-        """Count one more; the line to fail with once the limit is reached, else None."""
-        last_version, count = self._counts.get((address, api), (version, 0))
-        count = count + 1 if last_version == version else 1
-        self._counts[(address, api)] = (version, count)
-        if count < self._limit:
-            return None
-        return (f"broker {address} did not answer {api} v{version} in a form we can read "
-                f"({reason}) {count} times; {hint}")
-
-    def clear(self, address: str, api: str) -> None:
-        """The broker answered this request in a usable form."""
-        self._counts.pop((address, api), None)

@@ -111,7 +111,7 @@ class WireFetcher:
         self._nodes: dict[int, tuple[str, int]] = {}
         self._fetch_connections: dict[int, Connection] = {}
         self._control_connections: dict[int, Connection] = {}
-        # per node: the offsets asked for, when the answer is overdue, the Fetch version asked
+        # per node: the offsets asked for, when the request was sent, the Fetch version asked
         self._in_flight: dict[int, tuple[dict[TopicPartition, int], float, int]] = {}
         self._refresh_at = 0.0  # no metadata refresh before this (monotonic seconds)
         self._warnings = RetryWarnings(log)
@@ -206,7 +206,7 @@ class WireFetcher:
             if node not in self._selected:
                 self._selector.register(connection.channel, selectors.EVENT_READ, node)
                 self._selected.add(node)
-            self._in_flight[node] = (offsets, time.monotonic() + self._timeout_s, version)
+            self._in_flight[node] = (offsets, time.monotonic(), version)
 
     def _collect(self, deadline: float) -> dict[TopicPartition, list[Message]]:
         """Wait for the first answers, up to the deadline, and ask each broker that answered
@@ -222,7 +222,7 @@ class WireFetcher:
                 self._lose_node(node, f"broker {self._fetch_connections[node].address} closed "
                                       "the connection")
                 continue
-            offsets, overdue, version = self._in_flight.pop(node)
+            offsets, sent, version = self._in_flight.pop(node)
             connection = self._fetch_connections[node]
             try:
                 response = protocol.decode_fetch(version, connection.channel.receive())
@@ -231,7 +231,6 @@ class WireFetcher:
                                                           exc))
                 continue
             if self.observe_fetch is not None:
-                sent = overdue - self._timeout_s
                 self.observe_fetch(connection.address, time.monotonic() - sent)
             if not self._took_version(node, connection, protocol.FETCH, version, [
                     response.error, *(fetched.error for fetched in response.partitions)]):
@@ -306,7 +305,8 @@ class WireFetcher:
 
     def _expire_overdue(self) -> None:
         now = time.monotonic()
-        for node in [n for n, (_, overdue, _) in self._in_flight.items() if overdue < now]:
+        for node in [n for n, (_, sent, _) in self._in_flight.items()
+                     if sent + self._timeout_s < now]:
             self._lose_node(node, f"broker {self._fetch_connections[node].address} did not answer "
                                   "a fetch in time")
 

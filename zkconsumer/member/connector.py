@@ -265,19 +265,15 @@ class ConsumerConnector:
             streams=lambda: self._streams, owned=lambda: self._ownership.threads,
             positions=self._committer.positions, high_watermark=self._fetcher.high_watermark,
             queued_bytes=self._fetch_loop.queued_bytes))
-        if hasattr(self._fetcher, "observe_fetch"):  # kafka-python's requests are out of sight
-            self._fetcher.observe_fetch = self._metrics.observe_fetch
+        self._fetcher.observe_fetch = self._metrics.observe_fetch
 
     def _kafka_access(self) -> KafkaAccess:
         """`bootstrap.servers` when set: those brokers need not be in this ZooKeeper at all."""
         config = self.config
-        if config.bootstrap_servers:
-            return resolve_kafka_access((), api_version=config.kafka_api_version,
-                                        bootstrap_override=config.bootstrap_servers)
         return resolve_kafka_access(
-            _startup_retry()(wait_for_brokers, self._zk, BROKER_WAIT_S).values(),
+            lambda: _startup_retry()(wait_for_brokers, self._zk, BROKER_WAIT_S).values(),
             config.kafka_client_properties.get("security.protocol", "PLAINTEXT"),
-            config.kafka_api_version)
+            config.kafka_api_version, config.bootstrap_servers)
 
     def _work(self) -> None:
         while True:

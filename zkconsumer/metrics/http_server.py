@@ -17,6 +17,7 @@ import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.model import format_address
 
 log = structlog.get_logger(__name__)
 
@@ -42,7 +43,7 @@ class MetricsServer:
         try:
             self._server = server_class((host, port), _Handler)
         except OSError as exc:
-            raise MetricsServerError(f"cannot serve metrics on {_address(host, port)}: "
+            raise MetricsServerError(f"cannot serve metrics on {format_address(host, port)}: "
                                      f"{exc.strerror or exc}") from None
         self._server.registry = registry
         self._server.health = health
@@ -50,7 +51,7 @@ class MetricsServer:
                                         args=(_STOP_POLL_S,), name="zkconsumer-metrics",
                                         daemon=True)
         self._thread.start()
-        log.info("serving metrics", address=_address(host, self.port),
+        log.info("serving metrics", address=format_address(host, self.port),
                  paths=["/metrics", "/healthz"])
 
     @property
@@ -101,6 +102,3 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args) -> None:
         """Silent: a line per scrape, every few seconds, would drown the member's own logs."""
 
-
-def _address(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -83,7 +83,7 @@ def _partitions_in(view: TopicView, options: SourceOptions) -> list[TopicPartiti
 
 def kafka_access(zk: KazooClient, options: SourceOptions) -> KafkaAccess:
     config = options.config
-    return resolve_kafka_access(() if options.bootstrap_servers else read_brokers(zk).values(),
+    return resolve_kafka_access(lambda: read_brokers(zk).values(),
                                 config.kafka_client_properties.get("security.protocol",
                                                                    "PLAINTEXT"),
                                 config.kafka_api_version, options.bootstrap_servers)
