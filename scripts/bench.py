@@ -13,14 +13,16 @@ partitions with the reference producer, then measures, on that same data:
 3. rebalance latency in a group of --members members on a --rebalance-partitions topic, for
    zkconsumer members and for reference consumers, over alternating leave and join events
    (see `rebalance`), p50 and p99;
-4. decoding alone, in this process and with no cluster (`--only decode` takes under a
+4. the lag exporter over --groups groups of --group-partitions partitions: a scrape after the
+   first scan, against re-reading every group from ZooKeeper per scrape (bench_exporter.py);
+5. decoding alone, in this process and with no cluster (`--only decode` takes under a
    minute): the readers of fetched records on the same --records records of 100 bytes (see
    `decode`).
 
     scripts/bench [--records 1000000] [--partitions 8]
-                  [--only throughput,commit,rebalance,decode]
+                  [--only throughput,commit,rebalance,exporter,decode]
                   [--members 10] [--rebalance-partitions 120] [--events 20]
-                  [--reference-events 20]
+                  [--reference-events 20] [--groups 500] [--group-partitions 10]
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from pathlib import Path
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
 from aiokafka.record.memory_records import MemoryRecords as AiokafkaMemoryRecords
+from bench_exporter import exporter
 from bench_peers import PEERS, SAME_VENV_PEERS, TOPIC, measure
 from kafka.record.memory_records import MemoryRecords as KafkaPythonMemoryRecords
 
@@ -52,7 +55,7 @@ from zkconsumer.logs import configure_logging
 from zkconsumer.model import Message
 from zkconsumer.zk.session import zookeeper_session
 
-CLUSTER_SCENARIOS = ("throughput", "commit", "rebalance")
+CLUSTER_SCENARIOS = ("throughput", "commit", "rebalance", "exporter")
 SCENARIOS = (*CLUSTER_SCENARIOS, "decode")
 
 
@@ -420,6 +423,9 @@ def main() -> None:
     parser.add_argument("--rebalance-partitions", type=int, default=120)
     parser.add_argument("--events", type=int, default=20)
     parser.add_argument("--reference-events", type=int, default=20)
+    parser.add_argument("--groups", type=int, default=500)
+    parser.add_argument("--group-partitions", type=int, default=10)
+    parser.add_argument("--scrapes", type=int, default=20)
     parser.add_argument("--peers-python", help="a Python with pykafka and confluent-kafka "
                         "(scripts/bench makes one)")
     parser.add_argument("--contender", help=argparse.SUPPRESS)
@@ -457,6 +463,9 @@ def main() -> None:
             if "rebalance" in chosen:
                 print("== rebalance latency")
                 rebalance(cluster, args, work)
+            if "exporter" in chosen:
+                print("== lag exporter")
+                exporter(cluster, args)
         finally:
             cluster.stop(remove_data=True)
 

@@ -159,6 +159,31 @@ def cli_members(cluster, tmp_path):
         member.stop()
 
 
+@pytest.fixture
+def exporter_process(tmp_path):
+    """Start `zkconsumer exporter` processes; any still running is killed when the test ends."""
+    from support.exporter import ExporterProcess
+
+    started: list[ExporterProcess] = []
+
+    def start(*args: str) -> ExporterProcess:
+        started.append(ExporterProcess(tmp_path, *args))
+        return started[-1]
+
+    yield start
+    for process in started:
+        process.kill()
+
+
+@pytest.fixture(scope="session")
+def prometheus_binary():
+    """Debian's Prometheus, fetched once into the download cache; skipped with the reason
+    when it cannot be had here."""
+    from support.prometheus import prometheus_binary_or_skip
+
+    return prometheus_binary_or_skip()
+
+
 @pytest.fixture(scope="session")
 def spark(work_root):
     """A local[2] Spark session with the zkconsumer data source; executors run this Python."""

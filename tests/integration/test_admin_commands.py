@@ -10,8 +10,10 @@ from click.testing import CliRunner
 from kazoo.client import KazooClient
 from support.java import require_java
 from support.kafka import committed_in_kafka, produce
+from support.legacy_groups import register_member
 from support.offset_checker import offset_checker_rows
 from support.offsets import zookeeper_offsets
+from support.waiting import wait_until
 
 from zkconsumer.cli import cli
 from zkconsumer.localcluster.processes import free_port
@@ -82,6 +84,47 @@ def test_group_describe_agrees_with_the_reference_offset_checker(
     code, out, _ = admin("group", "list", "--json")
     listed = {g["group"]: g for g in json.loads(out)}
     assert listed[group]["zookeeper_offsets"] == 3 and listed[group]["members"] == 0
+
+
+def test_group_describe_and_list_show_status_and_total_lag(
+        cluster, zk, topic_factory, unique_name, admin):
+    topic = topic_factory(partitions=2)
+    produce(cluster, topic, [b"m%d" % i for i in range(20)], partitions=2)  # 10 each
+    stopped, stalled = unique_name("stopped"), unique_name("stalled")
+    _seed(zk, stopped, {TopicPartition(topic, 0): 4, TopicPartition(topic, 1): 10})
+    _seed(zk, stalled, {TopicPartition(topic, 0): 6})
+    register_member(zk, stalled, topic, owned=[0])
+
+    def described(group: str) -> dict | None:
+        code, out, err = admin("group", "describe", "--group", group, "--json",
+                               "--status-window", "1s")
+        assert code == 0, err
+        found = json.loads(out)
+        return found if found["status"] != "OK" else None
+
+    # OK while the offsets are younger than the window, then judged by who owns them.
+    found = wait_until(lambda: described(stopped), timeout=30, message="STOP")
+    assert found["status"] == "STOP"
+    assert [(r["partition"], r["lag"], r["status"]) for r in found["partitions"]] == [
+        (0, 6, "STOP"), (1, 0, "OK")]
+    found = wait_until(lambda: described(stalled), timeout=30, message="STALL")
+    assert [(r["partition"], r["lag"], r["owner"], r["status"])
+            for r in found["partitions"]] == [
+        (0, 4, f"{found['members'][0]['consumer_id']}-0", "STALL"), (1, None, None, None)]
+
+    code, out, err = admin("group", "list", "--json", "--status-window", "1s")
+    assert code == 0, err
+    listed = {row["group"]: row for row in json.loads(out)}
+    assert {k: listed[stopped][k] for k in ("lag", "status", "storage", "members")} == {
+        "lag": 6, "status": "STOP", "storage": "zookeeper", "members": 0}
+    assert {k: listed[stalled][k] for k in ("lag", "status", "owned_partitions", "members")} == {
+        "lag": 4, "status": "STALL", "owned_partitions": 1, "members": 1}
+    code, out, _ = admin("group", "list", "--status-window", "1s")
+    assert code == 0
+    header, *lines = out.splitlines()
+    assert header.split()[-2:] == ["LAG", "STATUS"]
+    assert any(line.split()[0] == stopped and line.split()[-2:] == ["6", "STOP"]
+               for line in lines)
 
 
 def test_reference_export_imports_into_ours_and_ours_into_the_reference(

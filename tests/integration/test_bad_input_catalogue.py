@@ -178,6 +178,15 @@ CASES = [
      ["no group nobody"]),
     ("property-for-admin-not-kafka", lambda b: _admin(b, "group", "list", "--property",
                                                       "group.id=x"), ["--property", "kafka."]),
+    ("status-window-not-a-duration", lambda b: _admin(b, "group", "list", "--status-window",
+                                                      "a while"), ["'a while'", "duration"]),
+    # the lag exporter
+    ("exporter-interval-not-a-duration", lambda b: _admin(b, "exporter", "--interval", "soon"),
+     ["'soon' is not a duration"]),
+    ("exporter-bad-group-regex", lambda b: _admin(b, "exporter", "--group-regex", "orders(("),
+     ["'orders(('", "not a regular expression"]),
+    ("exporter-property-not-kafka", lambda b: _admin(b, "exporter", "--property", "group.id=x"),
+     ["--property", "kafka."]),
 ]
 
 

@@ -33,7 +33,8 @@ def test_the_benchmark_runs_every_scenario_and_prints_each_figure(work_root):
     result = subprocess.run(
         [sys.executable, str(SCRIPTS / "bench.py"), "--records", "3000", "--partitions", "2",
          "--members", "3", "--rebalance-partitions", "6", "--events", "2",
-         "--reference-events", "0"],
+         "--reference-events", "0", "--groups", "20", "--group-partitions", "2",
+         "--scrapes", "3"],
         env={**os.environ, "TMPDIR": str(scratch)},  # its cluster lives where strays are reaped
         capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -48,6 +49,9 @@ def test_the_benchmark_runs_every_scenario_and_prints_each_figure(work_root):
     assert "partitions held by two zkconsumer members at once" in result.stdout
     assert any(line.startswith("zkconsumer ") and line.split()[1] == "2"
                for line in result.stdout.splitlines()), result.stdout
+    assert "20 groups x 2 partitions" in result.stdout
+    assert re.search(r"scrape of /metrics: median \d+ ms", result.stdout), result.stdout
+    assert "the cached scrape is" in result.stdout
     assert_decode_rows(result.stdout)
 
 

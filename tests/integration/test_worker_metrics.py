@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import socket
 import threading
-import urllib.error
-import urllib.request
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 from support.kafka import end_offsets, produce
+from support.scrape import get, samples
 from support.waiting import wait_until
 
 from zkconsumer import ConsumerConnector
@@ -30,19 +28,6 @@ def _config(cluster, group: str, **extra: str) -> dict[str, str]:
     if cluster.kafka_api_version:
         config["kafka.api.version"] = ".".join(map(str, cluster.kafka_api_version))
     return config
-
-
-def _get(port: int, path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
-
-
-def _samples(text: str) -> dict[tuple[str, tuple], float]:
-    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
-            for family in text_string_to_metric_families(text) for sample in family.samples}
 
 
 @pytest.mark.parametrize("backend", ["wire", "kafka-python"])
@@ -86,13 +71,16 @@ def test_a_worker_counts_what_it_consumed_and_its_lag_follows_the_log(
         # Nobody reads the stream now: the log grows, the fetcher learns of it, the lag grows.
         second = [b"second-%03d" % i for i in range(20)]
         produce(cluster, topic, second, partitions=2)
+        # The high watermark and the queued chunk of one response are recorded one after the
+        # other, so a scrape between the two may see the one without the other: wait for both.
+        queued_bytes = {topic: sum(map(len, first + second))}
         figures = wait_until(
             lambda: (f := connector.metrics())["partition_lag"] == {f"{topic}-0": 10,
-                                                                    f"{topic}-1": 10} and f,
-            timeout=30, message="lag 10 on both partitions")
+                                                                    f"{topic}-1": 10}
+            and f["bytes_consumed"] == queued_bytes and f,
+            timeout=30, message="lag 10 on both partitions and the second chunks queued")
         assert figures["max_lag"] == 10
         assert figures["messages_consumed"] == {topic: 40}, "nothing more was handed out"
-        assert figures["bytes_consumed"] == {topic: sum(map(len, first + second))}
         assert figures["fetch_queue_chunks"] >= 1
 
 
@@ -129,7 +117,7 @@ def test_healthz_turns_503_when_the_member_fails(cluster, zk, topic_factory, uni
         failing.create_message_streams({topic: 1})
         assert failing.wait_until_stable(timeout=60)
         healthy = f"registered in group {group} as {failing.consumer_id} (stable)\n"
-        assert _get(port, "/healthz") == (200, healthy)
+        assert get(port, "/healthz") == (200, healthy)
         refuse.set()
         other = ConsumerConnector(_config(cluster, group))  # its arrival revokes a partition
         other.create_message_streams({topic: 1})
@@ -137,14 +125,14 @@ def test_healthz_turns_503_when_the_member_fails(cluster, zk, topic_factory, uni
                    message="the member to fail in its revoked callback")
         with pytest.raises(ZkConsumerError, match="cannot give partitions back now"):
             failing.wait_until_stable(timeout=0)
-        status, why = _get(port, "/healthz")
+        status, why = get(port, "/healthz")
         assert status == 503
         assert why == ("failed: the on_partitions_revoked callback raised RuntimeError: "
                        "cannot give partitions back now\n")
         assert failing.metrics()["rebalances"]["failure"] == 1
         wait_until(lambda: failing.consumer_id not in read_members(zk, group), timeout=30,
                    message="the failed member to leave the group")
-        assert _get(port, "/healthz")[0] == 503, "a member that left is not healthy"
+        assert get(port, "/healthz")[0] == 503, "a member that left is not healthy"
     finally:
         failing.shutdown()
         if other is not None:
@@ -161,11 +149,11 @@ def test_consume_serves_metrics_and_refuses_a_port_in_use(
     wait_until(lambda: len(worker.records()) == 30, timeout=60, message="30 messages")
 
     def consumed() -> float | None:
-        samples = _samples(_get(port, "/metrics")[1])
-        return samples.get(("zkconsumer_messages_consumed_total", (("topic", topic),)))
+        found = samples(get(port, "/metrics")[1])
+        return found.get(("zkconsumer_messages_consumed_total", (("topic", topic),)))
 
     wait_until(lambda: consumed() == 30, timeout=30, message="30 messages counted")
-    assert _get(port, "/healthz")[0] == 200
+    assert get(port, "/healthz")[0] == 200
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

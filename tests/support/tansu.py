@@ -28,8 +28,9 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
+from support.servers import StartFailed, start_on_a_free_port
 from support.waiting import wait_until
-from zkconsumer.localcluster.processes import free_port, log_tail, spawn, stop_process
+from zkconsumer.localcluster.processes import spawn, stop_process
 
 Headers = Sequence[tuple[str, bytes]]
 
@@ -85,9 +86,9 @@ def start_tansu(work_dir: Path, binary: Path, *, attempts: int = 3,
     link = work_dir / "tansu"
     if not link.is_symlink():
         link.symlink_to(binary)
-    failures = []
-    for attempt in range(attempts):
-        port, cluster_id = free_port(), f"zkconsumer-tests-{uuid.uuid4().hex[:8]}"
+
+    def launch(attempt: int, port: int) -> TansuBroker:
+        cluster_id = f"zkconsumer-tests-{uuid.uuid4().hex[:8]}"
         log = work_dir / f"tansu-{attempt}.log"
         url = f"tcp://127.0.0.1:{port}"
         env = {k: v for k, v in os.environ.items()
@@ -96,29 +97,18 @@ def start_tansu(work_dir: Path, binary: Path, *, attempts: int = 3,
         process = spawn([str(link), "broker", "--cluster-id", cluster_id, "--listener-url", url,
                          "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"],
                         env, log)
-        broker = TansuBroker(process, port, cluster_id, work_dir, log)
-        try:
-            wait_until(lambda started=broker: _answers(started), timeout=timeout, interval=0.05,
-                       message=f"Tansu to answer on {broker.bootstrap_servers}")
-            return broker
-        except _StartFailed:
-            broker.stop()
-            failures.append(f"port {port}: {log_tail(log)}")
-        except BaseException:
-            broker.stop()
-            raise
-    raise RuntimeError(f"Tansu did not start in {attempts} attempts: " + "; ".join(failures))
+        return TansuBroker(process, port, cluster_id, work_dir, log)
+
+    return start_on_a_free_port("Tansu", launch, _answers, attempts=attempts, timeout=timeout)
 
 
-class _StartFailed(Exception):
-    pass
 
 
 def _answers(broker: TansuBroker) -> bool:
     """Alive, accepting connections, and a metadata round trip names this very broker (the
     cluster id tells it from anything else that might listen on a reused port)."""
     if broker.process.poll() is not None or b"panicked at" in broker.log.read_bytes():
-        raise _StartFailed()
+        raise StartFailed()
     try:
         socket.create_connection(("127.0.0.1", broker.port), timeout=1).close()
     except OSError:

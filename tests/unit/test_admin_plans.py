@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zkconsumer.admin.group_view import describe_partitions, offsets_differ
+from zkconsumer.admin.group_view import look_once, offsets_differ, partition_rows, storage_of
 from zkconsumer.admin.offset_files import (
     OffsetFileError,
     format_json,
@@ -22,6 +22,7 @@ from zkconsumer.admin.plans import (
     plan_reset,
     reset_targets,
 )
+from zkconsumer.exporter.report import GroupState, ZookeeperOffset
 from zkconsumer.model import TopicPartition as TP
 
 names = st.from_regex(r"[a-zA-Z0-9._-]{1,20}", fullmatch=True)
@@ -115,15 +116,29 @@ def test_a_reset_may_move_backwards():
     assert plan.writes() == {"g": {TP("t", 0): 1}}
 
 
-def test_describe_rows_take_lag_from_the_larger_offset():
-    rows = describe_partitions([TP("t", 1), TP("t", 0)], {TP("t", 0): 5}, {TP("t", 0): 8},
-                               {TP("t", 0): 10, TP("t", 1): 4}, {TP("t", 0): "c-0"})
-    assert rows == [
+def test_describe_rows_take_lag_from_the_larger_offset_and_judge_from_one_look():
+    state = GroupState("g", owners={TP("t", 0): "c-0"}, zookeeper_offsets={
+        TP("t", 0): ZookeeperOffset(5, 900.0), TP("t", 2): ZookeeperOffset(9, 100.0)})
+    [report] = look_once([state], {"g": [TP("t", 0), TP("t", 1), TP("t", 2)]},
+                         {TP("t", 0): 10, TP("t", 1): 4, TP("t", 2): 12}, {"g": {TP("t", 0): 8}},
+                         window_s=300, now=1000.0)
+    assert partition_rows(report) == [
         {"topic": "t", "partition": 0, "zookeeper_offset": 5, "kafka_offset": 8,
-         "log_end_offset": 10, "lag": 2, "owner": "c-0"},
+         "log_end_offset": 10, "lag": 2, "owner": "c-0", "status": "OK"},
         {"topic": "t", "partition": 1, "zookeeper_offset": None, "kafka_offset": None,
-         "log_end_offset": 4, "lag": None, "owner": None},
+         "log_end_offset": 4, "lag": None, "owner": None, "status": None},
+        {"topic": "t", "partition": 2, "zookeeper_offset": 9, "kafka_offset": None,
+         "log_end_offset": 12, "lag": 3, "owner": None, "status": "STOP"},
     ]
+    assert report.status.name == "STOP" and report.total_lag == 5
+    assert storage_of(report) == "both"
+
+
+def test_an_offset_past_the_log_end_shows_negative_lag_as_the_reference_does():
+    state = GroupState("g", zookeeper_offsets={TP("t", 0): ZookeeperOffset(15, 999.0)})
+    [report] = look_once([state], {"g": [TP("t", 0)]}, {TP("t", 0): 10}, {}, 300, 1000.0)
+    assert partition_rows(report)[0]["lag"] == -5
+    assert report.total_lag == 0 and storage_of(report) == "zookeeper"
 
 
 def test_differences_include_partitions_only_one_side_has():

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import itertools
 import threading
-import urllib.error
-import urllib.request
 
 import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from support.memory_store import MemoryStore
+from support.scrape import get
 from test_connector import TOPIC, member, world  # noqa: F401 - `world` is a fixture
 from test_rebalancer import ME, DictMembership, NullFetchLoop
 
@@ -268,14 +267,6 @@ def test_two_members_in_one_process_have_registries_of_their_own():
     first, second = MemberMetrics(), MemberMetrics()
     first.observe_session_expired()
     assert second.snapshot()["zookeeper_session_expirations"] == 0
-
-
-def get(port: int, path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
 
 
 def test_the_server_serves_metrics_and_health_and_a_port_in_use_is_one_line():

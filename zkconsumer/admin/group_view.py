@@ -1,31 +1,52 @@
-"""One row per partition of a group, from numbers read elsewhere (pure)."""
+"""Groups as `group list` and `group describe` show them, from numbers read elsewhere (pure).
+
+Both commands take one look, so their status is the exporter's rules over a window of one
+observation: STOP and STALL from the age of a ZooKeeper offset (its znode's mtime), OK
+otherwise; WARN and REWIND need the exporter's window of several scans.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from zkconsumer.exporter.history import OffsetHistory
+from zkconsumer.exporter.report import GroupReport, GroupState, ScanInputs, scan
+from zkconsumer.exporter.status import Status, WindowRules
 from zkconsumer.model import TopicPartition
 
+# The status window of the commands, as the exporter's default (30 s x 10 scans).
+DEFAULT_STATUS_WINDOW_S = 300.0
 
-def describe_partitions(partitions: Iterable[TopicPartition],
-                        zookeeper: Mapping[TopicPartition, int],
-                        kafka: Mapping[TopicPartition, int],
-                        log_end: Mapping[TopicPartition, int],
-                        owners: Mapping[TopicPartition, str]) -> list[dict]:
+
+def look_once(states: Iterable[GroupState], partitions: Mapping[str, list[TopicPartition]],
+              log_ends: Mapping[TopicPartition, int],
+              kafka_offsets: Mapping[str, Mapping[TopicPartition, int]], window_s: float,
+              now: float) -> list[GroupReport]:
+    return scan(ScanInputs(states, partitions, log_ends, kafka_offsets),
+                OffsetHistory(WindowRules(2, window_s)), now)
+
+
+def status_name(status: Status) -> str | None:
+    """None where there was nothing to judge (no committed offset, or no log end)."""
+    return None if status == Status.NOTFOUND else status.name
+
+
+def partition_rows(report: GroupReport) -> list[dict]:
     """Lag is counted from the larger committed offset, where a member with dual commit would
     resume; None where the group has no offset or the log end is unknown."""
-    rows = []
-    for tp in sorted(set(partitions)):
-        committed = [o for o in (zookeeper.get(tp), kafka.get(tp)) if o is not None]
-        end = log_end.get(tp)
-        rows.append({
-            "topic": tp.topic, "partition": tp.partition,
-            "zookeeper_offset": zookeeper.get(tp), "kafka_offset": kafka.get(tp),
-            "log_end_offset": end,
-            "lag": None if not committed or end is None else end - max(committed),
-            "owner": owners.get(tp),
-        })
-    return rows
+    return [{"topic": p.topic, "partition": p.partition,
+             "zookeeper_offset": p.zookeeper_offset, "kafka_offset": p.kafka_offset,
+             "log_end_offset": p.log_end, "lag": p.lag, "owner": p.owner,
+             "status": status_name(p.status)}
+            for p in report.partitions]
+
+
+def storage_of(report: GroupReport) -> str:
+    """Where the group's offsets are: zookeeper, kafka, both, or none."""
+    places = {storage for p in report.partitions
+              for storage, offset in (("zookeeper", p.zookeeper_offset),
+                                      ("kafka", p.kafka_offset)) if offset is not None}
+    return "both" if len(places) == 2 else next(iter(places), "none")
 
 
 def offsets_differ(zookeeper: Mapping[TopicPartition, int],

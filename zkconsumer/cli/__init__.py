@@ -16,6 +16,7 @@ from zkconsumer import __version__
 from zkconsumer.cli.cluster_commands import cluster
 from zkconsumer.cli.consume_command import consume
 from zkconsumer.cli.demo_command import demo
+from zkconsumer.cli.exporter_command import exporter
 from zkconsumer.cli.group_commands import group
 from zkconsumer.cli.inspect_command import inspect_cluster
 from zkconsumer.cli.offsets_commands import OffsetsDifferError, offsets
@@ -78,6 +79,7 @@ cli.add_command(cluster)
 cli.add_command(inspect_cluster)
 cli.add_command(demo)
 cli.add_command(group)
+cli.add_command(exporter)
 cli.add_command(offsets)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import ExitStack, contextmanager
 from typing import TypeVar
@@ -16,6 +16,7 @@ from kazoo.client import KazooClient
 
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ConfigError, ZkConsumerError
+from zkconsumer.exporter.kafka_reads import GroupOffsetsReader
 from zkconsumer.fetch import KafkaAccess, LogOffsets, resolve_kafka_access
 from zkconsumer.kafka_client import kafka_client_options
 from zkconsumer.model import TopicPartition
@@ -70,6 +71,7 @@ class AdminContext:
         self._log_offsets: LogOffsets | None = None
         self._topic_source: TopicSource | None = None
         self._topic_view: TopicView | None = None
+        self._group_offsets: GroupOffsetsReader | None = None
         self._lock = threading.Lock()  # stores are opened from the group workers
 
     @property
@@ -140,6 +142,18 @@ class AdminContext:
         wanted = list(partitions)
         return self.kafka_store(group).fetch(wanted) if wanted else {}
 
+    def kafka_offsets_of_groups(self, wanted: Mapping[str, Iterable[TopicPartition]]
+                                ) -> dict[str, dict[TopicPartition, int]]:
+        """Kafka's offsets of many groups through one client (`kafka_offsets` opens one per
+        group, as a member's store does; fine for one group, heavy for a cluster's worth)."""
+        access = self.kafka_access
+        with self._lock:
+            if self._group_offsets is None:
+                self._group_offsets = GroupOffsetsReader(access, self._client_options)
+                self._stack.callback(self._group_offsets.close)
+            reader = self._group_offsets
+        return reader.read(wanted)
+
     def write_offsets(self, storage: str, group: str, offsets: dict[TopicPartition, int]) -> None:
         store = self.zookeeper_store(group) if storage == "zookeeper" else self.kafka_store(group)
         store.commit(offsets)
@@ -179,7 +193,7 @@ class AdminContext:
 def admin_context(zookeeper_connect: str, bootstrap_server: str | None,
                   properties: Iterable[str]) -> Iterator[AdminContext]:
     """An `AdminContext` on a new ZooKeeper session; every client is closed afterwards."""
-    config = _admin_config(zookeeper_connect, properties)
+    config = admin_config(zookeeper_connect, properties)
     with ExitStack() as stack:
         zk = connect_for(config)
         stack.callback(zk.close)
@@ -187,7 +201,7 @@ def admin_context(zookeeper_connect: str, bootstrap_server: str | None,
         yield AdminContext(zk, bootstrap_server, config, stack)
 
 
-def _admin_config(zookeeper_connect: str, properties: Iterable[str]) -> ConsumerConfig:
+def admin_config(zookeeper_connect: str, properties: Iterable[str]) -> ConsumerConfig:
     """`--property` takes the Kafka client's `kafka.*` keys and the ZooKeeper credentials
     (`zookeeper.auth.digest`, `zookeeper.acl.world.read`); group keys make no sense here."""
     settings = {"group.id": "zkconsumer-admin", "zookeeper.connect": zookeeper_connect,

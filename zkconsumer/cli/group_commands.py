@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import time
+
 import click
 from kazoo.exceptions import NoNodeError
 
-from zkconsumer.admin.group_view import describe_partitions
-from zkconsumer.cli.admin_context import admin_context, admin_options
+from zkconsumer.admin.group_view import (
+    DEFAULT_STATUS_WINDOW_S,
+    look_once,
+    partition_rows,
+    status_name,
+    storage_of,
+)
+from zkconsumer.cli.admin_context import AdminContext, admin_context, admin_options
+from zkconsumer.cli.duration_option import Duration
 from zkconsumer.cli.output import emit_json, emit_table
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.model import TopicPartition
 from zkconsumer.zk.group_state import (
     committed_partitions,
-    group_topics,
     list_groups,
+    read_group_state,
     read_members,
-    read_owners,
 )
 from zkconsumer.znodes.paths import GroupPaths
 
@@ -28,23 +37,61 @@ def group() -> None:
     """Inspect and delete legacy consumer groups (/consumers/<group>)."""
 
 
+def _status_window_option(command):
+    return click.option(
+        "--status-window", type=Duration(), default=f"{DEFAULT_STATUS_WINDOW_S:g}s",
+        show_default=True,
+        help="A partition with lag whose ZooKeeper offset has not changed for longer than this "
+             "is STOP (nobody owns it) or STALL (a member owns it).")(command)
+
+
 @group.command("list")
+@_status_window_option
 @admin_options
-def list_command(zookeeper_connect, bootstrap_server, properties, as_json) -> None:
-    """Groups under /consumers, with members and what ZooKeeper holds for each."""
+def list_command(status_window, zookeeper_connect, bootstrap_server, properties,
+                 as_json) -> None:
+    """Groups under /consumers: members, offsets, owned partitions, total lag and status."""
     with admin_context(zookeeper_connect, bootstrap_server, properties) as ctx:
-        rows = []
-        for name in list_groups(ctx.zk):
-            offsets = committed_partitions(ctx.zk, name)
-            rows.append({"group": name, "members": len(read_members(ctx.zk, name)),
-                         "zookeeper_offsets": len(offsets),
-                         "owned_partitions": len(read_owners(ctx.zk, name)),
-                         "storage_hint": "zookeeper" if offsets else "kafka or none"})
+        names = list_groups(ctx.zk)
+        states = ctx.for_each_group(names, lambda name: read_group_state(ctx.zk, name),
+                                    "reading groups")
+        registered = {name: ctx.partitions_of(state.topics(())) for name, state in states.items()}
+        layout = {name: sorted(set(registered[name]) | set(state.zookeeper_offsets))
+                  for name, state in states.items()}
+        log_ends, kafka = _kafka_figures(ctx, registered)
+        reports = look_once(states.values(), layout, log_ends, kafka, status_window,
+                            time.time())
+    rows = [{"group": report.group, "members": report.members,
+             "zookeeper_offsets": len(states[report.group].zookeeper_offsets),
+             "owned_partitions": len(states[report.group].owners),
+             "storage": storage_of(report),
+             "lag": report.total_lag if any(p.lag is not None for p in report.partitions)
+             else None,
+             "status": status_name(report.status) if report.partitions else None}
+            for report in reports]
     if as_json:
         emit_json(rows)
     else:
-        emit_table(("group", "members", "zk offsets", "owned", "storage hint"),
-                   [tuple(r.values()) for r in rows])
+        emit_table(("group", "members", "zk offsets", "owned", "storage", "lag", "status"),
+                   [tuple("-" if v is None else v for v in r.values()) for r in rows])
+
+
+def _kafka_figures(ctx: AdminContext, registered: dict[str, list[TopicPartition]]
+                   ) -> tuple[dict[TopicPartition, int], dict[str, dict[TopicPartition, int]]]:
+    """Log ends and the groups' Kafka offsets, of the partitions that exist (an offset outlives
+    a deleted topic, and the brokers know nothing of it). Without them (no broker answers) the
+    list is still worth printing, with a note on stderr saying why lag is missing."""
+    existing = sorted({tp for partitions in registered.values() for tp in partitions})
+    try:
+        log_ends = ctx.log_offsets().latest(existing)
+    except ZkConsumerError as exc:
+        click.echo(f"note: no lag, since the log ends could not be read: {exc}", err=True)
+        return {}, {}
+    try:
+        return log_ends, ctx.kafka_offsets_of_groups(registered)
+    except ZkConsumerError as exc:
+        click.echo(f"note: lag from ZooKeeper's offsets only: {exc}", err=True)
+        return log_ends, {}
 
 
 @group.command("describe")
@@ -52,23 +99,24 @@ def list_command(zookeeper_connect, bootstrap_server, properties, as_json) -> No
 @click.option("--topic", "topics", multiple=True,
               help="Only this topic (repeatable); Kafka is asked about it too, for groups whose "
                    "offsets live only there.")
+@_status_window_option
 @admin_options
-def describe_command(name, topics, zookeeper_connect, bootstrap_server, properties,
-                     as_json) -> None:
-    """Per partition: ZooKeeper and Kafka offsets, log end, lag, owner; and the live members."""
+def describe_command(name, topics, status_window, zookeeper_connect, bootstrap_server,
+                     properties, as_json) -> None:
+    """Per partition: ZooKeeper and Kafka offsets, log end, lag, owner, status; and the live
+    members."""
     with admin_context(zookeeper_connect, bootstrap_server, properties) as ctx:
-        members = read_members(ctx.zk, name)
-        if not members and not ctx.zk.exists(GroupPaths(name).root):
+        state = read_group_state(ctx.zk, name)
+        if not state.members and not ctx.zk.exists(GroupPaths(name).root):
             raise ZkConsumerError(f"no group {name} under /consumers")
-        wanted = set(topics) or group_topics(ctx.zk, name)
+        wanted = set(topics) or state.topics(())
         registered = ctx.partitions_of(wanted)
-        zookeeper = {tp: offset for tp, offset in ctx.read_offsets("zookeeper", name).items()
-                     if tp.topic in wanted}
-        partitions = set(registered) | set(zookeeper)
-        rows = describe_partitions(
-            partitions, zookeeper, ctx.kafka_offsets(name, partitions),
-            ctx.log_offsets().latest(registered),
-            {tp: owner for tp, owner in read_owners(ctx.zk, name).items() if tp.topic in wanted})
+        partitions = sorted(set(registered) | {tp for tp in state.zookeeper_offsets
+                                               if tp.topic in wanted})
+        [report] = look_once([state], {name: partitions}, ctx.log_offsets().latest(registered),
+                             {name: ctx.kafka_offsets(name, partitions)}, status_window,
+                             time.time())
+    rows = partition_rows(report)
     missing = sorted(wanted - {tp.topic for tp in registered})
     if topics and not rows:
         raise ZkConsumerError(f"no topic {', '.join(missing)} in {ctx.topics_from} "
@@ -79,12 +127,13 @@ def describe_command(name, topics, zookeeper_connect, bootstrap_server, properti
                    err=True)
     member_rows = [{"consumer_id": consumer_id, "pattern": registration.pattern,
                     "subscription": dict(registration.subscription)}
-                   for consumer_id, registration in members.items()]
+                   for consumer_id, registration in state.members.items()]
     if as_json:
-        emit_json({"group": name, "partitions": rows, "members": member_rows,
-                   "missing_topics": missing})
+        emit_json({"group": name, "status": status_name(report.status) if rows else None,
+                   "partitions": rows, "members": member_rows, "missing_topics": missing})
         return
-    emit_table(("topic", "partition", "zk offset", "kafka offset", "log end", "lag", "owner"),
+    emit_table(("topic", "partition", "zk offset", "kafka offset", "log end", "lag", "owner",
+                "status"),
                [tuple("-" if v is None else v for v in r.values()) for r in rows])
     click.echo()
     emit_table(("member", "pattern", "subscription"),

@@ -1,8 +1,9 @@
-"""`/metrics` and `/healthz` of one member, over HTTP on a daemon thread.
+"""`/metrics` and `/healthz` of a member or the lag exporter, over HTTP on a daemon thread.
 
 prometheus_client's own server answers only the metrics, and orchestrators want a health check
 beside them, so this is a small `ThreadingHTTPServer` serving both: the Prometheus text format
-from the member's registry, and 200 or 503 with one line saying why.
+from a registry, and 200 or 503 with one line saying why; plus, for the exporter, whatever
+other paths its `route` answers (Burrow's API).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
@@ -30,6 +32,17 @@ _STOP_POLL_S = 0.05
 Health = Callable[[], tuple[bool, str]]
 
 
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+
+
+# The answer to a path other than /metrics and /healthz; None: not found.
+Route = Callable[[str], "Reply | None"]
+
+
 class MetricsServerError(ZkConsumerError):
     """The metrics server could not listen (most often: the port is in use)."""
 
@@ -38,7 +51,7 @@ class MetricsServer:
     """Listens as soon as it is made, so a port in use is known before the member joins."""
 
     def __init__(self, host: str, port: int, registry: CollectorRegistry,
-                 health: Health) -> None:
+                 health: Health, route: Route | None = None) -> None:
         server_class = _Server6 if ":" in host else _Server
         try:
             self._server = server_class((host, port), _Handler)
@@ -47,6 +60,7 @@ class MetricsServer:
                                      f"{exc.strerror or exc}") from None
         self._server.registry = registry
         self._server.health = health
+        self._server.route = route or _nothing
         self._thread = threading.Thread(target=self._server.serve_forever,
                                         args=(_STOP_POLL_S,), name="zkconsumer-metrics",
                                         daemon=True)
@@ -69,6 +83,11 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     registry: CollectorRegistry
     health: Health
+    route: Route
+
+
+def _nothing(_path: str) -> Reply | None:
+    return None
 
 
 class _Server6(_Server):
@@ -86,6 +105,8 @@ class _Handler(BaseHTTPRequestHandler):
             elif path == "/healthz":
                 healthy, why = self.server.health()
                 self._reply(200 if healthy else 503, _TEXT, f"{why}\n".encode())
+            elif (reply := self.server.route(path)) is not None:
+                self._reply(reply.status, reply.content_type, reply.body)
             else:
                 self._reply(404, _TEXT, b"not found: try /metrics or /healthz\n")
         except Exception as exc:  # noqa: BLE001 - a scrape must not print a traceback

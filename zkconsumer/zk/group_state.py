@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
+from kazoo.protocol.states import ZnodeStat
 
+from zkconsumer.exporter.report import GroupState, ZookeeperOffset
 from zkconsumer.model import TopicPartition
-from zkconsumer.znodes.consumers import ConsumerRegistration, decode_owner
+from zkconsumer.znodes.consumers import NO_OFFSET, ConsumerRegistration, decode_offset, decode_owner
 from zkconsumer.znodes.paths import GroupPaths, parse_partition_number
 
 
@@ -21,14 +23,14 @@ def _children(zk: KazooClient, path: str) -> list[str]:
         return []
 
 
-def _read_all(zk: KazooClient, paths: list[str]) -> dict[str, bytes]:
-    """The data of every znode that still exists, all reads in flight at once: one round trip
-    instead of one per znode, which is what makes a rebalance of many members fast."""
+def _read_all(zk: KazooClient, paths: list[str]) -> dict[str, tuple[bytes, ZnodeStat]]:
+    """The data and stat of every znode that still exists, all reads in flight at once: one
+    round trip instead of one per znode, which is what makes a rebalance of many members fast."""
     requests = [(path, zk.get_async(path)) for path in paths]
     found = {}
     for path, request in requests:
         try:
-            found[path] = request.get()[0]
+            found[path] = request.get()
         except NoNodeError:
             continue
     return found
@@ -40,7 +42,7 @@ def read_members(zk: KazooClient, group: str) -> dict[str, ConsumerRegistration]
     ids = {paths.member(consumer_id): consumer_id
            for consumer_id in sorted(_children(zk, paths.ids))}
     return {ids[path]: ConsumerRegistration.decode(path, data)
-            for path, data in _read_all(zk, list(ids)).items()}
+            for path, (data, _stat) in _read_all(zk, list(ids)).items()}
 
 
 def read_owners(zk: KazooClient, group: str) -> dict[TopicPartition, str]:
@@ -52,7 +54,7 @@ def read_owners(zk: KazooClient, group: str) -> dict[TopicPartition, str]:
             partition = parse_partition_number(name, f"{paths.owners_topic(topic)}/{name}")
             partitions[paths.owner(topic, partition)] = TopicPartition(topic, partition)
     owners = {partitions[path]: decode_owner(path, data)
-              for path, data in _read_all(zk, list(partitions)).items()}
+              for path, (data, _stat) in _read_all(zk, list(partitions)).items()}
     return dict(sorted(owners.items()))
 
 
@@ -84,3 +86,16 @@ def group_topics(zk: KazooClient, group: str) -> set[str]:
         if not registration.is_wildcard:
             topics.update(registration.subscription)
     return topics
+
+
+def read_group_state(zk: KazooClient, group: str) -> GroupState:
+    """Members, owners, and the committed offsets with the time each was last written."""
+    paths = GroupPaths(group)
+    offset_paths = {paths.offset(tp.topic, tp.partition): tp
+                    for tp in committed_partitions(zk, group)}
+    offsets = {}
+    for path, (data, stat) in _read_all(zk, list(offset_paths)).items():
+        offset = decode_offset(path, data)
+        if offset != NO_OFFSET:
+            offsets[offset_paths[path]] = ZookeeperOffset(offset, stat.mtime / 1000)
+    return GroupState(group, read_members(zk, group), read_owners(zk, group), offsets)

@@ -1,0 +1,249 @@
+"""The lag exporter on the real cluster: lag, offsets, members and owners of ZooKeeper groups
+(offsets in ZooKeeper and in Kafka), Burrow's statuses over a short window, the command as
+operators run it, and a ZooKeeper-less broker with `--bootstrap-server`.
+
+Groups are set up the way the Scala consumer leaves them in ZooKeeper: offset znodes written
+as text, and, for a member that hangs, an ephemeral registration and owner znodes that stay
+while its offsets do not move.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import pytest
+from click.testing import CliRunner
+from kazoo.client import KazooClient
+from support.exporter import get, lag_of
+from support.kafka import produce
+from support.legacy_groups import kafka_version_args, register_member, write_offsets
+from support.sessions import expire_session
+from support.waiting import wait_until
+
+from zkconsumer.cli import cli
+from zkconsumer.exporter.kafka_reads import ClusterReads
+from zkconsumer.exporter.service import ExporterSettings, LagExporter
+from zkconsumer.exporter.status import Status, WindowRules
+from zkconsumer.exporter.zk_groups import GroupsCache
+from zkconsumer.fetch import KafkaAccess
+from zkconsumer.model import TopicPartition
+from zkconsumer.offsets import KafkaOffsetStore
+from zkconsumer.topology import open_topic_source
+from zkconsumer.zk.session import connect
+from zkconsumer.znodes.paths import GroupPaths
+
+pytestmark = pytest.mark.integration
+
+
+def test_the_exporter_command_serves_lag_offsets_members_owners_and_burrow(
+        cluster, zk, topic_factory, unique_name, members, exporter_process):
+    topic = topic_factory(partitions=3)
+    produce(cluster, topic, [b"m-%02d" % i for i in range(30)], partitions=3)  # 10 each
+    prefix = unique_name("exp")
+    idle, live, in_kafka = f"{prefix}-idle", f"{prefix}-live", f"{prefix}-kafka"
+    # No member; partition 1 at offset 0 (kafka_exporter drops such partitions), 2 at the end.
+    write_offsets(zk, idle, topic, {0: 4, 1: 0, 2: 10})
+    write_offsets(zk, idle, f"{prefix}-deleted", {0: 1})  # an offset outlives its topic
+    # Offsets in Kafka only; its one member hangs, owning partition 0 but not 1 and 2.
+    register_member(zk, in_kafka, topic, owned=[0])
+    store = KafkaOffsetStore(in_kafka, cluster.bootstrap_servers,
+                             api_version=cluster.kafka_api_version)
+    try:
+        store.commit({TopicPartition(topic, 0): 7, TopicPartition(topic, 1): 2})
+    finally:
+        store.close()
+    member = members(live, topics={topic: 1}, **{"auto.commit.interval.ms": "200"})
+
+    exporter = exporter_process("--zookeeper", cluster.zookeeper_connect, "--interval", "0.5s",
+                                "--group-regex", f"{prefix}-.*", *kafka_version_args(cluster))
+    wait_until(lambda: len(member.values()) == 30, timeout=60, message="the live member")
+
+    def settled():
+        found = exporter.scrape()
+        return found if lag_of(found, live, topic, 0) == 0 and lag_of(
+            found, live, topic, 2) == 0 and lag_of(found, in_kafka, topic, 1) == 8 else None
+
+    found = wait_until(settled, timeout=60, message="every group's lag")
+    assert [lag_of(found, idle, topic, p) for p in range(3)] == [6, 10, 0]
+    assert lag_of(found, idle, f"{prefix}-deleted", 0) is None
+    assert found[("zkconsumer_group_offset", (("group", idle), ("partition", "0"),
+                                              ("storage", "zookeeper"),
+                                              ("topic", f"{prefix}-deleted")))] == 1
+    assert ("kafka_consumergroupzookeeper_lag_zookeeper",
+            (("consumergroup", idle), ("partition", "1"), ("topic", topic))) in found
+    assert found[("zkconsumer_group_offset", (("group", idle), ("partition", "0"),
+                                              ("storage", "zookeeper"), ("topic", topic)))] == 4
+    assert [lag_of(found, in_kafka, topic, p) for p in range(3)] == [3, 8, None]
+    assert found[("zkconsumer_group_offset", (("group", in_kafka), ("partition", "0"),
+                                              ("storage", "kafka"), ("topic", topic)))] == 7
+    members_of = {group: found[("zkconsumer_group_members", (("group", group),))]
+                  for group in (idle, live, in_kafka)}
+    assert members_of == {idle: 0, live: 1, in_kafka: 1}
+    owned = {p: found[("zkconsumer_partition_owned", (("group", in_kafka), ("partition", str(p)),
+                                                      ("topic", topic)))] for p in range(3)}
+    assert owned == {0: 1, 1: 0, 2: 0}, "the orphaned partitions of a group with a member"
+    assert all(found[("zkconsumer_partition_owned", (("group", live), ("partition", str(p)),
+                                                     ("topic", topic)))] == 1 for p in range(3))
+    assert found[("zkconsumer_group_total_lag", (("group", idle),))] == 16
+
+    status, body = get(exporter.port, f"/v3/kafka/local/consumer/{live}/status")
+    answer = json.loads(body)
+    assert status == 200 and answer["status"]["status"] == "OK", answer
+    assert answer["status"]["partition_count"] == 3 and answer["status"]["totallag"] == 0
+    status, body = get(exporter.port, f"/v3/kafka/local/consumer/{idle}/lag")
+    partitions = json.loads(body)["status"]["partitions"]
+    assert [(p["partition"], p["current_lag"]) for p in partitions] == [(0, 6), (1, 10), (2, 0)]
+    listed = json.loads(get(exporter.port, "/v3/kafka/local/consumer")[1])["consumers"]
+    assert listed == sorted([idle, live, in_kafka])
+    assert get(exporter.port, "/healthz")[0] == 200
+    assert exporter.stop() == 0
+
+
+@pytest.fixture
+def short_window_exporter(cluster, zk, unique_name):
+    """An exporter scanning only when a test says so, with a window of 3 scans over 3 s; the
+    test's groups only, ZooKeeper and the brokers for real."""
+    prefix = unique_name("status")
+    groups = GroupsCache(zk, f"{prefix}-.*")
+    groups.start(60)
+    access = KafkaAccess(cluster.bootstrap_servers, cluster.kafka_api_version)
+    topics = open_topic_source(zk, None, cluster.kafka_api_version, {})
+    reads = ClusterReads(access, topics, {})
+    exporter = LagExporter(groups, reads, ExporterSettings(1.0, WindowRules(3, 3.0)))
+    exporter.prefix = prefix
+    yield exporter
+    reads.close()
+    groups.close()
+
+
+def test_statuses_over_a_short_window(cluster, zk, topic_factory, members,
+                                      short_window_exporter):
+    exporter = short_window_exporter
+    topic = topic_factory(partitions=1)
+    produce(cluster, topic, [b"x"] * 20, partitions=1)
+    healthy, stopped, stalled, rewound, warned = (
+        f"{exporter.prefix}-{kind}" for kind in ("healthy", "stopped", "stalled", "rewound",
+                                                 "warned"))
+    member = members(healthy, topics={topic: 1}, **{"auto.commit.interval.ms": "200"})
+    wait_until(lambda: len(member.values()) == 20, timeout=60, message="the healthy member")
+    write_offsets(zk, stopped, topic, {0: 5})
+    write_offsets(zk, stalled, topic, {0: 5})
+    register_member(zk, stalled, topic, owned=[0])
+    write_offsets(zk, rewound, topic, {0: 12})
+    write_offsets(zk, warned, topic, {0: 1})
+    written = time.time()
+
+    def status_of(group: str) -> str:
+        return exporter.reports()[group].status.name
+
+    def one_scan_after_changes(step: int) -> None:
+        """Between scans: the rewound group's offset goes back once, and the warned group's
+        consumer moves 1 while the producer adds 2."""
+        if step == 1:
+            write_offsets(zk, rewound, topic, {0: 8})
+        write_offsets(zk, warned, topic, {0: 1 + step})
+        produce(cluster, topic, [b"y", b"y"], partitions=1)
+        wait_until(lambda: zk_offset(zk, warned, topic) == 1 + step and (
+            step != 1 or zk_offset(zk, rewound, topic) == 8), timeout=10,
+            message="the offsets written")
+        assert exporter.scan_once()
+
+    for step in range(3):
+        one_scan_after_changes(step)
+        wait_until(lambda: len(exporter.reports()) == 5, timeout=10, message="5 groups")
+    assert status_of(rewound) == "REWIND"
+    assert status_of(warned) == "WARN"
+    assert status_of(healthy) == "OK"
+
+    def aged() -> bool:
+        exporter.scan_once()
+        return time.time() - written > 3.0 and status_of(stopped) == "STOP"
+
+    wait_until(aged, timeout=30, message="the window to pass")
+    assert status_of(stalled) == "STALL"
+    assert status_of(healthy) == "OK"
+    report = exporter.reports()[stalled]
+    assert report.partitions[0].owner is not None and report.members == 1
+    burrow = json.loads(exporter.route(f"/v3/kafka/local/consumer/{stalled}/status").body)
+    assert burrow["status"]["status"] == "ERR"
+    assert [p["status"] for p in burrow["status"]["partitions"]] == ["STALL"]
+    assert exporter.reports()[stopped].partitions[0].status == Status.STOP
+
+
+def zk_offset(zk: KazooClient, group: str, topic: str) -> int:
+    return int(zk.get(GroupPaths(group).offset(topic, 0))[0])
+
+
+def test_the_exporter_reads_a_zookeeper_less_broker_with_bootstrap_server(
+        cluster, zk, modern_broker, modern_topic_factory, unique_name, exporter_process):
+    from support.tansu import produce as produce_modern
+
+    topic = modern_topic_factory(partitions=2)
+    # One record per batch: Tansu's ListOffsets answers the log end only then (see tansu.py).
+    produce_modern(modern_broker.bootstrap_servers, topic, [b"r-%d" % i for i in range(12)], 2,
+                   batch_each=True)
+    prefix = unique_name("modern")
+    in_zookeeper, in_kafka = f"{prefix}-zk", f"{prefix}-kafka"
+    write_offsets(zk, in_zookeeper, topic, {0: 2, 1: 6})
+    register_member(zk, in_kafka, topic, owned=[0, 1])
+    store = KafkaOffsetStore(in_kafka, modern_broker.bootstrap_servers)
+    try:
+        store.commit({TopicPartition(topic, 0): 5})
+    finally:
+        store.close()
+    exporter = exporter_process("--zookeeper", cluster.zookeeper_connect, "--bootstrap-server",
+                                modern_broker.bootstrap_servers, "--interval", "0.5s",
+                                "--group-regex", f"{prefix}-.*")
+    found = wait_until(lambda: (f := exporter.scrape()) and lag_of(f, in_kafka, topic, 0) == 1
+                       and f, timeout=60, message="the modern broker's lag")
+    assert [lag_of(found, in_zookeeper, topic, p) for p in range(2)] == [4, 0]
+    assert lag_of(found, in_kafka, topic, 1) is None
+    assert exporter.stop() == 0
+
+
+def test_the_groups_cache_follows_changes_across_an_expired_session(cluster, unique_name):
+    """A session the server expired is replaced by kazoo; the cache reads the tree again and
+    keeps following it, so a long-running exporter never serves a frozen view."""
+    group = unique_name("expiry")
+    own = connect(cluster.zookeeper_connect)
+    writer = connect(cluster.zookeeper_connect)
+    cache = GroupsCache(own, f"{group}.*")
+    try:
+        cache.start(60)
+        write_offsets(writer, group, "t", {0: 1})
+        wait_until(lambda: offsets_in(cache, group) == {0: 1}, timeout=30, message="offset 1")
+        expired = own.client_id
+        expire_session(cluster.zookeeper_connect, expired)
+        write_offsets(writer, group, "t", {0: 2, 1: 5})
+        wait_until(lambda: offsets_in(cache, group) == {0: 2, 1: 5}, timeout=60,
+                   message="the offsets written while the session was lost")
+        assert own.client_id[0] != expired[0], "the session was not replaced"
+        write_offsets(writer, group, "t", {0: 3})
+        wait_until(lambda: offsets_in(cache, group) == {0: 3, 1: 5}, timeout=30,
+                   message="a change after the new session")
+    finally:
+        cache.close()
+        for client in (own, writer):
+            client.stop()
+            client.close()
+
+
+def offsets_in(cache: GroupsCache, group: str) -> dict[int, int]:
+    states = {state.name: state for state in cache.groups()}
+    if group not in states:
+        return {}
+    return {tp.partition: o.offset for tp, o in states[group].zookeeper_offsets.items()}
+
+
+def test_a_port_in_use_is_one_error_line_before_anything_is_loaded(cluster):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        result = CliRunner().invoke(cli, ["exporter", "--zookeeper", cluster.zookeeper_connect,
+                                          "--port", str(busy), *kafka_version_args(cluster)])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: cannot serve metrics on 127.0.0.1:{busy}: Address already in use")

@@ -1,0 +1,238 @@
+"""One scan from ZooKeeper's and Kafka's numbers to reports, metric families and Burrow's JSON;
+and the service around it (fakes for the cache and the brokers)."""
+
+from __future__ import annotations
+
+import json
+
+from prometheus_client import generate_latest
+
+from zkconsumer.exporter.burrow_view import burrow_reply
+from zkconsumer.exporter.history import OffsetHistory
+from zkconsumer.exporter.kafka_reads import KafkaReadError
+from zkconsumer.exporter.report import (
+    GroupState,
+    ScanInputs,
+    ZookeeperOffset,
+    group_partitions,
+    resume_offset,
+    scan,
+)
+from zkconsumer.exporter.service import ExporterSettings, LagExporter
+from zkconsumer.exporter.status import Status, WindowRules
+from zkconsumer.model import TopicPartition
+from zkconsumer.znodes.consumers import ConsumerRegistration
+
+RULES = WindowRules(samples=3, span_s=30)
+T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
+PARTITIONS = {"t": [0, 1], "other": [0], "logs-a": [0], "logs-b": [0]}
+
+
+def static_member(*topics: str) -> ConsumerRegistration:
+    return ConsumerRegistration.static(dict.fromkeys(topics, 1), 0)
+
+
+def test_group_topics_take_offsets_owners_static_and_wildcard_subscriptions():
+    state = GroupState("g", members={
+        "a": static_member("t"),
+        "b": ConsumerRegistration.wildcard("white_list", "logs-.*", 1, 0)},
+        owners={TopicPartition("other", 0): "a-0"})
+    assert state.topics(sorted(PARTITIONS)) == {"t", "other", "logs-a", "logs-b"}
+
+
+def test_group_partitions_keep_an_offset_for_a_partition_no_longer_listed():
+    state = GroupState("g", zookeeper_offsets={TopicPartition("gone", 3): ZookeeperOffset(1, 0)})
+    assert group_partitions(state, [], PARTITIONS.get) == [TopicPartition("gone", 3)]
+
+
+def test_lag_is_counted_from_the_larger_offset_and_dated_only_by_zookeeper():
+    assert resume_offset(ZookeeperOffset(10, 5.0), 8) == (10, 5.0)
+    assert resume_offset(ZookeeperOffset(10, 5.0), 12) == (12, None)
+    assert resume_offset(None, 12) == (12, None)
+    assert resume_offset(None, None) is None
+
+
+def one_scan(states, log_ends, kafka=None, history=None, now=1000.0):
+    history = history or OffsetHistory(RULES)
+    layout = {state.name: group_partitions(state, [], PARTITIONS.get) for state in states}
+    return scan(ScanInputs(states, layout, log_ends, kafka or {}), history, now)
+
+
+def test_a_group_with_no_member_has_lag_for_every_partition_with_an_offset():
+    state = GroupState("g", members={}, zookeeper_offsets={
+        T0: ZookeeperOffset(3, 999.0), T1: ZookeeperOffset(0, 999.0)})
+    [report] = one_scan([state], {T0: 10, T1: 4})
+    assert [(p.partition, p.lag, p.owner) for p in report.partitions] == [
+        (0, 7, None), (1, 4, None)]
+    assert report.total_lag == 11 and report.members == 0
+
+
+def test_a_partition_without_offset_has_no_lag_and_no_status():
+    state = GroupState("g", members={"a": static_member("t")},
+                       zookeeper_offsets={T0: ZookeeperOffset(3, 999.0)})
+    [report] = one_scan([state], {T0: 3, T1: 4})
+    by_partition = {p.partition: p for p in report.partitions}
+    assert by_partition[1].lag is None and by_partition[1].status == Status.NOTFOUND
+    assert report.status == Status.OK
+
+
+def test_kafka_offsets_are_used_where_zookeeper_has_none():
+    state = GroupState("g", members={"a": static_member("t")})
+    [report] = one_scan([state], {T0: 10, T1: 10}, kafka={"g": {T0: 6}})
+    by_partition = {p.partition: p for p in report.partitions}
+    assert (by_partition[0].kafka_offset, by_partition[0].lag) == (6, 4)
+    assert by_partition[1].lag is None
+
+
+def stopped_and_orphaned() -> GroupState:
+    """A member registered, partition 0 owned and moving, partition 1 owned by nobody with an
+    offset written long ago."""
+    return GroupState("g", members={"a": static_member("t")}, owners={T0: "a-0"},
+                      zookeeper_offsets={T0: ZookeeperOffset(5, 999.0),
+                                         T1: ZookeeperOffset(2, 1.0)})
+
+
+def test_families_publish_every_name_with_kafka_exporters_lag_beside_ours():
+    [report] = one_scan([stopped_and_orphaned()], {T0: 5, T1: 9})
+    exporter = exporter_with([report])
+    text = generate_latest(exporter.registry).decode()
+    for line in ('zkconsumer_group_lag{group="g",partition="1",topic="t"} 7.0',
+                 ('kafka_consumergroupzookeeper_lag_zookeeper{consumergroup="g",partition="1",'
+                  'topic="t"} 7.0'),
+                 ('zkconsumer_group_offset{group="g",partition="0",storage="zookeeper",'
+                  'topic="t"} 5.0'),
+                 'zkconsumer_group_members{group="g"} 1.0',
+                 'zkconsumer_partition_owned{group="g",partition="0",topic="t"} 1.0',
+                 'zkconsumer_partition_owned{group="g",partition="1",topic="t"} 0.0',
+                 'zkconsumer_group_total_lag{group="g"} 7.0',
+                 'zkconsumer_group_status{group="g",status="STOP"} 1.0',
+                 'zkconsumer_group_status{group="g",status="OK"} 0.0'):
+        assert line in text
+
+
+def exporter_with(reports) -> LagExporter:
+    """A service that publishes exactly these reports at its first scan."""
+    class Fixed:
+        def groups(self):
+            return []
+
+    exporter = LagExporter(Fixed(), _Reads(), ExporterSettings(10, RULES), clock=lambda: 1000.0)
+    exporter._scan = lambda now: reports
+    assert exporter.scan_once()
+    return exporter
+
+
+def test_burrow_status_lists_only_partitions_not_ok_and_lag_lists_all():
+    [report] = one_scan([stopped_and_orphaned()], {T0: 5, T1: 9})
+    reports = {"g": report}
+    status = json.loads(burrow_reply("/v3/kafka/local/consumer/g/status", "local",
+                                     reports).body)
+    assert status["error"] is False
+    body = status["status"]
+    assert (body["status"], body["partition_count"], body["totallag"]) == ("ERR", 2, 7)
+    assert [(p["partition"], p["status"]) for p in body["partitions"]] == [(1, "STOP")]
+    assert body["maxlag"]["partition"] == 1 and body["maxlag"]["current_lag"] == 7
+    assert body["maxlag"]["end"] == {"offset": 2, "timestamp": 1000, "observedAt": 1_000_000,
+                                     "lag": 7}
+    lag = json.loads(burrow_reply("/v3/kafka/local/consumer/g/lag", "local", reports).body)
+    assert [p["status"] for p in lag["status"]["partitions"]] == ["OK", "STOP"]
+    assert lag["status"]["partitions"][0]["owner"] == "a-0"
+
+
+def test_burrow_lists_and_not_found_answers():
+    reports = {"b": None, "a": None}
+    assert json.loads(burrow_reply("/v3/kafka", "local", reports).body)["clusters"] == ["local"]
+    listed = json.loads(burrow_reply("/v3/kafka/local/consumer", "local", reports).body)
+    assert listed["consumers"] == ["a", "b"]
+    missing = burrow_reply("/v3/kafka/local/consumer/zz/status", "local", reports)
+    assert missing.status == 404 and json.loads(missing.body)["error"] is True
+    assert burrow_reply("/v3/kafka/other/consumer", "local", reports).status == 404
+    assert burrow_reply("/metrics", "local", reports) is None
+
+
+class _Reads:
+    def __init__(self, fail_log_ends=False, fail_kafka=False):
+        self.fail_log_ends = fail_log_ends
+        self.fail_kafka = fail_kafka
+        self.log_end = 10
+        self.kafka_questions = 0
+
+    def topics(self):
+        class View:
+            all_topics = ("t",)
+
+            def partitions(self, topic):
+                return PARTITIONS.get(topic)
+        return View()
+
+    def log_ends(self, partitions):
+        if self.fail_log_ends:
+            raise KafkaReadError("brokers down")
+        for tp in partitions:  # as kafka-python does for a partition it has no metadata for
+            if tp.partition not in PARTITIONS.get(tp.topic, ()):
+                raise KeyError(tp)
+        return dict.fromkeys(partitions, self.log_end)
+
+    def kafka_offsets(self, wanted):
+        self.kafka_questions += 1
+        if self.fail_kafka:
+            raise KafkaReadError("offsets denied")
+        return {"g": {T1: 4}}
+
+
+class _Groups:
+    def groups(self):
+        return [GroupState("g", members={"a": static_member("t")}, owners={T0: "a-0"},
+                           zookeeper_offsets={T0: ZookeeperOffset(5, 999.0)})]
+
+
+def test_a_failed_scan_keeps_the_previous_one_and_health_goes_bad_when_it_is_stale():
+    clock = [1000.0]
+    reads = _Reads()
+    exporter = LagExporter(_Groups(), reads, ExporterSettings(10, RULES), clock=lambda: clock[0])
+    assert exporter.health() == (False, "no scan has finished yet")
+    assert exporter.scan_once()
+    assert exporter.reports()["g"].total_lag == 5 + 6
+    reads.fail_log_ends = True
+    reads.log_end = 50
+    clock[0] += 10
+    assert not exporter.scan_once()
+    assert exporter.reports()["g"].total_lag == 11
+    assert exporter.health()[0] is True
+    clock[0] += 21
+    healthy, why = exporter.health()
+    assert not healthy and "31 s old" in why
+    text = generate_latest(exporter.registry).decode()
+    assert 'zkconsumer_exporter_scans_total{result="failure"} 1.0' in text
+
+
+def test_kafka_offsets_failing_still_publishes_zookeepers():
+    exporter = LagExporter(_Groups(), _Reads(fail_kafka=True), ExporterSettings(10, RULES),
+                           clock=lambda: 1000.0)
+    assert exporter.scan_once()
+    by_partition = {p.partition: p for p in exporter.reports()["g"].partitions}
+    assert by_partition[0].lag == 5 and by_partition[1].lag is None
+
+
+def test_kafka_offsets_are_not_asked_when_turned_off():
+    reads = _Reads()
+    exporter = LagExporter(_Groups(), reads, ExporterSettings(10, RULES, kafka_offsets=False),
+                           clock=lambda: 1000.0)
+    assert exporter.scan_once()
+    assert reads.kafka_questions == 0
+    assert {p.partition: p.kafka_offset for p in exporter.reports()["g"].partitions} == {
+        0: None, 1: None}
+
+
+def test_an_offset_of_a_deleted_topic_does_not_stop_the_scan():
+    class WithDeletedTopic:
+        def groups(self):
+            return [GroupState("g", zookeeper_offsets={
+                T0: ZookeeperOffset(5, 999.0), TopicPartition("deleted", 0): ZookeeperOffset(
+                    3, 999.0)})]
+
+    exporter = LagExporter(WithDeletedTopic(), _Reads(), ExporterSettings(10, RULES),
+                           clock=lambda: 1000.0)
+    assert exporter.scan_once()
+    lags = {(p.topic, p.partition): p.lag for p in exporter.reports()["g"].partitions}
+    assert lags == {("deleted", 0): None, ("t", 0): 5, ("t", 1): 6}

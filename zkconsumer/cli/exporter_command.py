@@ -1,0 +1,115 @@
+"""`zkconsumer exporter`: lag, owners and status of every ZooKeeper group, for Prometheus and
+for Burrow's clients, from one long-running process."""
+
+from __future__ import annotations
+
+import re
+
+import click
+import structlog
+
+from zkconsumer.cli.admin_context import admin_config
+from zkconsumer.cli.consume_command import stop_on_signals
+from zkconsumer.cli.duration_option import Duration
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.exporter.kafka_reads import ClusterReads
+from zkconsumer.exporter.service import ExporterSettings, LagExporter
+from zkconsumer.exporter.status import WindowRules
+from zkconsumer.exporter.zk_groups import GroupsCache
+from zkconsumer.fetch import resolve_kafka_access
+from zkconsumer.kafka_client import kafka_client_options
+from zkconsumer.metrics import MetricsServer
+from zkconsumer.topology import open_topic_source
+from zkconsumer.zk.registry import read_brokers
+from zkconsumer.zk.session import connect_for
+
+log = structlog.get_logger(__name__)
+
+# Loading /consumers of a big cluster (tens of thousands of znodes) takes seconds, not minutes.
+CACHE_LOAD_TIMEOUT_S = 300
+
+
+def _regex(_ctx, _param, value: str | None) -> str | None:
+    if value is not None:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise click.BadParameter(f"{value!r} is not a regular expression: {exc}") from None
+    return value
+
+
+@click.command("exporter")
+@click.option("--zookeeper", "zookeeper_connect", required=True,
+              envvar="ZKCONSUMER_ZOOKEEPER_CONNECT", help="host:port[,host:port...][/chroot].")
+@click.option("--bootstrap-server", envvar="ZKCONSUMER_BOOTSTRAP_SERVER",
+              help="host:port,... of brokers to use instead of those registered in ZooKeeper "
+                   "(KRaft clusters, or another cluster's ZooKeeper).")
+@click.option("--property", "properties", multiple=True, metavar="KEY=VALUE",
+              help="Kafka client setting (kafka.security.protocol=SSL, kafka.api.version=0.9, "
+                   "...) or ZooKeeper credential; repeatable.")
+@click.option("--port", type=click.IntRange(0, 65535), default=9308, show_default=True,
+              envvar="ZKCONSUMER_EXPORTER_PORT",
+              help="Serve /metrics, /healthz and Burrow's /v3/kafka/... on this port.")
+@click.option("--host", default="127.0.0.1", show_default=True, envvar="ZKCONSUMER_EXPORTER_HOST",
+              help="The address to listen on (0.0.0.0: every interface).")
+@click.option("--group-regex", callback=_regex, envvar="ZKCONSUMER_EXPORTER_GROUP_REGEX",
+              help="Only groups whose whole name matches this regex.")
+@click.option("--interval", type=Duration(), default="30s", show_default=True,
+              envvar="ZKCONSUMER_EXPORTER_INTERVAL",
+              help="How often log ends and Kafka offsets are read and statuses judged.")
+@click.option("--window-samples", type=click.IntRange(2, 1000), default=10, show_default=True,
+              envvar="ZKCONSUMER_EXPORTER_WINDOW_SAMPLES",
+              help="Scans in a status window (Burrow's intervals): the window spans "
+                   "interval x samples.")
+@click.option("--cluster-name", default="local", show_default=True,
+              envvar="ZKCONSUMER_EXPORTER_CLUSTER_NAME",
+              help="The cluster name in Burrow's paths (/v3/kafka/<name>/consumer/...).")
+@click.option("--kafka-offsets/--no-kafka-offsets", default=True, show_default=True,
+              envvar="ZKCONSUMER_EXPORTER_KAFKA_OFFSETS",
+              help="Also read the offsets groups keep in Kafka (offsets.storage=kafka).")
+def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_regex,
+             interval, window_samples, cluster_name, kafka_offsets) -> None:
+    """Serve lag, owners and Burrow-style status of every group under /consumers until
+    Ctrl-C or SIGTERM."""
+    config = admin_config(zookeeper_connect, properties)
+    client_options = kafka_client_options(config.kafka_client_properties)
+    settings = ExporterSettings(interval, WindowRules(window_samples, interval * window_samples),
+                                cluster_name, kafka_offsets)
+    with stop_on_signals() as stop_requested:
+        zk = connect_for(config)
+        opened = []
+        try:
+            groups = GroupsCache(zk, group_regex)
+            opened.append(groups)
+            access = resolve_kafka_access(
+                lambda: read_brokers(zk).values(),
+                client_options.get("security_protocol", "PLAINTEXT"),
+                config.kafka_api_version, bootstrap_server)
+            topics = open_topic_source(zk, bootstrap_server, access.api_version, client_options)
+            opened.append(topics)
+            reads = ClusterReads(access, topics, client_options)
+            opened.append(reads)
+            service = LagExporter(groups, reads, settings)
+            # Listening first: a port in use is said at once, not after loading /consumers.
+            server = MetricsServer(host, port, service.registry, service.health, service.route)
+            opened.append(server)
+            groups.start(CACHE_LOAD_TIMEOUT_S)
+            service.start()
+            opened.append(service)
+            log.info("exporting group lag", zookeeper=zookeeper_connect, interval_s=interval,
+                     window_s=settings.rules.span_s, groups=group_regex or "all")
+            stop_requested.wait()
+        finally:
+            for part in reversed(opened):
+                _close(part)
+            zk.stop()
+            zk.close()
+    log.info("exporter stopped")
+
+
+def _close(part) -> None:
+    """Closing goes on past a part that fails to close, so every other one is closed too."""
+    try:
+        (part.stop if hasattr(part, "stop") else part.close)()
+    except (ZkConsumerError, OSError) as exc:
+        log.warning("closing the exporter", part=type(part).__name__, error=str(exc))

@@ -1,0 +1,62 @@
+"""A scan's reports as Prometheus metric families (pure).
+
+Families are built once per scan and handed out unchanged to every scrape, so a scrape costs
+the formatting of what is already there and no request to ZooKeeper or Kafka.
+
+Besides zkconsumer's own names, the lag is also published as kafka_exporter publishes a
+ZooKeeper group's lag (`kafka_consumergroupzookeeper_lag_zookeeper`, labels consumergroup,
+topic, partition), so dashboards and alerts written for it work unchanged; unlike it, a
+partition whose committed offset is 0 is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from zkconsumer.exporter.report import GroupReport
+from zkconsumer.exporter.status import PARTITION_STATUSES
+
+PARTITION_LABELS = ["group", "topic", "partition"]
+
+
+def group_families(reports: Iterable[GroupReport]) -> list[Metric]:
+    lag = GaugeMetricFamily(
+        "zkconsumer_group_lag", "Log end minus the group's committed offset (the larger of "
+        "ZooKeeper's and Kafka's).", labels=PARTITION_LABELS)
+    offset = GaugeMetricFamily(
+        "zkconsumer_group_offset", "The group's committed offset, per storage.",
+        labels=[*PARTITION_LABELS, "storage"])
+    members = GaugeMetricFamily(
+        "zkconsumer_group_members", "Members registered under /consumers/<group>/ids.",
+        labels=["group"])
+    owned = GaugeMetricFamily(
+        "zkconsumer_partition_owned", "1 if a member owns the partition, 0 if nobody does "
+        "(orphaned, when the group has members).", labels=PARTITION_LABELS)
+    total = GaugeMetricFamily(
+        "zkconsumer_group_total_lag", "The group's lag summed over its partitions.",
+        labels=["group"])
+    status = GaugeMetricFamily(
+        "zkconsumer_group_status", "1 for the group's status over the window (the worst of "
+        "its partitions, as Burrow judges them), 0 for the others.", labels=["group", "status"])
+    compatible = GaugeMetricFamily(
+        "kafka_consumergroupzookeeper_lag_zookeeper", "Current approximate lag of a "
+        "ZooKeeper consumer group at topic/partition (kafka_exporter's name).",
+        labels=["consumergroup", "topic", "partition"])
+    for report in reports:
+        members.add_metric([report.group], report.members)
+        total.add_metric([report.group], report.total_lag)
+        for candidate in PARTITION_STATUSES:
+            status.add_metric([report.group, candidate.name], int(candidate == report.status))
+        for partition in report.partitions:
+            labels = [report.group, partition.topic, str(partition.partition)]
+            owned.add_metric(labels, int(partition.owner is not None))
+            if partition.lag is not None:
+                lag.add_metric(labels, partition.lag)
+                compatible.add_metric(labels, partition.lag)
+            for storage, value in (("zookeeper", partition.zookeeper_offset),
+                                   ("kafka", partition.kafka_offset)):
+                if value is not None:
+                    offset.add_metric([*labels, storage], value)
+    return [lag, offset, members, owned, total, status, compatible]

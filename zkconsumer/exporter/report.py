@@ -1,0 +1,150 @@
+"""One scan's view of every group: lag, owners and status per partition (pure).
+
+The numbers come from elsewhere (ZooKeeper's cache, the brokers); this module only decides
+which partitions belong to a group, which offset its lag is counted from, and what the window
+says about it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from zkconsumer.assignment.assignors import resolve_member_subscription
+from zkconsumer.exporter.history import Key, OffsetHistory
+from zkconsumer.exporter.status import Observation, Status, group_status, partition_status
+from zkconsumer.model import TopicPartition
+from zkconsumer.znodes.consumers import ConsumerRegistration
+
+
+@dataclass(frozen=True)
+class ZookeeperOffset:
+    offset: int
+    written_at: float  # the znode's mtime, seconds since the epoch
+
+
+@dataclass(frozen=True)
+class GroupState:
+    """What ZooKeeper holds for one group under /consumers/<group>."""
+
+    name: str
+    members: Mapping[str, ConsumerRegistration] = field(default_factory=dict)
+    owners: Mapping[TopicPartition, str] = field(default_factory=dict)
+    zookeeper_offsets: Mapping[TopicPartition, ZookeeperOffset] = field(default_factory=dict)
+
+    def topics(self, all_topics: Iterable[str]) -> set[str]:
+        """Topics the group has anything for: offsets, owners, and what its members subscribe
+        to (a wildcard member's filter applied to `all_topics`, as its rebalance does)."""
+        all_topics = list(all_topics)
+        topics = {tp.topic for tp in self.owners} | {tp.topic for tp in self.zookeeper_offsets}
+        for consumer_id, registration in self.members.items():
+            topics.update(resolve_member_subscription(
+                consumer_id, registration.pattern, registration.subscription,
+                all_topics).topic_streams)
+        return topics
+
+
+@dataclass(frozen=True)
+class PartitionReport:
+    topic: str
+    partition: int
+    zookeeper_offset: int | None
+    kafka_offset: int | None
+    log_end: int | None
+    # Log end minus the offset a member would resume at; None: no committed offset, or no log
+    # end. Negative when the offset is past the log end (a truncated log), as the reference's
+    # ConsumerOffsetChecker shows it: the member will reset, and that is worth seeing.
+    lag: int | None
+    owner: str | None
+    status: Status
+    window: tuple[Observation, ...]
+    completeness: float  # how much of a full window has been seen (Burrow's `complete`)
+
+
+@dataclass(frozen=True)
+class GroupReport:
+    group: str
+    members: int
+    partitions: tuple[PartitionReport, ...]
+    status: Status  # the worst partition status
+    completeness: float  # the smallest window completeness of its partitions (1.0 = full)
+
+    @property
+    def total_lag(self) -> int:
+        return sum(max(0, p.lag) for p in self.partitions if p.lag is not None)
+
+
+@dataclass(frozen=True)
+class ScanInputs:
+    """Everything one scan read: ZooKeeper's groups, each group's partitions (see
+    `group_partitions`), the log ends and the offsets Kafka holds per group."""
+
+    groups: Iterable[GroupState]
+    partitions: Mapping[str, list[TopicPartition]]
+    log_ends: Mapping[TopicPartition, int]
+    kafka_offsets: Mapping[str, Mapping[TopicPartition, int]]
+
+
+def group_partitions(state: GroupState, all_topics: Iterable[str],
+                     partitions_of: Callable[[str], list[int] | None]) -> list[TopicPartition]:
+    """Every partition of the group's topics that exists, plus any it has an offset for."""
+    found = {TopicPartition(topic, partition) for topic in state.topics(all_topics)
+             for partition in partitions_of(topic) or ()}
+    return sorted(found | set(state.zookeeper_offsets))
+
+
+def existing_partitions(partitions: Iterable[TopicPartition],
+                        partitions_of: Callable[[str], list[int] | None]) -> list[TopicPartition]:
+    """Those of `partitions` the topics still have: an offset outlives a deleted topic, and the
+    brokers cannot give a log end for it."""
+    return sorted(tp for tp in set(partitions) if tp.partition in (partitions_of(tp.topic) or ()))
+
+
+def resume_offset(zookeeper: ZookeeperOffset | None, kafka: int | None
+                  ) -> tuple[int, float | None] | None:
+    """The offset a member would resume at (the larger of the two, as with dual commit) and
+    when it was written, if ZooKeeper's copy is that offset and so has an mtime."""
+    if zookeeper is None and kafka is None:
+        return None
+    if kafka is None or (zookeeper is not None and zookeeper.offset >= kafka):
+        return zookeeper.offset, zookeeper.written_at
+    return kafka, None
+
+
+def scan(inputs: ScanInputs, history: OffsetHistory, now: float) -> list[GroupReport]:
+    """Record this scan's observations in `history` and judge every partition of every group."""
+    groups = sorted(inputs.groups, key=lambda state: state.name)
+    seen: dict[Key, tuple[int, int, float | None]] = {}
+    for state in groups:
+        kafka = inputs.kafka_offsets.get(state.name, {})
+        for tp in inputs.partitions.get(state.name, ()):
+            resume = resume_offset(state.zookeeper_offsets.get(tp), kafka.get(tp))
+            log_end = inputs.log_ends.get(tp)
+            if resume is not None and log_end is not None:
+                seen[(state.name, tp)] = (resume[0], log_end, resume[1])
+    history.record(now, seen)
+    return [_judge(state, inputs.partitions.get(state.name, []), inputs, history, now)
+            for state in groups]
+
+
+def _judge(state: GroupState, partitions: list[TopicPartition], inputs: ScanInputs,
+           history: OffsetHistory, now: float) -> GroupReport:
+    kafka = inputs.kafka_offsets.get(state.name, {})
+    reports = []
+    completeness = 1.0
+    for tp in partitions:
+        window = history.window((state.name, tp))
+        zookeeper = state.zookeeper_offsets.get(tp)
+        owner = state.owners.get(tp)
+        status = partition_status(window, history.rules, now=now, owned=owner is not None)
+        seen = history.rules.completeness(window)
+        if window:
+            completeness = min(completeness, seen)
+        reports.append(PartitionReport(
+            tp.topic, tp.partition, None if zookeeper is None else zookeeper.offset,
+            kafka.get(tp), inputs.log_ends.get(tp),
+            window[-1].log_end - window[-1].offset if window else None,
+            owner, status, window, seen))
+    return GroupReport(state.name, len(state.members), tuple(reports),
+                       group_status(p.status for p in reports if p.status != Status.NOTFOUND),
+                       completeness)

@@ -1,0 +1,199 @@
+"""The lag exporter's loop: scan every interval on its own thread, serve the last scan.
+
+A scan reads groups from the ZooKeeper cache (no request), the topics' partitions, the log ends
+of every partition any group has, and, optionally, the offsets groups keep in Kafka; it then
+judges every partition and publishes the result in one assignment, so a scrape or a Burrow
+request never waits for a scan nor sees half of one. A scan that fails leaves the previous one
+published and says so in the log, in `zkconsumer_exporter_scans_total{result="failure"}` and,
+after three intervals without a good scan, in `/healthz`.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client.core import Metric
+
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.exporter.burrow_view import burrow_reply
+from zkconsumer.exporter.history import OffsetHistory
+from zkconsumer.exporter.kafka_reads import KafkaReadError
+from zkconsumer.exporter.prometheus_view import group_families
+from zkconsumer.exporter.report import (
+    GroupReport,
+    GroupState,
+    ScanInputs,
+    existing_partitions,
+    group_partitions,
+    scan,
+)
+from zkconsumer.exporter.status import WindowRules
+from zkconsumer.metrics.http_server import Reply
+from zkconsumer.model import TopicPartition
+from zkconsumer.topology import TopicView
+
+log = structlog.get_logger(__name__)
+
+# Healthy while the last good scan is at most this many intervals old.
+STALE_INTERVALS = 3
+
+
+class GroupsSource(Protocol):
+    def groups(self) -> list[GroupState]: ...
+
+
+class Reads(Protocol):
+    """What a scan asks the brokers (`ClusterReads`)."""
+
+    def topics(self) -> TopicView: ...
+
+    def log_ends(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]: ...
+
+    def kafka_offsets(self, wanted: Mapping[str, Iterable[TopicPartition]]
+                      ) -> dict[str, dict[TopicPartition, int]]: ...
+
+
+@dataclass(frozen=True)
+class ExporterSettings:
+    interval_s: float
+    rules: WindowRules
+    cluster: str = "local"
+    kafka_offsets: bool = True
+
+
+@dataclass(frozen=True)
+class _Published:
+    reports: Mapping[str, GroupReport] = field(default_factory=dict)
+    families: tuple[Metric, ...] = ()
+    at: float | None = None  # when the scan ended; None before the first
+
+
+class LagExporter:
+    def __init__(self, groups: GroupsSource, reads: Reads, settings: ExporterSettings,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.settings = settings
+        self._groups = groups
+        self._reads = reads
+        self._clock = clock
+        self._history = OffsetHistory(settings.rules)
+        self._published = _Published()
+        self._kafka_offsets_error: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.registry = CollectorRegistry()
+        self.registry.register(_LastScan(self))
+        self._scans = Counter("zkconsumer_exporter_scans", "Scans of every group, by result.",
+                              ["result"], registry=self.registry)
+        self._scan_seconds = Gauge("zkconsumer_exporter_scan_duration_seconds",
+                                   "How long the last scan took.", registry=self.registry)
+        self._groups_seen = Gauge("zkconsumer_exporter_groups",
+                                  "Groups in the last good scan.", registry=self.registry)
+
+    def reports(self) -> Mapping[str, GroupReport]:
+        return self._published.reports
+
+    def families(self) -> tuple[Metric, ...]:
+        """The last good scan's metric families, as every scrape hands them out."""
+        return self._published.families
+
+    def scan_once(self) -> bool:
+        """One scan, published if it worked; False (logged and counted) if it did not."""
+        started = self._clock()
+        try:
+            reports = self._scan(started)
+        except ZkConsumerError as exc:
+            return self._failed(started, str(exc))
+        except Exception as exc:  # noqa: BLE001 - the loop must outlive any one scan
+            return self._failed(started, f"{type(exc).__name__}: {exc}")
+        ended = self._clock()
+        self._published = _Published({report.group: report for report in reports},
+                                     tuple(group_families(reports)), ended)
+        self._scans.labels("success").inc()
+        self._scan_seconds.set(ended - started)
+        self._groups_seen.set(len(reports))
+        return True
+
+    def start(self) -> None:
+        """The first scan runs at once, then one every interval until `stop`."""
+        self._thread = threading.Thread(target=self._loop, name="zkconsumer-exporter",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def health(self) -> tuple[bool, str]:
+        published = self._published
+        if published.at is None:
+            return False, "no scan has finished yet"
+        age = self._clock() - published.at
+        limit = STALE_INTERVALS * self.settings.interval_s
+        if age > limit:
+            return False, f"the last good scan is {age:.0f} s old (more than {limit:g} s)"
+        return True, f"{len(published.reports)} groups, last scan {age:.0f} s ago"
+
+    def route(self, path: str) -> Reply | None:
+        return burrow_reply(path, self.settings.cluster, self._published.reports)
+
+    def _loop(self) -> None:
+        while True:
+            self.scan_once()
+            if self._stop.wait(self.settings.interval_s):
+                return
+
+    def _scan(self, now: float) -> list[GroupReport]:
+        states = self._groups.groups()
+        view = self._reads.topics()
+        partitions_of = functools.cache(view.partitions)  # many groups share a topic
+        all_topics = list(view.all_topics)
+        layout = {state.name: group_partitions(state, all_topics, partitions_of)
+                  for state in states}
+        existing = {name: existing_partitions(partitions, partitions_of)
+                    for name, partitions in layout.items()}
+        log_ends = self._reads.log_ends(sorted({tp for partitions in existing.values()
+                                                for tp in partitions}))
+        return scan(ScanInputs(states, layout, log_ends, self._kafka_offsets(existing)),
+                    self._history, now)
+
+    def _kafka_offsets(self, layout: Mapping[str, list[TopicPartition]]
+                       ) -> Mapping[str, Mapping[TopicPartition, int]]:
+        """Kafka's offsets, or none this scan if Kafka cannot give them: ZooKeeper's figures
+        are still worth publishing. The warning is said when the trouble starts or changes."""
+        if not self.settings.kafka_offsets:
+            return {}
+        try:
+            found = self._reads.kafka_offsets(layout)
+        except KafkaReadError as exc:
+            if str(exc) != self._kafka_offsets_error:
+                log.warning("scanning without the offsets groups keep in Kafka", error=str(exc))
+            self._kafka_offsets_error = str(exc)
+            return {}
+        if self._kafka_offsets_error is not None:
+            log.info("reading the offsets groups keep in Kafka again")
+            self._kafka_offsets_error = None
+        return found
+
+    def _failed(self, started: float, why: str) -> bool:
+        log.warning("scan failed; serving the previous one", error=why)
+        self._scans.labels("failure").inc()
+        self._scan_seconds.set(self._clock() - started)
+        return False
+
+
+class _LastScan:
+    """Hands the published scan's families to each scrape as they are."""
+
+    def __init__(self, exporter: LagExporter) -> None:
+        self._exporter = exporter
+
+    def collect(self) -> Iterable[Metric]:
+        return self._exporter.families()

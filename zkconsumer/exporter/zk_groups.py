@@ -1,0 +1,123 @@
+"""Every group under /consumers, kept in memory by ZooKeeper watches.
+
+kazoo's `TreeCache` watches each znode of the subtree once and re-reads only what changed, so
+a scan of hundreds of groups costs no ZooKeeper request at all: the rescan on every scrape that
+makes kafka_exporter's ZooKeeper mode heavy never happens. Its background thread changes the
+tree while a scan reads it, so a read that meets a change half-way is simply made again.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import structlog
+from kazoo.client import KazooClient
+from kazoo.recipe.cache import TreeCache, TreeEvent
+
+from zkconsumer.errors import ZkConsumerError, ZnodeDataError
+from zkconsumer.exporter.report import GroupState, ZookeeperOffset
+from zkconsumer.model import TopicPartition
+from zkconsumer.znodes.consumers import ConsumerRegistration, decode_offset, decode_owner
+from zkconsumer.znodes.paths import GroupPaths, parse_partition_number
+
+log = structlog.get_logger(__name__)
+
+CONSUMERS = "/consumers"
+# A scan that keeps meeting the tree mid-change gives up on this try and is made at the next.
+_READ_ATTEMPTS = 5
+
+
+class GroupsCacheError(ZkConsumerError):
+    """The /consumers subtree could not be loaded from ZooKeeper."""
+
+
+class GroupsCache:
+    def __init__(self, zk: KazooClient, group_regex: str | None = None) -> None:
+        self._wanted = re.compile(group_regex) if group_regex else None
+        self._tree = TreeCache(zk, CONSUMERS)
+        self._loaded = threading.Event()
+        self._warned: set[str] = set()
+        self._tree.listen(self._on_event)
+        self._tree.listen_fault(self._on_fault)
+
+    def start(self, timeout_s: float) -> None:
+        """Loads the subtree; an error if it is not all read within the timeout."""
+        self._tree.start()
+        if not self._loaded.wait(timeout_s):
+            raise GroupsCacheError(f"ZooKeeper did not give all of {CONSUMERS} within "
+                                   f"{timeout_s:g} s")
+
+    def groups(self) -> list[GroupState]:
+        for _ in range(_READ_ATTEMPTS):
+            try:
+                return [state for name in sorted(self._children(CONSUMERS))
+                        if (self._wanted is None or self._wanted.fullmatch(name))
+                        and (state := self._group(name)) is not None]
+            except RuntimeError:  # a dict of the tree changed size while it was copied
+                continue
+        raise GroupsCacheError(f"{CONSUMERS} kept changing during {_READ_ATTEMPTS} reads")
+
+    def close(self) -> None:
+        self._tree.close()
+
+    def _group(self, name: str) -> GroupState | None:
+        try:
+            paths = GroupPaths(name)
+        except ValueError as exc:  # a znode no consumer could have made
+            self._warn_once(f"{CONSUMERS}/{name}", exc)
+            return None
+        members = {}
+        for consumer_id in sorted(self._children(paths.ids)):
+            path = paths.member(consumer_id)
+            registration = self._decoded(path, ConsumerRegistration.decode)
+            if registration is not None:
+                members[consumer_id] = registration
+        owners = {tp: owner for tp, path in self._partitions(paths.owners)
+                  if (owner := self._decoded(path, decode_owner)) is not None}
+        offsets = {}
+        for tp, path in self._partitions(paths.offsets):
+            node = self._tree.get_data(path)
+            offset = self._decoded(path, decode_offset)
+            if offset is not None and node is not None and offset >= 0:
+                offsets[tp] = ZookeeperOffset(offset, node.stat.mtime / 1000)
+        return GroupState(name, members, owners, offsets)
+
+    def _partitions(self, parent: str) -> list[tuple[TopicPartition, str]]:
+        """(partition, znode path) under owners/ or offsets/ of a group."""
+        found = []
+        for topic in self._children(parent):
+            for name in self._children(f"{parent}/{topic}"):
+                path = f"{parent}/{topic}/{name}"
+                try:
+                    found.append((TopicPartition(topic, parse_partition_number(name, path)),
+                                  path))
+                except ZnodeDataError as exc:
+                    self._warn_once(path, exc)
+        return found
+
+    def _children(self, path: str) -> frozenset[str]:
+        return self._tree.get_children(path, frozenset())
+
+    def _decoded(self, path: str, decode):
+        node = self._tree.get_data(path)
+        if node is None or node.data is None:
+            return None
+        try:
+            return decode(path, node.data)
+        except ZnodeDataError as exc:
+            self._warn_once(path, exc)
+            return None
+
+    def _warn_once(self, path: str, exc: Exception) -> None:
+        """A malformed znode is left out of the figures, and said once, not at every scan."""
+        if path not in self._warned:
+            self._warned.add(path)
+            log.warning("skipping a znode that does not parse", path=path, error=str(exc))
+
+    def _on_event(self, event: TreeEvent) -> None:
+        if event.event_type == TreeEvent.INITIALIZED:
+            self._loaded.set()
+
+    def _on_fault(self, exc: Exception) -> None:
+        log.warning("ZooKeeper cache error", error=f"{type(exc).__name__}: {exc}")
