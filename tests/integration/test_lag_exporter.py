@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
 
 import pytest
 from click.testing import CliRunner
-from kazoo.client import KazooClient
+from kazoo.client import KazooClient, KazooState
 from support.exporter import get, lag_of
 from support.kafka import produce
 from support.legacy_groups import kafka_version_args, register_member, write_offsets
@@ -26,7 +27,7 @@ from zkconsumer.cli import cli
 from zkconsumer.exporter.kafka_reads import ClusterReads
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
 from zkconsumer.exporter.status import Status, WindowRules
-from zkconsumer.exporter.zk_groups import GroupsCache
+from zkconsumer.exporter.zk_groups import GroupsCache, GroupsCacheError
 from zkconsumer.fetch import KafkaAccess
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import KafkaOffsetStore
@@ -215,7 +216,10 @@ def test_the_groups_cache_follows_changes_across_an_expired_session(cluster, uni
         write_offsets(writer, group, "t", {0: 1})
         wait_until(lambda: offsets_in(cache, group) == {0: 1}, timeout=30, message="offset 1")
         expired = own.client_id
+        lost = threading.Event()
+        own.add_listener(lambda state: lost.set() if state == KazooState.LOST else None)
         expire_session(cluster.zookeeper_connect, expired)
+        wait_until(lost.is_set, timeout=30, message="the session to expire")
         write_offsets(writer, group, "t", {0: 2, 1: 5})
         wait_until(lambda: offsets_in(cache, group) == {0: 2, 1: 5}, timeout=60,
                    message="the offsets written while the session was lost")
@@ -230,8 +234,12 @@ def test_the_groups_cache_follows_changes_across_an_expired_session(cluster, uni
             client.close()
 
 
-def offsets_in(cache: GroupsCache, group: str) -> dict[int, int]:
-    states = {state.name: state for state in cache.groups()}
+def offsets_in(cache: GroupsCache, group: str) -> dict[int, int] | None:
+    """None while the cache says its connection is lost."""
+    try:
+        states = {state.name: state for state in cache.groups()}
+    except GroupsCacheError:
+        return None
     if group not in states:
         return {}
     return {tp.partition: o.offset for tp, o in states[group].zookeeper_offsets.items()}
@@ -247,3 +255,28 @@ def test_a_port_in_use_is_one_error_line_before_anything_is_loaded(cluster):
     assert result.exit_code == 1, result.output
     assert result.stderr.strip().splitlines()[-1] == (
         f"error: cannot serve metrics on 127.0.0.1:{busy}: Address already in use")
+
+
+def test_the_cache_waits_for_consumers_to_exist_and_never_creates_it(cluster, zk, unique_name):
+    root = f"/{unique_name('chroot')}"
+    zk.create(root)
+    chrooted = connect(cluster.zookeeper_connect + root)
+    try:
+        stopped = threading.Event()
+        stopped.set()
+        assert GroupsCache(chrooted).start(60, stopped) is False
+        assert zk.exists(f"{root}/consumers") is None, "a monitor must not write"
+
+        cache = GroupsCache(chrooted)
+        outcome = []
+        starting = threading.Thread(target=lambda: outcome.append(cache.start(60)))
+        starting.start()
+        zk.create(f"{root}/consumers/late/offsets/t/0", b"4", makepath=True)
+        starting.join(timeout=60)
+        assert outcome == [True]
+        assert offsets_in(cache, "late") == {0: 4}
+        cache.close()
+    finally:
+        chrooted.stop()
+        chrooted.close()
+        zk.delete(root, recursive=True)

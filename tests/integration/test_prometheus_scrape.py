@@ -51,6 +51,9 @@ def test_prometheus_scrapes_a_worker_and_the_exporter(
                             lambda result: value_of(result) == 20, timeout=60)
         prometheus.wait_for(f'sum(zkconsumer_partition_lag{{topic="{topic}"}})',
                             lambda result: value_of(result) == 0, timeout=60)
+        owned = prometheus.wait_for(f'count(zkconsumer_partition_owned{{group="{working}"}})',
+                                    lambda result: value_of(result) == 2, timeout=60)
+        assert value_of(owned) == 2
         orphaned = prometheus.query(
             f'zkconsumer_partition_owned{{group="{working}"}} == 0 '
             f'and on(group) zkconsumer_group_members > 0')

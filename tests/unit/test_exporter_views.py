@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 
+from kafka import OffsetAndMetadata
+from kafka import TopicPartition as KafkaTopicPartition
+from kafka.errors import GroupAuthorizationFailedError
 from prometheus_client import generate_latest
 
 from zkconsumer.exporter.burrow_view import burrow_reply
 from zkconsumer.exporter.history import OffsetHistory
-from zkconsumer.exporter.kafka_reads import KafkaReadError
+from zkconsumer.exporter.kafka_reads import GroupOffsets, GroupOffsetsReader, KafkaReadError
 from zkconsumer.exporter.report import (
     GroupState,
     ScanInputs,
@@ -20,6 +23,7 @@ from zkconsumer.exporter.report import (
 )
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
 from zkconsumer.exporter.status import Status, WindowRules
+from zkconsumer.fetch import KafkaAccess
 from zkconsumer.model import TopicPartition
 from zkconsumer.znodes.consumers import ConsumerRegistration
 
@@ -58,6 +62,13 @@ def one_scan(states, log_ends, kafka=None, history=None, now=1000.0):
     return scan(ScanInputs(states, layout, log_ends, kafka or {}), history, now)
 
 
+def two_scans(states, log_ends):
+    """STOP needs two observations at least."""
+    history = OffsetHistory(RULES)
+    one_scan(states, log_ends, history=history, now=990.0)
+    return one_scan(states, log_ends, history=history)
+
+
 def test_a_group_with_no_member_has_lag_for_every_partition_with_an_offset():
     state = GroupState("g", members={}, zookeeper_offsets={
         T0: ZookeeperOffset(3, 999.0), T1: ZookeeperOffset(0, 999.0)})
@@ -93,7 +104,7 @@ def stopped_and_orphaned() -> GroupState:
 
 
 def test_families_publish_every_name_with_kafka_exporters_lag_beside_ours():
-    [report] = one_scan([stopped_and_orphaned()], {T0: 5, T1: 9})
+    [report] = two_scans([stopped_and_orphaned()], {T0: 5, T1: 9})
     exporter = exporter_with([report])
     text = generate_latest(exporter.registry).decode()
     for line in ('zkconsumer_group_lag{group="g",partition="1",topic="t"} 7.0',
@@ -123,7 +134,7 @@ def exporter_with(reports) -> LagExporter:
 
 
 def test_burrow_status_lists_only_partitions_not_ok_and_lag_lists_all():
-    [report] = one_scan([stopped_and_orphaned()], {T0: 5, T1: 9})
+    [report] = two_scans([stopped_and_orphaned()], {T0: 5, T1: 9})
     reports = {"g": report}
     status = json.loads(burrow_reply("/v3/kafka/local/consumer/g/status", "local",
                                      reports).body)
@@ -156,6 +167,8 @@ class _Reads:
         self.fail_kafka = fail_kafka
         self.log_end = 10
         self.kafka_questions = 0
+        self.kafka_offset = 4
+        self.failing_topics: set[str] = set()
 
     def topics(self):
         class View:
@@ -171,13 +184,15 @@ class _Reads:
         for tp in partitions:  # as kafka-python does for a partition it has no metadata for
             if tp.partition not in PARTITIONS.get(tp.topic, ()):
                 raise KeyError(tp)
+            if tp.topic in self.failing_topics:
+                raise KafkaReadError(f"no leader for {tp.topic}")
         return dict.fromkeys(partitions, self.log_end)
 
     def kafka_offsets(self, wanted):
         self.kafka_questions += 1
         if self.fail_kafka:
             raise KafkaReadError("offsets denied")
-        return {"g": {T1: 4}}
+        return GroupOffsets({"g": {T1: self.kafka_offset}}, {})
 
 
 class _Groups:
@@ -236,3 +251,73 @@ def test_an_offset_of_a_deleted_topic_does_not_stop_the_scan():
     assert exporter.scan_once()
     lags = {(p.topic, p.partition): p.lag for p in exporter.reports()["g"].partitions}
     assert lags == {("deleted", 0): None, ("t", 0): 5, ("t", 1): 6}
+
+
+def test_a_scan_kafka_cannot_answer_keeps_its_last_offsets_so_nothing_looks_rewound():
+    """Dual commit: ZooKeeper's copy (5) lags Kafka's (12). Falling back to it for one scan
+    would be a rewind, and a lag jump."""
+    reads = _Reads()
+    reads.kafka_offset = 12
+    exporter = LagExporter(_DualGroup(), reads, ExporterSettings(10, RULES), clock=lambda: 1000.0)
+    assert exporter.scan_once()
+    reads.fail_kafka = True
+    assert exporter.scan_once()
+    partition = {p.partition: p for p in exporter.reports()["g"].partitions}[1]
+    assert (partition.kafka_offset, partition.lag, partition.status) == (12, -2, Status.OK)
+    assert [o.offset for o in partition.window] == [12, 12]
+
+
+class _DualGroup:
+    def groups(self):
+        return [GroupState("g", members={"a": static_member("t")}, owners={T1: "a-0"},
+                           zookeeper_offsets={T1: ZookeeperOffset(5, 999.0)})]
+
+
+def test_one_topic_without_a_log_end_leaves_the_others_published():
+    class TwoTopics:
+        def groups(self):
+            return [GroupState("g", zookeeper_offsets={
+                T0: ZookeeperOffset(5, 999.0), TopicPartition("other", 0): ZookeeperOffset(
+                    1, 999.0)})]
+
+    reads = _Reads()
+    reads.failing_topics = {"other"}
+    exporter = LagExporter(TwoTopics(), reads, ExporterSettings(10, RULES), clock=lambda: 1000.0)
+    assert exporter.scan_once()
+    lags = {(p.topic, p.partition): p.lag for p in exporter.reports()["g"].partitions}
+    assert lags[("t", 0)] == 5 and lags[("other", 0)] is None
+
+
+def test_burrow_topic_paths_and_completeness_as_burrow_counts_it():
+    state = GroupState("g", zookeeper_offsets={T0: ZookeeperOffset(5, 999.0),
+                                               T1: ZookeeperOffset(5, 999.0)})
+    history = OffsetHistory(RULES)
+    one_scan([state], {T0: 9, T1: 9}, history=history, now=980.0)
+    one_scan([state], {T0: 9, T1: 9}, history=history, now=990.0)
+    [report] = one_scan([state], {T0: 9, T1: 9}, history=history)
+    assert report.completeness == 1.0
+    history = OffsetHistory(RULES)
+    [report] = one_scan([state], {T0: 9, T1: 9}, history=history)
+    assert report.completeness == 0.0
+    reports = {"g": report}
+    topics = json.loads(burrow_reply("/v3/kafka/local/topic", "local", reports).body)
+    assert topics["topics"] == ["t"]
+    offsets = json.loads(burrow_reply("/v3/kafka/local/topic/t", "local", reports).body)
+    assert offsets["offsets"] == [9, 9]
+    assert burrow_reply("/v3/kafka/local/topic/none", "local", reports).status == 404
+
+
+def test_a_group_kafka_refuses_is_left_out_and_the_others_are_read():
+    """kafka-python gives up on every group at the first failing one."""
+    class Admin:
+        def list_group_offsets(self, specs):
+            if "denied" in specs:
+                raise GroupAuthorizationFailedError("denied")
+            return {group: {KafkaTopicPartition(t, p): OffsetAndMetadata(7, "", -1)
+                            for t, p in partitions} for group, partitions in specs.items()}
+
+    reader = GroupOffsetsReader(KafkaAccess("fake:9092", (0, 10)), {})
+    reader._admin = Admin()
+    answer = reader.read({"ok": [T0], "denied": [T0], "none": []})
+    assert answer.found == {"ok": {T0: 7}}
+    assert list(answer.failed) == ["denied"]

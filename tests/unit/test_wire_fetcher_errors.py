@@ -74,6 +74,7 @@ class FakeBroker:
         self.resetting: dict[int, Iterator[bool]] = {}
         self.timing_out: dict[int, Iterator[bool]] = {}
         self.aborted: list[tuple[int, int]] = []  # in every v4+ fetch answer
+        self.leaderless: dict[TopicPartition, Iterator[bool]] = {}  # per metadata answer
         self.fetches: Counter[TopicPartition] = Counter()  # fetch requests naming each partition
         self.requests: Counter[tuple[int, int]] = Counter()  # per (API key, version)
         self.fetched_orders: list[list[TopicPartition]] = []  # partitions of each fetch, in order
@@ -115,8 +116,9 @@ class FakeBroker:
                                                                  port=9092)],
                 topics=[MetadataResponse.MetadataResponseTopic(
                     error_code=0, name=TOPIC, partitions=[
-                        partition(error_code=0, partition_index=tp.partition, leader_id=0,
-                                  replica_nodes=[0], isr_nodes=[0], offline_replicas=[])
+                        partition(error_code=0, partition_index=tp.partition,
+                                  leader_id=-1 if next(self.leaderless.get(tp, iter(())), False)
+                                  else 0, replica_nodes=[0], isr_nodes=[0], offline_replicas=[])
                         for tp in (SICK, HEALTHY)])])
         elif api_key == LIST_OFFSETS:
             request = ListOffsetsRequest.decode(body, version=version)
@@ -295,6 +297,29 @@ def test_an_error_that_keeps_coming_back_is_warned_about_once(broker, open_fetch
     assert [(e["log_level"], e["event"]) for e in logs if e["log_level"] != "debug"] == [
         ("warning", "partitions wait for their leader"),
         ("info", "every partition fetches again")]
+
+
+def test_a_leader_unknown_for_a_moment_is_not_warned_about(broker, open_fetcher):
+    """As when a topic was just created: every member meeting it warned, a line per member."""
+    broker.leaderless[SICK] = iter([True] * 3)
+    fetcher = open_fetcher(backoff_ms=0)
+    fetcher.assign({SICK: 0, HEALTHY: 0})
+    with structlog.testing.capture_logs() as logs:
+        assert delivered(fetcher, polls=20) == EVERYTHING
+    waits = [e for e in logs if e["event"] == "waiting for partition leaders"]
+    assert waits and {e["log_level"] for e in waits} == {"debug"}
+    assert [e for e in logs if e["log_level"] != "debug"] == []
+
+
+def test_a_leader_unknown_for_longer_is_warned_about_once(broker, open_fetcher, monkeypatch):
+    monkeypatch.setattr(wire_fetcher, "LEADER_WAIT_WARN_S", 0.0)
+    broker.leaderless[SICK] = iter([True] * 5)
+    fetcher = open_fetcher(backoff_ms=0)
+    fetcher.assign({SICK: 0, HEALTHY: 0})
+    with structlog.testing.capture_logs() as logs:
+        assert delivered(fetcher, polls=20) == EVERYTHING
+    assert [(e["log_level"], e["event"]) for e in logs if e["log_level"] != "debug"] == [
+        ("warning", "waiting for partition leaders"), ("info", "every partition fetches again")]
 
 
 @pytest.mark.parametrize("code, line", [

@@ -2,7 +2,9 @@
 
 Both commands take one look, so their status is the exporter's rules over a window of one
 observation: STOP and STALL from the age of a ZooKeeper offset (its znode's mtime), OK
-otherwise; WARN and REWIND need the exporter's window of several scans.
+otherwise; WARN and REWIND need the exporter's window of several scans, and only the window
+tells a consumer stuck for good from one that met a burst on an idle topic a moment ago and
+has not committed since.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ def look_once(states: Iterable[GroupState], partitions: Mapping[str, list[TopicP
               kafka_offsets: Mapping[str, Mapping[TopicPartition, int]], window_s: float,
               now: float) -> list[GroupReport]:
     return scan(ScanInputs(states, partitions, log_ends, kafka_offsets),
-                OffsetHistory(WindowRules(2, window_s)), now)
+                OffsetHistory(WindowRules(1, window_s)), now)
 
 
 def status_name(status: Status) -> str | None:

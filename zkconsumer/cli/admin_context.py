@@ -16,7 +16,7 @@ from kazoo.client import KazooClient
 
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ConfigError, ZkConsumerError
-from zkconsumer.exporter.kafka_reads import GroupOffsetsReader
+from zkconsumer.exporter.kafka_reads import GroupOffsets, GroupOffsetsReader
 from zkconsumer.fetch import KafkaAccess, LogOffsets, resolve_kafka_access
 from zkconsumer.kafka_client import kafka_client_options
 from zkconsumer.model import TopicPartition
@@ -143,7 +143,7 @@ class AdminContext:
         return self.kafka_store(group).fetch(wanted) if wanted else {}
 
     def kafka_offsets_of_groups(self, wanted: Mapping[str, Iterable[TopicPartition]]
-                                ) -> dict[str, dict[TopicPartition, int]]:
+                                ) -> GroupOffsets:
         """Kafka's offsets of many groups through one client (`kafka_offsets` opens one per
         group, as a member's store does; fine for one group, heavy for a cluster's worth)."""
         access = self.kafka_access

@@ -11,7 +11,6 @@ import structlog
 from zkconsumer.cli.admin_context import admin_config
 from zkconsumer.cli.consume_command import stop_on_signals
 from zkconsumer.cli.duration_option import Duration
-from zkconsumer.errors import ZkConsumerError
 from zkconsumer.exporter.kafka_reads import ClusterReads
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
 from zkconsumer.exporter.status import WindowRules
@@ -93,12 +92,13 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
             # Listening first: a port in use is said at once, not after loading /consumers.
             server = MetricsServer(host, port, service.registry, service.health, service.route)
             opened.append(server)
-            groups.start(CACHE_LOAD_TIMEOUT_S)
-            service.start()
-            opened.append(service)
-            log.info("exporting group lag", zookeeper=zookeeper_connect, interval_s=interval,
-                     window_s=settings.rules.span_s, groups=group_regex or "all")
-            stop_requested.wait()
+            if groups.start(CACHE_LOAD_TIMEOUT_S, stop_requested):
+                service.start()
+                opened.append(service)
+                log.info("exporting group lag", zookeeper=zookeeper_connect,
+                         interval_s=interval, window_s=settings.rules.span_s,
+                         groups=group_regex or "all")
+                stop_requested.wait()
         finally:
             for part in reversed(opened):
                 _close(part)
@@ -111,5 +111,6 @@ def _close(part) -> None:
     """Closing goes on past a part that fails to close, so every other one is closed too."""
     try:
         (part.stop if hasattr(part, "stop") else part.close)()
-    except (ZkConsumerError, OSError) as exc:
-        log.warning("closing the exporter", part=type(part).__name__, error=str(exc))
+    except Exception as exc:  # noqa: BLE001 - whatever a client raises, the rest still close
+        log.warning("closing the exporter", part=type(part).__name__,
+                    error=f"{type(exc).__name__}: {exc}")

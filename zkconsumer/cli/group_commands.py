@@ -17,7 +17,8 @@ from zkconsumer.admin.group_view import (
 from zkconsumer.cli.admin_context import AdminContext, admin_context, admin_options
 from zkconsumer.cli.duration_option import Duration
 from zkconsumer.cli.output import emit_json, emit_table
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.errors import ZkConsumerError, ZnodeDataError
+from zkconsumer.exporter.report import GroupReport, GroupState
 from zkconsumer.model import TopicPartition
 from zkconsumer.zk.group_state import (
     committed_partitions,
@@ -53,27 +54,52 @@ def list_command(status_window, zookeeper_connect, bootstrap_server, properties,
     """Groups under /consumers: members, offsets, owned partitions, total lag and status."""
     with admin_context(zookeeper_connect, bootstrap_server, properties) as ctx:
         names = list_groups(ctx.zk)
-        states = ctx.for_each_group(names, lambda name: read_group_state(ctx.zk, name),
-                                    "reading groups")
-        registered = {name: ctx.partitions_of(state.topics(())) for name, state in states.items()}
+        read = ctx.for_each_group(names, lambda name: _readable_state(ctx, name),
+                                  "reading groups")
+        states = {name: state for name, state in read.items() if state is not None}
+        registered = _registered_partitions(ctx, states)
         layout = {name: sorted(set(registered[name]) | set(state.zookeeper_offsets))
                   for name, state in states.items()}
         log_ends, kafka = _kafka_figures(ctx, registered)
-        reports = look_once(states.values(), layout, log_ends, kafka, status_window,
-                            time.time())
-    rows = [{"group": report.group, "members": report.members,
-             "zookeeper_offsets": len(states[report.group].zookeeper_offsets),
-             "owned_partitions": len(states[report.group].owners),
-             "storage": storage_of(report),
-             "lag": report.total_lag if any(p.lag is not None for p in report.partitions)
-             else None,
-             "status": status_name(report.status) if report.partitions else None}
-            for report in reports]
+        reports = {report.group: report for report in look_once(
+            states.values(), layout, log_ends, kafka, status_window, time.time())}
+    rows = [_list_row(name, states.get(name), reports.get(name)) for name in names]
     if as_json:
         emit_json(rows)
     else:
         emit_table(("group", "members", "zk offsets", "owned", "storage", "lag", "status"),
                    [tuple("-" if v is None else v for v in r.values()) for r in rows])
+
+
+def _readable_state(ctx: AdminContext, name: str) -> GroupState | None:
+    """A group whose znodes do not parse (edited by hand, say) is listed without figures,
+    with a note; the others are still worth listing."""
+    try:
+        return read_group_state(ctx.zk, name)
+    except ZnodeDataError as exc:
+        click.echo(f"note: group {name} is listed without figures: {exc}", err=True)
+        return None
+
+
+def _registered_partitions(ctx: AdminContext, states: dict[str, GroupState]
+                           ) -> dict[str, list[TopicPartition]]:
+    try:
+        return {name: ctx.partitions_of(state.topics(())) for name, state in states.items()}
+    except ZkConsumerError as exc:
+        click.echo(f"note: no lag, since the topics could not be read: {exc}", err=True)
+        return {name: [] for name in states}
+
+
+def _list_row(name: str, state: GroupState | None, report: GroupReport | None) -> dict:
+    if state is None or report is None:
+        return {"group": name, "members": None, "zookeeper_offsets": None,
+                "owned_partitions": None, "storage": None, "lag": None, "status": None}
+    return {"group": name, "members": report.members,
+            "zookeeper_offsets": len(state.zookeeper_offsets),
+            "owned_partitions": len(state.owners), "storage": storage_of(report),
+            "lag": report.total_lag if any(p.lag is not None for p in report.partitions)
+            else None,
+            "status": status_name(report.status) if report.partitions else None}
 
 
 def _kafka_figures(ctx: AdminContext, registered: dict[str, list[TopicPartition]]
@@ -88,10 +114,16 @@ def _kafka_figures(ctx: AdminContext, registered: dict[str, list[TopicPartition]
         click.echo(f"note: no lag, since the log ends could not be read: {exc}", err=True)
         return {}, {}
     try:
-        return log_ends, ctx.kafka_offsets_of_groups(registered)
+        answer = ctx.kafka_offsets_of_groups(registered)
     except ZkConsumerError as exc:
         click.echo(f"note: lag from ZooKeeper's offsets only: {exc}", err=True)
         return log_ends, {}
+    if answer.failed:
+        names = ", ".join(sorted(answer.failed)[:5])
+        click.echo(f"note: lag from ZooKeeper's offsets only for {len(answer.failed)} group(s) "
+                   f"Kafka could not answer for ({names}): {next(iter(answer.failed.values()))}",
+                   err=True)
+    return log_ends, answer.found
 
 
 @group.command("describe")

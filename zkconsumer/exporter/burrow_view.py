@@ -6,6 +6,7 @@ Paths answered, under one configured cluster name:
   /v3/kafka/<cluster>/consumer                     the group list
   /v3/kafka/<cluster>/consumer/<group>/status      status, with only the partitions not OK
   /v3/kafka/<cluster>/consumer/<group>/lag         the same with every partition
+  /v3/kafka/<cluster>/topic[/<topic>]               the topics the groups read, their log ends
 The group's `status` is Burrow's own (OK, WARN, or ERR for anything worse); each partition's
 says which trouble it is.
 """
@@ -13,6 +14,7 @@ says which trouble it is.
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Mapping
 from urllib.parse import unquote
 
@@ -21,6 +23,7 @@ from zkconsumer.exporter.status import Observation, Status, burrow_group_status
 from zkconsumer.metrics.http_server import Reply
 
 PREFIX = "/v3/kafka"
+_HOST = socket.gethostname()  # Burrow names the host that answered
 
 
 def burrow_reply(path: str, cluster: str, reports: Mapping[str, GroupReport]) -> Reply | None:
@@ -34,6 +37,15 @@ def burrow_reply(path: str, cluster: str, reports: Mapping[str, GroupReport]) ->
         return _error(path, 404, "cluster not found")
     if parts[1:] == ["consumer"]:
         return _ok(path, "consumer list returned", consumers=sorted(reports))
+    if parts[1] == "topic" and len(parts) <= 3:
+        log_ends = _log_ends(reports)
+        if len(parts) == 2:
+            return _ok(path, "topic list returned", topics=sorted(log_ends))
+        if parts[2] not in log_ends:
+            return _error(path, 404, "topic not found")
+        ends = log_ends[parts[2]]
+        return _ok(path, "topic offsets returned",
+                   offsets=[ends.get(partition, -1) for partition in range(max(ends) + 1)])
     if len(parts) == 4 and parts[1] == "consumer" and parts[3] in ("status", "lag"):
         report = reports.get(parts[2])
         if report is None:
@@ -43,7 +55,18 @@ def burrow_reply(path: str, cluster: str, reports: Mapping[str, GroupReport]) ->
     return _error(path, 404, "no such Burrow path here: try /status or /lag of a consumer")
 
 
+def _log_ends(reports: Mapping[str, GroupReport]) -> dict[str, dict[int, int]]:
+    """Topic -> partition -> log end, as the last scan read them for the groups."""
+    found: dict[str, dict[int, int]] = {}
+    for report in reports.values():
+        for p in report.partitions:
+            if p.log_end is not None:
+                found.setdefault(p.topic, {})[p.partition] = p.log_end
+    return found
+
+
 def _group_status(cluster: str, report: GroupReport, *, every_partition: bool) -> dict:
+    """Burrow counts and shows the partitions it has offsets for: so do we."""
     judged = [p for p in report.partitions if p.status != Status.NOTFOUND]
     shown = judged if every_partition else [p for p in judged if p.status != Status.OK]
     worst = max(judged, key=lambda p: p.lag, default=None)
@@ -53,7 +76,7 @@ def _group_status(cluster: str, report: GroupReport, *, every_partition: bool) -
         "status": burrow_group_status(report.status).name,
         "complete": report.completeness,
         "partitions": [_partition(p) for p in shown],
-        "partition_count": len(report.partitions),
+        "partition_count": len(judged),
         "maxlag": None if worst is None else _partition(worst),
         "totallag": report.total_lag,
     }
@@ -82,12 +105,12 @@ def _offset(observation: Observation) -> dict:
 
 def _ok(path: str, message: str, **fields) -> Reply:
     return Reply(200, _json({"error": False, "message": message, **fields,
-                             "request": {"url": path, "host": ""}}))
+                             "request": {"url": path, "host": _HOST}}))
 
 
 def _error(path: str, status: int, message: str) -> Reply:
     return Reply(status, _json({"error": True, "message": message,
-                                "request": {"url": path, "host": ""}}))
+                                "request": {"url": path, "host": _HOST}}))
 
 
 def _json(document: dict) -> bytes:

@@ -23,23 +23,22 @@ class OffsetHistory:
 
     def record(self, observed_at: float,
                seen: Mapping[Key, tuple[int, int, float | None]]) -> None:
-        """One scan: for each key, (committed offset, log end, when the offset was written if
-        known). An offset with no known write time is dated by when it was first seen at that
-        value, which never makes it look older than it is."""
+        """One scan: for each key, (committed offset, log end, the znode's mtime if ZooKeeper
+        holds that offset). An offset is dated once, when first seen at its value: by the mtime
+        if this is the partition's first observation (bounded by the scan's own time), else by
+        this scan, so a change never looks older than it is and clocks matter only at start."""
         windows: dict[Key, deque[Observation]] = {}
-        for key, (offset, log_end, committed_at) in seen.items():
+        for key, (offset, log_end, written_at) in seen.items():
             window = self._windows.get(key) or deque(maxlen=self.rules.samples)
-            if committed_at is None:
-                committed_at = _first_seen(window, offset, observed_at)
+            if window and window[-1].offset == offset:
+                committed_at = window[-1].committed_at
+            elif not window and written_at is not None:
+                committed_at = min(written_at, observed_at)
+            else:
+                committed_at = observed_at
             window.append(Observation(observed_at, offset, log_end, committed_at))
             windows[key] = window
         self._windows = windows
 
     def window(self, key: Key) -> tuple[Observation, ...]:
         return tuple(self._windows.get(key, ()))
-
-
-def _first_seen(window: deque[Observation], offset: int, now: float) -> float:
-    if window and window[-1].offset == offset and window[-1].committed_at is not None:
-        return window[-1].committed_at
-    return now

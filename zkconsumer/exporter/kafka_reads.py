@@ -11,6 +11,7 @@ member, would mean hundreds of connections for a cluster's worth of groups.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kafka import KafkaAdminClient
@@ -29,6 +30,12 @@ class KafkaReadError(ZkConsumerError):
     """The brokers did not answer a scan's question."""
 
 
+@dataclass(frozen=True)
+class GroupOffsets:
+    found: dict[str, dict[TopicPartition, int]]
+    failed: dict[str, str]  # group -> why Kafka could not give its offsets
+
+
 class GroupOffsetsReader:
     """The offsets any number of groups keep in Kafka, through one admin client."""
 
@@ -41,23 +48,30 @@ class GroupOffsetsReader:
                           if key in KafkaAdminClient.DEFAULT_CONFIG}
         self._admin: KafkaAdminClient | None = None
 
-    def read(self, wanted: GroupPartitions) -> dict[str, dict[TopicPartition, int]]:
+    def read(self, wanted: GroupPartitions) -> GroupOffsets:
         """Each group's committed offsets in Kafka, for the partitions named (brokers before
-        0.10.2 can only be asked about named partitions); partitions with none are left out."""
+        0.10.2 can only be asked about named partitions); partitions with none are left out.
+        kafka-python gives up on all groups at the first one that fails (a coordinator still
+        loading, a group the credentials may not read), so after such a failure each group is
+        asked alone and only the failing ones are left out, named in `failed`."""
         specs = {group: [(tp.topic, tp.partition) for tp in partitions]
                  for group, partitions in wanted.items()}
         specs = {group: partitions for group, partitions in specs.items() if partitions}
         if not specs:
-            return {}
+            return GroupOffsets({}, {})
+        admin = self._client()
         try:
-            answer = self._client().list_group_offsets(specs)
-        except KafkaError as exc:
-            raise KafkaReadError(f"reading group offsets from Kafka at {self._where}: "
-                                 f"{exc}") from exc
-        return {group: {TopicPartition(tp.topic, tp.partition): committed.offset
-                        for tp, committed in offsets.items()
-                        if committed is not None and committed.offset >= 0}
-                for group, offsets in answer.items()}
+            return GroupOffsets(_offsets(admin.list_group_offsets(specs)), {})
+        except KafkaError:
+            pass
+        found: dict[str, dict[TopicPartition, int]] = {}
+        failed: dict[str, str] = {}
+        for group, partitions in specs.items():
+            try:
+                found.update(_offsets(admin.list_group_offsets({group: partitions})))
+            except KafkaError as exc:
+                failed[group] = str(exc) or type(exc).__name__
+        return GroupOffsets(found, failed)
 
     def close(self) -> None:
         if self._admin is not None:
@@ -87,9 +101,16 @@ class ClusterReads:
     def log_ends(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         return self._log_offsets.latest(partitions)
 
-    def kafka_offsets(self, wanted: GroupPartitions) -> dict[str, dict[TopicPartition, int]]:
+    def kafka_offsets(self, wanted: GroupPartitions) -> GroupOffsets:
         return self._group_offsets.read(wanted)
 
     def close(self) -> None:
         self._log_offsets.close()
         self._group_offsets.close()
+
+
+def _offsets(answer) -> dict[str, dict[TopicPartition, int]]:
+    return {group: {TopicPartition(tp.topic, tp.partition): committed.offset
+                    for tp, committed in offsets.items()
+                    if committed is not None and committed.offset >= 0}
+            for group, offsets in answer.items()}

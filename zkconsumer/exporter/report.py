@@ -67,7 +67,7 @@ class GroupReport:
     members: int
     partitions: tuple[PartitionReport, ...]
     status: Status  # the worst partition status
-    completeness: float  # the smallest window completeness of its partitions (1.0 = full)
+    completeness: float  # the share of its judged partitions whose window is full (Burrow's)
 
     @property
     def total_lag(self) -> int:
@@ -131,20 +131,18 @@ def _judge(state: GroupState, partitions: list[TopicPartition], inputs: ScanInpu
            history: OffsetHistory, now: float) -> GroupReport:
     kafka = inputs.kafka_offsets.get(state.name, {})
     reports = []
-    completeness = 1.0
     for tp in partitions:
         window = history.window((state.name, tp))
         zookeeper = state.zookeeper_offsets.get(tp)
         owner = state.owners.get(tp)
         status = partition_status(window, history.rules, now=now, owned=owner is not None)
         seen = history.rules.completeness(window)
-        if window:
-            completeness = min(completeness, seen)
         reports.append(PartitionReport(
             tp.topic, tp.partition, None if zookeeper is None else zookeeper.offset,
             kafka.get(tp), inputs.log_ends.get(tp),
             window[-1].log_end - window[-1].offset if window else None,
             owner, status, window, seen))
+    judged = [p for p in reports if p.status != Status.NOTFOUND]
     return GroupReport(state.name, len(state.members), tuple(reports),
-                       group_status(p.status for p in reports if p.status != Status.NOTFOUND),
-                       completeness)
+                       group_status(p.status for p in judged),
+                       sum(p.completeness == 1.0 for p in judged) / len(judged) if judged else 1.0)

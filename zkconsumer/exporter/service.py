@@ -21,10 +21,10 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.core import Metric
 
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.errors import ZkConsumerError, ZnodeDataError
 from zkconsumer.exporter.burrow_view import burrow_reply
 from zkconsumer.exporter.history import OffsetHistory
-from zkconsumer.exporter.kafka_reads import KafkaReadError
+from zkconsumer.exporter.kafka_reads import GroupOffsets, KafkaReadError
 from zkconsumer.exporter.prometheus_view import group_families
 from zkconsumer.exporter.report import (
     GroupReport,
@@ -57,7 +57,7 @@ class Reads(Protocol):
     def log_ends(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]: ...
 
     def kafka_offsets(self, wanted: Mapping[str, Iterable[TopicPartition]]
-                      ) -> dict[str, dict[TopicPartition, int]]: ...
+                      ) -> GroupOffsets: ...
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,9 @@ class LagExporter:
         self._clock = clock
         self._history = OffsetHistory(settings.rules)
         self._published = _Published()
-        self._kafka_offsets_error: str | None = None
+        self._kafka_known: dict[str, Mapping[TopicPartition, int]] = {}
+        self._kafka_trouble: tuple[str, ...] = ()
+        self._said: set[tuple] = set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.registry = CollectorRegistry()
@@ -153,34 +155,84 @@ class LagExporter:
     def _scan(self, now: float) -> list[GroupReport]:
         states = self._groups.groups()
         view = self._reads.topics()
-        partitions_of = functools.cache(view.partitions)  # many groups share a topic
+        partitions_of = functools.cache(self._partitions_reader(view))  # groups share topics
         all_topics = list(view.all_topics)
         layout = {state.name: group_partitions(state, all_topics, partitions_of)
                   for state in states}
         existing = {name: existing_partitions(partitions, partitions_of)
                     for name, partitions in layout.items()}
-        log_ends = self._reads.log_ends(sorted({tp for partitions in existing.values()
-                                                for tp in partitions}))
-        return scan(ScanInputs(states, layout, log_ends, self._kafka_offsets(existing)),
-                    self._history, now)
+        # Committed offsets before log ends: read the other way round, a consumer committing
+        # between the two reads would show a lag below zero.
+        kafka = self._kafka_offsets(existing)
+        log_ends = self._log_ends(sorted({tp for partitions in existing.values()
+                                          for tp in partitions}))
+        return scan(ScanInputs(states, layout, log_ends, kafka), self._history, now)
 
-    def _kafka_offsets(self, layout: Mapping[str, list[TopicPartition]]
+    def _partitions_reader(self, view: TopicView) -> Callable[[str], list[int] | None]:
+        """The view's partitions of a topic; a topic whose registration does not parse is
+        left out (and said once), not allowed to stop every group's scan."""
+        def partitions(topic: str) -> list[int] | None:
+            try:
+                return view.partitions(topic)
+            except ZnodeDataError as exc:
+                self._say_once(("topic", topic), "skipping a topic whose registration does "
+                               "not parse", topic=topic, error=str(exc))
+                return None
+        return partitions
+
+    def _log_ends(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """All log ends in one go; if that fails, topic by topic, so that one topic without a
+        leader (being deleted, say) leaves only its own partitions without lag."""
+        try:
+            return self._reads.log_ends(partitions)
+        except ZkConsumerError as whole:
+            by_topic: dict[str, list[TopicPartition]] = {}
+            for tp in partitions:
+                by_topic.setdefault(tp.topic, []).append(tp)
+            found: dict[TopicPartition, int] = {}
+            failed = []
+            for topic, of_topic in by_topic.items():
+                try:
+                    found.update(self._reads.log_ends(of_topic))
+                except ZkConsumerError:
+                    failed.append(topic)
+            if len(failed) == len(by_topic):
+                raise
+            self._say_once(("log ends", tuple(failed)), "no log end for some topics this "
+                           "scan", topics=failed[:8], count=len(failed), error=str(whole))
+            return found
+
+    def _kafka_offsets(self, wanted: Mapping[str, list[TopicPartition]]
                        ) -> Mapping[str, Mapping[TopicPartition, int]]:
-        """Kafka's offsets, or none this scan if Kafka cannot give them: ZooKeeper's figures
-        are still worth publishing. The warning is said when the trouble starts or changes."""
+        """Kafka's offsets of every group. A group Kafka cannot answer for this scan keeps the
+        offsets last read (falling back to ZooKeeper's older copy would look like a rewind,
+        and dropping a Kafka-only group would throw its window away); the trouble is said when
+        it starts or changes."""
         if not self.settings.kafka_offsets:
             return {}
         try:
-            found = self._reads.kafka_offsets(layout)
+            answer = self._reads.kafka_offsets(wanted)
+            found, failed = answer.found, answer.failed
         except KafkaReadError as exc:
-            if str(exc) != self._kafka_offsets_error:
-                log.warning("scanning without the offsets groups keep in Kafka", error=str(exc))
-            self._kafka_offsets_error = str(exc)
-            return {}
-        if self._kafka_offsets_error is not None:
+            found, failed = {}, dict.fromkeys(wanted, str(exc))
+        known = {group: offsets for group, offsets in self._kafka_known.items()
+                 if group in wanted}
+        known.update(found)
+        self._kafka_known = known
+        trouble = tuple(sorted(failed))
+        if trouble and trouble != self._kafka_trouble:
+            log.warning("the offsets some groups keep in Kafka could not be read; their last "
+                        "ones are used", groups=list(trouble[:8]), count=len(trouble),
+                        error=next(iter(failed.values())))
+        elif not trouble and self._kafka_trouble:
             log.info("reading the offsets groups keep in Kafka again")
-            self._kafka_offsets_error = None
-        return found
+        self._kafka_trouble = trouble
+        return known
+
+    def _say_once(self, key: tuple, event: str, **fields) -> None:
+        if key not in self._said:
+            self._said.add(key)
+            log.warning(event, **fields)
 
     def _failed(self, started: float, why: str) -> bool:
         log.warning("scan failed; serving the previous one", error=why)

@@ -13,9 +13,11 @@ ZooKeeper group does show is who is alive: the owner znodes of registered member
   and lag that was zero at some point of the window (a burst on an idle topic being worked
   through) is OK as well.
 
-The age of an offset is its znode's mtime where ZooKeeper holds it; for offsets only Kafka
-holds, the first time this process saw that value (never older than the truth, so a restart of
-the exporter cannot invent a STOP).
+The age of an offset is taken from the first scan that saw it at that value. An offset already
+there when the exporter starts is dated by its znode's mtime where ZooKeeper holds it (never
+later than that first scan), so the ZooKeeper server's clock matters only then; one only
+Kafka holds is dated by that first scan, so a restart of the exporter never invents a STOP
+for it.
 """
 
 from __future__ import annotations
@@ -63,14 +65,16 @@ class Observation:
 class WindowRules:
     """A full window holds `samples` observations, one per scan, and covers `span_s` seconds
     (the scan interval times the samples). STOP and STALL need an offset older than the span;
-    WARN needs a full window, as Burrow's does."""
+    STALL and WARN need a full window, as Burrow judges only complete ones, and STOP two
+    observations at least, so that one scan meeting a rebalance (owner znodes gone for a
+    moment) cannot give it. `samples=1` is a judgement from one look (`group describe`)."""
 
     samples: int
     span_s: float
 
     def __post_init__(self) -> None:
-        if self.samples < 2:
-            raise ValueError(f"a status window needs at least 2 samples, got {self.samples}")
+        if self.samples < 1:
+            raise ValueError(f"a status window needs at least 1 sample, got {self.samples}")
         if self.span_s <= 0:
             raise ValueError(f"a status window must span some time, got {self.span_s}")
 
@@ -78,27 +82,28 @@ class WindowRules:
         """Burrow's `complete`: how much of a full window has been seen (1.0 = full)."""
         return min(1.0, len(window) / self.samples)
 
+    def is_full(self, window: Sequence[Observation]) -> bool:
+        return len(window) >= self.samples
+
 
 def partition_status(window: Sequence[Observation], rules: WindowRules, *, now: float,
                      owned: bool) -> Status:
     """The status of one partition from its window, oldest observation first."""
     if not window:
         return Status.NOTFOUND
-    latest = window[-1]
-    if latest.lag == 0:
-        return Status.OK
-    unchanged_too_long = (latest.committed_at is not None
-                          and now - latest.committed_at > rules.span_s)
-    if unchanged_too_long and not owned:
-        return Status.STOP
     if any(observation.lag == 0 for observation in window):
-        return Status.OK
+        return Status.OK  # caught up now, or lag that appeared within the window
     offsets = [observation.offset for observation in window]
     if any(later < earlier for earlier, later in pairwise(offsets)):
         return Status.REWIND
-    if unchanged_too_long and len(set(offsets)) == 1:
+    latest = window[-1]
+    unchanged_too_long = (latest.committed_at is not None
+                          and now - latest.committed_at > rules.span_s)
+    if unchanged_too_long and not owned and len(window) >= min(2, rules.samples):
+        return Status.STOP
+    if unchanged_too_long and rules.is_full(window) and len(set(offsets)) == 1:
         return Status.STALL
-    if len(window) >= rules.samples and _lag_never_shrank(window) and offsets[-1] > offsets[0]:
+    if rules.is_full(window) and _lag_never_shrank(window) and offsets[-1] > offsets[0]:
         return Status.WARN
     return Status.OK
 

@@ -10,15 +10,21 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 
 import structlog
 from kazoo.client import KazooClient
-from kazoo.recipe.cache import TreeCache, TreeEvent
+from kazoo.recipe.cache import NodeData, TreeCache, TreeEvent
 
 from zkconsumer.errors import ZkConsumerError, ZnodeDataError
 from zkconsumer.exporter.report import GroupState, ZookeeperOffset
 from zkconsumer.model import TopicPartition
-from zkconsumer.znodes.consumers import ConsumerRegistration, decode_offset, decode_owner
+from zkconsumer.znodes.consumers import (
+    NO_OFFSET,
+    ConsumerRegistration,
+    decode_offset,
+    decode_owner,
+)
 from zkconsumer.znodes.paths import GroupPaths, parse_partition_number
 
 log = structlog.get_logger(__name__)
@@ -26,6 +32,7 @@ log = structlog.get_logger(__name__)
 CONSUMERS = "/consumers"
 # A scan that keeps meeting the tree mid-change gives up on this try and is made at the next.
 _READ_ATTEMPTS = 5
+_STOP_POLL_S = 0.2
 
 
 class GroupsCacheError(ZkConsumerError):
@@ -34,27 +41,46 @@ class GroupsCacheError(ZkConsumerError):
 
 class GroupsCache:
     def __init__(self, zk: KazooClient, group_regex: str | None = None) -> None:
+        self._zk = zk
         self._wanted = re.compile(group_regex) if group_regex else None
         self._tree = TreeCache(zk, CONSUMERS)
         self._loaded = threading.Event()
+        self._connected = True
         self._warned: set[str] = set()
         self._tree.listen(self._on_event)
         self._tree.listen_fault(self._on_fault)
 
-    def start(self, timeout_s: float) -> None:
-        """Loads the subtree; an error if it is not all read within the timeout."""
+    def start(self, timeout_s: float, stop: threading.Event | None = None) -> bool:
+        """Loads the subtree, once /consumers exists (the cache would create it otherwise, a
+        write a monitor has no business making); False if `stop` was set first, an error if
+        it is not all read within the timeout once there."""
+        stop = stop or threading.Event()
+        appeared = threading.Event()
+        while self._zk.exists(CONSUMERS, watch=lambda _event: appeared.set()) is None:
+            log.info("waiting for /consumers to be created")
+            if not _first_of(appeared, stop, None):
+                return False
+            appeared.clear()
         self._tree.start()
-        if not self._loaded.wait(timeout_s):
+        if not _first_of(self._loaded, stop, timeout_s):
+            if stop.is_set():
+                return False
             raise GroupsCacheError(f"ZooKeeper did not give all of {CONSUMERS} within "
                                    f"{timeout_s:g} s")
+        return True
 
     def groups(self) -> list[GroupState]:
+        """Every wanted group as the cache holds it; an error while the connection to
+        ZooKeeper is lost, since the cache then no longer follows it."""
         for _ in range(_READ_ATTEMPTS):
+            if not self._connected:
+                raise GroupsCacheError("the connection to ZooKeeper is lost; the groups are "
+                                       "read again once it is back")
             try:
                 return [state for name in sorted(self._children(CONSUMERS))
                         if (self._wanted is None or self._wanted.fullmatch(name))
                         and (state := self._group(name)) is not None]
-            except RuntimeError:  # a dict of the tree changed size while it was copied
+            except (RuntimeError, KeyError):  # a node removed while the scan walked to it
                 continue
         raise GroupsCacheError(f"{CONSUMERS} kept changing during {_READ_ATTEMPTS} reads")
 
@@ -77,9 +103,9 @@ class GroupsCache:
                   if (owner := self._decoded(path, decode_owner)) is not None}
         offsets = {}
         for tp, path in self._partitions(paths.offsets):
-            node = self._tree.get_data(path)
-            offset = self._decoded(path, decode_offset)
-            if offset is not None and node is not None and offset >= 0:
+            node = self._tree.get_data(path)  # once: the offset and its mtime of one version
+            offset = self._decoded(path, decode_offset, node)
+            if offset is not None and offset != NO_OFFSET:
                 offsets[tp] = ZookeeperOffset(offset, node.stat.mtime / 1000)
         return GroupState(name, members, owners, offsets)
 
@@ -99,8 +125,8 @@ class GroupsCache:
     def _children(self, path: str) -> frozenset[str]:
         return self._tree.get_children(path, frozenset())
 
-    def _decoded(self, path: str, decode):
-        node = self._tree.get_data(path)
+    def _decoded(self, path: str, decode, node: NodeData | None = None):
+        node = node or self._tree.get_data(path)
         if node is None or node.data is None:
             return None
         try:
@@ -116,8 +142,24 @@ class GroupsCache:
             log.warning("skipping a znode that does not parse", path=path, error=str(exc))
 
     def _on_event(self, event: TreeEvent) -> None:
+        """Kazoo re-reads the whole tree after a reconnection, in a new session too."""
         if event.event_type == TreeEvent.INITIALIZED:
             self._loaded.set()
+        elif event.event_type in (TreeEvent.CONNECTION_SUSPENDED, TreeEvent.CONNECTION_LOST):
+            self._connected = False
+        elif event.event_type == TreeEvent.CONNECTION_RECONNECTED:
+            self._connected = True
 
     def _on_fault(self, exc: Exception) -> None:
         log.warning("ZooKeeper cache error", error=f"{type(exc).__name__}: {exc}")
+
+
+def _first_of(wanted: threading.Event, stop: threading.Event, timeout_s: float | None) -> bool:
+    """Wait until `wanted` is set (True), or `stop` is, or the time is up (False); a short
+    wait at a time, so that a stop request is heard within a moment."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while not wanted.is_set():
+        if stop.is_set() or (deadline is not None and time.monotonic() > deadline):
+            return False
+        wanted.wait(_STOP_POLL_S)
+    return True

@@ -71,6 +71,10 @@ _IDLE_S = 0.01
 _API_VERSIONS_TIMEOUT_S = 5.0
 # kafka-python's default: below the broker's own connections.max.idle.ms (10 minutes).
 _MAX_IDLE_MS = 540_000
+# Partitions with no known leader are normal for a moment: a topic just created, a leader
+# being elected. Every member of a group that meets one warned at once (a line per member per
+# rebalance); a wait that outlasts this is worth a warning.
+LEADER_WAIT_WARN_S = 5.0
 
 
 class WireFetcher:
@@ -355,7 +359,8 @@ class WireFetcher:
                          if leader in self._nodes}
         missing = [tp for tp in self._positions if tp not in self._leaders]
         if missing:
-            self._report_trouble("waiting for partition leaders", missing)
+            self._report_trouble("waiting for partition leaders", missing,
+                                 quiet_for_s=LEADER_WAIT_WARN_S)
 
     def _reset_positions(self) -> None:
         by_node: dict[int, dict[TopicPartition, int]] = {}
@@ -409,19 +414,24 @@ class WireFetcher:
                              retry_in_ms=round(self._backoff_s * 1000))
 
     def _report_trouble(self, event: str, partitions: list[TopicPartition],
-                        reason: str | None = None, **fields: Any) -> None:
+                        reason: str | None = None, quiet_for_s: float = 0.0,
+                        **fields: Any) -> None:
         """Count these partitions troubled until they fetch again, and report the trouble:
-        warned about when it starts, then at most every 30 s per event and reason (see
-        `RetryWarnings`)."""
+        warned about when it starts (or once it has lasted `quiet_for_s`; debug before), then
+        at most every 30 s per event and reason (see `RetryWarnings`)."""
         now = time.monotonic()
         self._troubled.update(partitions)
         if self._troubled and self._trouble_since is None:
             self._trouble_since = now
         if reason is not None:
             fields["reason"] = reason
-        self._trouble_warned |= self._warnings.report(
-            (event, reason), event, for_s=round(now - (self._trouble_since or now), 1),
-            partitions=[str(tp) for tp in partitions[:8]], count=len(partitions), **fields)
+        lasted = round(now - (self._trouble_since or now), 1)
+        details = {"for_s": lasted, "partitions": [str(tp) for tp in partitions[:8]],
+                   "count": len(partitions), **fields}
+        if lasted < quiet_for_s:
+            log.debug(event, **details)
+            return
+        self._trouble_warned |= self._warnings.report((event, reason), event, **details)
 
     def _settle(self, partitions: Collection[TopicPartition]) -> None:
         """These partitions fetch again, or are no longer ours: once none is left troubled, say
