@@ -61,9 +61,10 @@ SCENARIOS = (*CLUSTER_SCENARIOS, "decode")
 
 # -- contenders, each run in a fresh process by `--contender NAME` --------------------------
 
-def _zkconsumer(batches: bool, metrics: bool = False):
+def _zkconsumer(batches: bool, metrics: bool = False, arrow: bool = False):
     """`metrics`: served on a port and scraped every second meanwhile, a scrape more often
-    than Prometheus usually asks."""
+    than Prometheus usually asks. `arrow`: batches as Arrow record batches, the values' lengths
+    summed over the column."""
     def consume(zookeeper, _bootstrap, records, _partitions) -> tuple[int, int]:
         from zkconsumer import ConsumerConnector
 
@@ -79,7 +80,15 @@ def _zkconsumer(batches: bool, metrics: bool = False):
             threading.Thread(target=_scrape, args=(port, stop_scraping), daemon=True).start()
         count = size = 0
         try:
-            if batches:
+            if arrow:
+                import pyarrow.compute as pc
+
+                for table in stream.arrow_batches():
+                    size += pc.sum(pc.binary_length(table.column("value"))).as_py() or 0
+                    count += table.num_rows
+                    if count >= records:
+                        break
+            elif batches:
                 for batch in stream.batches():
                     for message in batch:
                         size += len(message.value)
@@ -109,6 +118,7 @@ CONTENDERS = {
     "zkconsumer (per record)": _zkconsumer(batches=False),
     "zkconsumer (per record, metrics on)": _zkconsumer(batches=False, metrics=True),
     "zkconsumer (batches)": _zkconsumer(batches=True),
+    "zkconsumer (arrow batches)": _zkconsumer(batches=True, arrow=True),
 }
 
 

@@ -40,6 +40,7 @@ def test_the_benchmark_runs_every_scenario_and_prints_each_figure(work_root):
     assert result.returncode == 0, result.stderr[-3000:]
     rows = {match["name"]: match for match in THROUGHPUT_ROW.finditer(result.stdout)}
     for contender in ("zkconsumer (per record)", "zkconsumer (batches)",
+                      "zkconsumer (arrow batches)",
                       "kafka-python (per record)", "reference Scala consumer (its own timing)"):
         assert contender in rows, result.stdout
         assert int(rows[contender]["rate"].replace(",", "")) > 0, rows[contender][0]

@@ -114,6 +114,31 @@ def test_batches_continue_a_partly_read_chunk_and_count_a_batch_at_the_next_requ
     assert stream.positions == {TP: 5}
 
 
+def test_arrow_batches_hand_out_the_same_records_and_count_them_as_batches_do():
+    pa = pytest.importorskip("pyarrow")
+    with_headers = [Message("t", 0, 5, b"k", None, 1_700_000_000_123, (("h", b"1"), ("e", None))),
+                    Message("t", 0, 6, None, b"v6", None, ())]
+    stream, _claims, _gate = stream_with(messages(0, 5), with_headers, timeout_ms=50)
+    assert next(stream).offset == 0
+    batches = stream.arrow_batches()
+    first = next(batches)
+    assert first.num_rows == 4 and first.column("offset").to_pylist() == [1, 2, 3, 4]
+    assert first.column("value").to_pylist() == [b"v1", b"v2", b"v3", b"v4"]
+    assert first.column("headers").to_pylist() == [[]] * 4
+    assert stream.positions == {TP: 1}, "a batch counts when the next one is asked for"
+    second = next(batches)
+    assert stream.positions == {TP: 5}
+    assert second.to_pylist() == [
+        {"key": b"k", "value": None, "topic": "t", "partition": 0, "offset": 5,
+         "timestamp": second.column("timestamp")[0].as_py(),
+         "headers": [{"key": "h", "value": b"1"}, {"key": "e", "value": None}]},
+        {"key": None, "value": b"v6", "topic": "t", "partition": 0, "offset": 6,
+         "timestamp": None, "headers": []}]
+    assert second.column("timestamp").cast(pa.int64())[0].as_py() == 1_700_000_000_123
+    stream.mark_consumed()
+    assert stream.positions == {TP: 7}
+
+
 def test_a_failed_member_makes_iteration_raise_its_error():
     stream, _claims, gate = stream_with(timeout_ms=-1)
     gate.fail(ZkConsumerError("rebalance failed"))

@@ -25,10 +25,13 @@ import queue
 import threading
 import time
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.model import Message, TopicPartition
+
+if TYPE_CHECKING:  # pyarrow is optional: only arrow_batches() needs it
+    import pyarrow as pa
 
 _POLL_S = 0.2
 
@@ -173,6 +176,15 @@ class KafkaStream:
             except StreamsClosed:
                 return
             yield batch
+
+    def arrow_batches(self) -> Iterator[pa.RecordBatch]:
+        """`batches()` as Arrow record batches (columns key, value, topic, partition, offset,
+        timestamp, headers; see `zkconsumer.arrow_records`), counted as consumed exactly as
+        batches are. Needs pyarrow (the `spark` extra)."""
+        from zkconsumer.arrow_records import record_batch
+
+        for batch in self.batches():
+            yield record_batch(batch)
 
     def mark_consumed(self) -> None:
         """Count the message (or batch) handed out last as consumed, so the next commit covers
