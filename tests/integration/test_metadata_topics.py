@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer
 from support.kafka import produce
 from support.members import CollectingMember
 from support.ownership import assignment_from_registrations, settled_ownership
@@ -38,6 +38,10 @@ def group_zookeeper(cluster, zk, unique_name):
 
 
 def _send(cluster, topic: str, partition: int, values: list[bytes]) -> None:
+    """The partition may be new: its leader is in ZooKeeper before the broker's metadata
+    names it, so the producer is made once the broker does."""
+    wait_until(lambda: partition in _partitions_in_metadata(cluster, topic), timeout=30,
+               message=f"partition {partition} in the broker's metadata")
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks=1,
                              api_version=cluster.kafka_api_version)
     try:
@@ -46,6 +50,15 @@ def _send(cluster, topic: str, partition: int, values: list[bytes]) -> None:
         producer.flush(timeout=60)
     finally:
         producer.close(timeout=10)
+
+
+def _partitions_in_metadata(cluster, topic: str) -> set[int]:
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers,
+                             api_version=cluster.kafka_api_version)
+    try:
+        return consumer.partitions_for_topic(topic) or set()
+    finally:
+        consumer.close()
 
 
 def test_members_find_partitions_in_metadata_and_a_new_one_within_the_interval(

@@ -140,6 +140,35 @@ def test_a_claim_met_again_after_its_answer_was_lost_succeeds(zk, unique_name):
     assert read_owners(zk, group) == again
 
 
+def test_registrations_are_read_once_per_id_until_a_claim_is_contested(cluster, zk,
+                                                                       unique_name):
+    """A rebalance reads only the registrations of ids it has not seen: with N members, N x N
+    reads per join or leave were what made big groups slow. A registration that changed under
+    a known id (never done by a real member) is read again once a claim is contested."""
+    group = unique_name("registrations")
+    paths = GroupPaths(group)
+    registered = {name: ConsumerRegistration.static({"t": 1}, 0) for name in ("a", "b")}
+    for name, registration in registered.items():
+        zk.create(paths.member(f"{group}_{name}"), registration.encode(), makepath=True)
+    membership = _membership(zk, group, "a")
+    assert set(membership.snapshot(True).members) == {f"{group}_a", f"{group}_b"}
+
+    changed = ConsumerRegistration.static({"t": 2}, 0)
+    zk.set(paths.member(f"{group}_b"), changed.encode())
+    zk.create(paths.member(f"{group}_c"), changed.encode())
+    members = membership.snapshot(True).members
+    assert members[f"{group}_b"].subscription == {"t": 1}, "a known id is not read again"
+    assert members[f"{group}_c"].subscription == {"t": 2}, "a new id is read"
+    zk.delete(paths.member(f"{group}_c"))
+    assert set(membership.snapshot(True).members) == {f"{group}_a", f"{group}_b"}
+
+    with zookeeper_session(cluster.zookeeper_connect) as other:
+        other.create(paths.owner("t", 0), b"someone-else-0", ephemeral=True, makepath=True)
+        assert membership.claim({TopicPartition("t", 0): f"{group}_a-0"}) == [
+            TopicPartition("t", 0)]
+    assert membership.snapshot(True).members[f"{group}_b"].subscription == {"t": 2}
+
+
 def test_a_claim_owned_by_another_session_is_contested(cluster, zk, unique_name):
     group = unique_name("claims")
     with zookeeper_session(cluster.zookeeper_connect) as other_zk:

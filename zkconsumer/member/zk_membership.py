@@ -61,6 +61,7 @@ class ZookeeperMembership:
         # The ZooKeeper session each of our owner znodes was created in: only those of the
         # session we have now are ours for certain (an expiry deletes the others).
         self._claimed_in: dict[TopicPartition, int | None] = {}
+        self._registrations: dict[str, ConsumerRegistration] = {}  # see `snapshot`
 
     # -- registration -----------------------------------------------------------------------
 
@@ -158,7 +159,13 @@ class ZookeeperMembership:
     # -- snapshot ---------------------------------------------------------------------------
 
     def snapshot(self, exclude_internal_topics: bool) -> GroupSnapshot:
-        members = read_members(self.zk, self.paths.group)
+        """Registrations already read are not read again: with N members, every rebalance
+        read N registrations in each of them, N x N reads for one member joining or leaving.
+        A registration does not change while its id stays registered (a member that registers
+        again after its session expired writes the same subscription); should one ever differ,
+        the claims it would misplace are contested, and `claim` then forgets them all."""
+        members = read_members(self.zk, self.paths.group, self._registrations)
+        self._registrations = members
         view = self.topics.view()
         partial = GroupSnapshot(members, view.all_topics, {})
         partitions = {}
@@ -207,6 +214,7 @@ class ZookeeperMembership:
                 return []
             contested = self._settle_own_owners(conflicts, remaining)
             if contested or attempt == _CLAIM_ATTEMPTS:
+                self._registrations = {}  # the next attempt reads every registration again
                 return contested or conflicts
         return []
 

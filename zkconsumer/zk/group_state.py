@@ -6,6 +6,8 @@ not part of the snapshot.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import ZnodeStat
@@ -36,13 +38,21 @@ def _read_all(zk: KazooClient, paths: list[str]) -> dict[str, tuple[bytes, Znode
     return found
 
 
-def read_members(zk: KazooClient, group: str) -> dict[str, ConsumerRegistration]:
-    """Registered consumer ids and their registrations, sorted by id."""
+def read_members(zk: KazooClient, group: str,
+                 known: Mapping[str, ConsumerRegistration] | None = None
+                 ) -> dict[str, ConsumerRegistration]:
+    """Registered consumer ids and their registrations, sorted by id. The registrations of
+    ids in `known` are taken from there instead of read again (a member's registration does
+    not change while its id stays registered)."""
     paths = GroupPaths(group)
-    ids = {paths.member(consumer_id): consumer_id
-           for consumer_id in sorted(_children(zk, paths.ids))}
-    return {ids[path]: ConsumerRegistration.decode(path, data)
-            for path, (data, _stat) in _read_all(zk, list(ids)).items()}
+    known = known or {}
+    registered = sorted(_children(zk, paths.ids))
+    ids = {paths.member(consumer_id): consumer_id for consumer_id in registered
+           if consumer_id not in known}
+    fresh = {ids[path]: ConsumerRegistration.decode(path, data)
+             for path, (data, _stat) in _read_all(zk, list(ids)).items()}
+    return {consumer_id: known.get(consumer_id) or fresh[consumer_id]
+            for consumer_id in registered if consumer_id in known or consumer_id in fresh}
 
 
 def read_owners(zk: KazooClient, group: str) -> dict[TopicPartition, str]:
