@@ -16,7 +16,7 @@ import time
 
 import pytest
 from click.testing import CliRunner
-from kazoo.client import KazooClient, KazooState
+from kazoo.client import KazooState
 from support.exporter import get, lag_of
 from support.kafka import produce
 from support.legacy_groups import kafka_version_args, register_member, write_offsets
@@ -33,7 +33,6 @@ from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import KafkaOffsetStore
 from zkconsumer.topology import open_topic_source
 from zkconsumer.zk.session import connect
-from zkconsumer.znodes.paths import GroupPaths
 
 pytestmark = pytest.mark.integration
 
@@ -114,6 +113,7 @@ def short_window_exporter(cluster, zk, unique_name):
     reads = ClusterReads(access, topics, {})
     exporter = LagExporter(groups, reads, ExporterSettings(1.0, WindowRules(3, 3.0)))
     exporter.prefix = prefix
+    exporter.cache = groups
     yield exporter
     reads.close()
     groups.close()
@@ -146,9 +146,10 @@ def test_statuses_over_a_short_window(cluster, zk, topic_factory, members,
             write_offsets(zk, rewound, topic, {0: 8})
         write_offsets(zk, warned, topic, {0: 1 + step})
         produce(cluster, topic, [b"y", b"y"], partitions=1)
-        wait_until(lambda: zk_offset(zk, warned, topic) == 1 + step and (
-            step != 1 or zk_offset(zk, rewound, topic) == 8), timeout=10,
-            message="the offsets written")
+        # The cache hears of a write through a watch, a moment after it: scan once it has.
+        wait_until(lambda: offsets_in(exporter.cache, warned) == {0: 1 + step} and (
+            step != 1 or offsets_in(exporter.cache, rewound) == {0: 8}), timeout=10,
+            message="the offsets written, in the exporter's cache")
         assert exporter.scan_once()
 
     for step in range(3):
@@ -171,10 +172,6 @@ def test_statuses_over_a_short_window(cluster, zk, topic_factory, members,
     assert burrow["status"]["status"] == "ERR"
     assert [p["status"] for p in burrow["status"]["partitions"]] == ["STALL"]
     assert exporter.reports()[stopped].partitions[0].status == Status.STOP
-
-
-def zk_offset(zk: KazooClient, group: str, topic: str) -> int:
-    return int(zk.get(GroupPaths(group).offset(topic, 0))[0])
 
 
 def test_the_exporter_reads_a_zookeeper_less_broker_with_bootstrap_server(

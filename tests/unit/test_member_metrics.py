@@ -13,24 +13,20 @@ from prometheus_client.parser import text_string_to_metric_families
 from support.memory_store import MemoryStore
 from support.scrape import get
 from test_connector import TOPIC, member, world  # noqa: F401 - `world` is a fixture
-from test_rebalancer import ME, DictMembership, NullFetchLoop
+from test_rebalancer import DictMembership, rebalancer
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.localcluster.processes import free_port
-from zkconsumer.member.committer import OffsetCommitter
 from zkconsumer.member.fetch_loop import payload_bytes
 from zkconsumer.member.rebalancer import (
-    Ownership,
-    RebalanceCallbacks,
     RebalanceFailedError,
-    Rebalancer,
 )
 from zkconsumer.member.state import State
 from zkconsumer.member.streams import Chunk, Claim, DeliveryGate, KafkaStream
 from zkconsumer.metrics import MemberMetrics, MemberSources, MetricsServer, MetricsServerError
 from zkconsumer.metrics.member_metrics import HighestSeen, partition_lags
 from zkconsumer.model import Message, TopicPartition
-from zkconsumer.offsets import DualOffsetStore, OffsetStoreError, OffsetTracker
+from zkconsumer.offsets import DualOffsetStore, OffsetStoreError
 from zkconsumer.offsets.metered_store import MeteredOffsetStore
 
 A = TopicPartition("t", 0)
@@ -158,28 +154,13 @@ def test_a_member_not_wired_yet_reports_zeros():
 
 # -- rebalances and commits --------------------------------------------------------------------
 
-def rebalancer(metrics: MemberMetrics, membership: DictMembership) -> Rebalancer:
-    ownership = Ownership()
-    store = MemoryStore()
-    stream = KafkaStream("s", 10, -1, ownership.claims, DeliveryGate())
-    committer = OffsetCommitter(store, OffsetTracker(), lambda: [stream],
-                                lambda: ownership.claims)
-    return Rebalancer(
-        consumer_id=ME, strategy="range", exclude_internal_topics=True, max_attempts=2,
-        backoff_ms=1, crashed_owner_grace_ms=0, membership=membership,
-        fetch_loop=NullFetchLoop(), committer=committer, offset_store=store,
-        stream_for=lambda _tp, _thread: stream, auto_commit=True,
-        callbacks=RebalanceCallbacks(), ownership=ownership, sleep=lambda _s: None,
-        observe=metrics.observe_rebalance)
-
-
 def test_rebalances_are_counted_by_result_and_timed():
     metrics = MemberMetrics()
-    rebalancer(metrics, DictMembership()).rebalance()
+    rebalancer(MemoryStore(), DictMembership(), observe=metrics.observe_rebalance).rebalance()
     contested = DictMembership()
     contested.owners[A] = "g_other-0"  # never released
     with pytest.raises(RebalanceFailedError):
-        rebalancer(metrics, contested).rebalance()
+        rebalancer(MemoryStore(), contested, observe=metrics.observe_rebalance).rebalance()
     figures = metrics.snapshot()
     assert figures["rebalances"] == {"success": 1, "failure": 1}
     assert figures["rebalance_duration_seconds"]["count"] == 2

@@ -79,7 +79,8 @@ class NullFetchLoop:
 
 
 def rebalancer(store: MemoryStore, membership: DictMembership | None = None,
-               missing_topic_reminder_s: float = 60.0, **callbacks) -> Rebalancer:
+               missing_topic_reminder_s: float = 60.0,
+               observe=lambda _succeeded, _seconds: None, **callbacks) -> Rebalancer:
     ownership = Ownership()
     stream = KafkaStream("s", 10, -1, ownership.claims, DeliveryGate())
     committer = OffsetCommitter(store, OffsetTracker(), lambda: [stream],
@@ -90,7 +91,7 @@ def rebalancer(store: MemoryStore, membership: DictMembership | None = None,
         fetch_loop=NullFetchLoop(), committer=committer, offset_store=store,
         stream_for=lambda _tp, _thread: stream, auto_commit=True,
         callbacks=RebalanceCallbacks(**callbacks), ownership=ownership, sleep=lambda _s: None,
-        missing_topic_reminder_s=missing_topic_reminder_s)
+        missing_topic_reminder_s=missing_topic_reminder_s, observe=observe)
 
 
 def test_a_raising_assigned_callback_is_reported_as_a_callback_failure():
