@@ -46,6 +46,7 @@ from bench_exporter import exporter
 from bench_peers import PEERS, SAME_VENV_PEERS, TOPIC, measure
 from kafka.record.memory_records import MemoryRecords as KafkaPythonMemoryRecords
 
+from zkconsumer.fetch import columns
 from zkconsumer.fetch.records import decode_records
 from zkconsumer.localcluster import LocalCluster, create_topic
 from zkconsumer.localcluster.bundle import ensure_bundle
@@ -332,15 +333,19 @@ def decode(args) -> None:
     producer writes them uncompressed) and in format v2 (batches of 16 KiB, a producer's
     default batch.size), cut into fetch responses of 1 MiB (the default fetch size).
     """
-    legacy = _fetch_responses(_v1_messages(args.records))
+    oldest = _fetch_responses(_legacy_messages(args.records, 0))
+    legacy = _fetch_responses(_legacy_messages(args.records, 1))
     batches = _fetch_responses(_v2_batches(args.records))
     readers = {
         "kafka-python v2 (MemoryRecords)": (_peer_reader(KafkaPythonMemoryRecords), batches),
         "aiokafka v1 (MemoryRecords, C)": (_peer_reader(AiokafkaMemoryRecords), legacy),
         "aiokafka v2 (MemoryRecords, C)": (_peer_reader(AiokafkaMemoryRecords), batches),
-        "zkconsumer decode_records v1": (_decode_records, legacy),
-        "zkconsumer decode_records v2": (_decode_records, batches),
     }
+    for form, versions in (("v0", oldest), ("v1", legacy), ("v2", batches)):
+        readers[f"zkconsumer {form}, aiokafka path (tuples)"] = (_without_compiled, versions)
+        if columns.compiled():
+            readers[f"zkconsumer {form}, compiled (tuples)"] = (_decode_records, versions)
+            readers[f"zkconsumer {form}, compiled (arrow)"] = (_decode_arrow, versions)
     rates = {}
     for name, (read, responses) in readers.items():
         seconds = min(_timed(read, responses, args.records) for _ in range(3))
@@ -355,11 +360,11 @@ _DECODE_VALUE = b"x" * 100
 _DECODE_TIMESTAMP = 1_700_000_000_000
 
 
-def _v1_messages(records: int) -> list[bytes]:
+def _legacy_messages(records: int, magic: int) -> list[bytes]:
     entries = []
     for offset in range(records):
-        builder = LegacyRecordBatchBuilder(1, 0, 1 << 10)
-        builder.append(offset, _DECODE_TIMESTAMP, None, _DECODE_VALUE)
+        builder = LegacyRecordBatchBuilder(magic, 0, 1 << 10)
+        builder.append(offset, _DECODE_TIMESTAMP if magic else None, None, _DECODE_VALUE)
         entries.append(bytes(builder.build()))
     return entries
 
@@ -415,7 +420,20 @@ def _peer_reader(memory_records):
 
 
 def _decode_records(response: bytes) -> list[Message]:
-    return decode_records(response, TOPIC, 0, 0).messages
+    return list(decode_records(response, TOPIC, 0, 0).messages)
+
+
+def _without_compiled(response: bytes) -> list[Message]:
+    """What a zkconsumer built without a C compiler does: aiokafka's reader."""
+    compiled, columns._columns = columns._columns, None
+    try:
+        return _decode_records(response)
+    finally:
+        columns._columns = compiled
+
+
+def _decode_arrow(response: bytes):
+    return decode_records(response, TOPIC, 0, 0).messages.record_batch()
 
 
 def produce(cluster: LocalCluster, records: int, partitions: int, work: Path) -> None:

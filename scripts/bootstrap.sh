@@ -1,5 +1,6 @@
 # Sourced by the other scripts: a virtual environment with zkconsumer installed, from nothing.
-# Re-installs only when pyproject.toml changes. Needs python3 (3.10+) on PATH.
+# Re-installs only when pyproject.toml or the compiled decoder's source changes. Needs python3
+# (3.10+) on PATH.
 set -euo pipefail
 ZKC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ZKC_VENV=${ZKCONSUMER_VENV:-$ZKC_ROOT/.venv}
@@ -18,7 +19,8 @@ zkc_install() {
   if [ ! -x "$ZKC_VENV/bin/python" ]; then
     "$zkc_python" -m venv "$ZKC_VENV"
   fi
-  if [ ! -f "$stamp" ] || [ "$ZKC_ROOT/pyproject.toml" -nt "$stamp" ]; then
+  if [ ! -f "$stamp" ] || [ "$ZKC_ROOT/pyproject.toml" -nt "$stamp" ] \
+      || [ "$ZKC_ROOT/zkconsumer/fetch/_columns.c" -nt "$stamp" ]; then
     echo "installing $target into $ZKC_VENV ..." >&2
     "$ZKC_VENV/bin/python" -m pip install --quiet --upgrade pip >&2
     "$ZKC_VENV/bin/python" -m pip install --quiet -e "$target" >&2

@@ -1,9 +1,11 @@
 """Consumed records as Arrow record batches, for code that works on columns (pandas, Polars,
-DuckDB, Parquet writers). Needs pyarrow (the `spark` extra brings it).
+DuckDB, Parquet writers). Needs pyarrow (the `arrow` extra brings it).
 
-A chunk is turned around in one pass: the records are tuples, so `zip(*chunk)` hands each
-field's values to Arrow as one sequence, and Arrow copies them into its buffers in C; topic and
-partition, the same for a whole chunk, are written once.
+Records decoded by the compiled decoder are already columns: `batch_of_columns` wraps its
+buffers as Arrow arrays, with no Python object per record. Records decoded without it are
+tuples, turned around in one pass by `record_batch`: `zip(*chunk)` hands each field's values to
+Arrow as one sequence. Either way topic and partition, the same for a whole chunk, are written
+once.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from zkconsumer.model import Message
 
@@ -50,3 +53,45 @@ def _headers(headers: Sequence[tuple], count: int) -> pa.Array:
                                         pa.array([], HEADER))
     return pa.array([[{"key": key, "value": value} for key, value in record_headers]
                      for record_headers in headers], pa.list_(HEADER))
+
+
+def batch_of_columns(buffers: tuple, topic: str, partition: int, start: int, stop: int
+                     ) -> pa.RecordBatch:
+    """Records `start:stop` of the compiled decoder's columns (`Columns.buffers()`)."""
+    (count, offsets, timestamps, keys, values, header_ends, header_count, header_keys,
+     header_values) = buffers
+    millis = pa.Array.from_buffers(pa.int64(), count, [None, pa.py_buffer(timestamps)])
+    headers = pa.ListArray.from_arrays(
+        pa.Array.from_buffers(pa.int32(), count + 1, [None, pa.py_buffer(header_ends)]),
+        pa.StructArray.from_arrays([_header_keys(_binary(header_keys, header_count)),
+                                    _binary(header_values, header_count)],
+                                   fields=list(HEADER)))
+    whole = pa.RecordBatch.from_arrays([
+        _binary(keys, count),
+        _binary(values, count),
+        pa.repeat(pa.scalar(topic, pa.string()), count),
+        pa.repeat(pa.scalar(partition, pa.int32()), count),
+        pa.Array.from_buffers(pa.int64(), count, [None, pa.py_buffer(offsets)]),
+        # none is kept as -1 (brokers before 0.10); Arrow says null
+        pc.if_else(pc.less(millis, 0), pa.scalar(None, pa.int64()), millis).cast(
+            SCHEMA.field("timestamp").type),
+        headers,
+    ], schema=SCHEMA)
+    return whole.slice(start, stop - start)
+
+
+def _binary(column: tuple, length: int) -> pa.Array:
+    data, ends, validity, null_count = column
+    return pa.Array.from_buffers(
+        pa.binary(), length,
+        [None if validity is None else pa.py_buffer(validity), pa.py_buffer(ends),
+         pa.py_buffer(data)], null_count=null_count)
+
+
+def _header_keys(keys: pa.Array) -> pa.Array:
+    """Header keys as text, bytes that are not UTF-8 made U+FFFD as Java's consumer does."""
+    try:
+        return keys.cast(pa.string())
+    except pa.ArrowInvalid:
+        return pa.array([key.decode("utf-8", "replace") for key in keys.to_pylist()],
+                        pa.string())

@@ -22,8 +22,10 @@ THROUGHPUT_ROW = re.compile(r"^(?P<name>\S.*?)\s+(?P<rate>[\d,]+)\s+[\d.]+x\s+[\
 DECODE_ROW = re.compile(r"^(?P<name>\S.*?)\s+(?P<rate>[\d,]+)\s+(?P<ratio>[\d.]+)x$",
                         re.MULTILINE)
 DECODE_READERS = ("kafka-python v2 (MemoryRecords)", "aiokafka v1 (MemoryRecords, C)",
-                  "aiokafka v2 (MemoryRecords, C)", "zkconsumer decode_records v1",
-                  "zkconsumer decode_records v2")
+                  "aiokafka v2 (MemoryRecords, C)",
+                  *(f"zkconsumer {form}, {path}" for form in ("v0", "v1", "v2")
+                    for path in ("aiokafka path (tuples)", "compiled (tuples)",
+                                 "compiled (arrow)")))
 
 
 def test_the_benchmark_runs_every_scenario_and_prints_each_figure(work_root):

@@ -13,6 +13,9 @@ from zkconsumer.fetch.message_sets import CorruptMessageError
 from zkconsumer.fetch.records import decode_records
 from zkconsumer.model import Message
 
+# Each test runs with the compiled decoder and with aiokafka's reader (tests/unit/conftest.py).
+pytestmark = pytest.mark.usefixtures("each_decoder")
+
 GZIP, SNAPPY, LZ4 = 1, 2, 3
 LOG_APPEND_TIME = 0x08
 

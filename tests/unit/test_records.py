@@ -22,6 +22,9 @@ from zkconsumer.fetch.message_sets import CorruptMessageError
 from zkconsumer.fetch.records import DecodedSet, decode_records
 from zkconsumer.model import Message
 
+# Each test runs with the compiled decoder and with aiokafka's reader (tests/unit/conftest.py).
+pytestmark = pytest.mark.usefixtures("each_decoder")
+
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
 CODEC_LIBRARY = {SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstandard"}  # kafka-python's encoders
 TIMESTAMP = 1_700_000_000_000

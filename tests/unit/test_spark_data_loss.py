@@ -84,7 +84,7 @@ def test_a_position_that_goes_back_fails_instead_of_returning_records_twice():
         offsets_read([([0, 1, 2, 3, 4], 5), ([0, 1], 2)], 0, 10, fail=False, log_start=0)
 
 
-def test_executors_reset_to_the_earliest_offset_whatever_the_group_says(monkeypatch):
+def test_executors_reset_to_the_earliest_offset_and_fetch_in_bulk_whatever_the_group_says(monkeypatch):
     fetcher = ScriptedFetcher([([0, 1], 2)])
 
     def fake_fetcher_for(settings, backend):
@@ -93,10 +93,12 @@ def test_executors_reset_to_the_earliest_offset_whatever_the_group_says(monkeypa
 
     monkeypatch.setattr(reading, "fetcher_for", fake_fetcher_for)
     plan = ReadPlan("g", KafkaAccess("127.0.0.1:9092", (0, 9)),
-                    {"auto_offset_reset": "latest", "client_id": "c"}, "auto", {}, {}, {})
+                    {"auto_offset_reset": "latest", "client_id": "c",
+                     "max_partition_fetch_bytes": 1 << 20}, "auto", {}, {}, {})
     batches = list(read_range(plan, OffsetRange("t", 0, 0, 2), decode_utf8=False,
                               fail_on_data_loss=True))
     assert [o for b in batches for o in b.column("offset").to_pylist()] == [0, 1]
-    assert fetcher.settings == {"auto_offset_reset": "earliest", "client_id": "c"}
+    assert fetcher.settings == {"auto_offset_reset": "earliest", "client_id": "c",
+                                "max_partition_fetch_bytes": reading.BULK_FETCH_BYTES}
     assert plan.consumer_settings["auto_offset_reset"] == "latest", "the plan is left as it is"
     assert fetcher.closed

@@ -4,11 +4,14 @@ consumed only once the consumer comes back for the next one."""
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 
 import pytest
+from support.record_columns import columns_of
 
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.fetch import columns
 from zkconsumer.member.streams import Chunk, Claim, ConsumerTimeout, DeliveryGate, KafkaStream
 from zkconsumer.model import Message, TopicPartition
 
@@ -20,6 +23,22 @@ def messages(first: int, count: int, tp: TopicPartition = TP) -> list[Message]:
             for offset in range(first, first + count)]
 
 
+def as_fetched(chunk: list[Message]):
+    """A chunk in the form a fetcher hands it over: set per test by `chunk_form`."""
+    return chunk
+
+
+@pytest.fixture(autouse=True, params=["tuples", "columns"])
+def chunk_form(request, monkeypatch):
+    """Every test runs with chunks of tuples (what aiokafka's reader and kafka-python give) and
+    with the compiled decoder's columns."""
+    if request.param == "columns":
+        if not columns.compiled():
+            pytest.skip("the compiled decoder was not built")
+        monkeypatch.setattr(sys.modules[__name__], "as_fetched", columns_of)
+    return request.param
+
+
 def stream_with(*chunks: list[Message], timeout_ms: int = 0, tp: TopicPartition = TP):
     """A stream whose partition `tp` is claimed, with `chunks` queued; also its claims and
     gate, for tests that withdraw the claim or close the gate."""
@@ -28,7 +47,7 @@ def stream_with(*chunks: list[Message], timeout_ms: int = 0, tp: TopicPartition 
     claims = {tp: claim}
     stream = KafkaStream("s", max_chunks=10, timeout_ms=timeout_ms, claims=claims, gate=gate)
     for chunk in chunks:
-        assert stream.offer(Chunk(tp, chunk, claim), lambda: True)
+        assert stream.offer(Chunk(tp, as_fetched(chunk), claim), lambda: True)
     return stream, claims, gate
 
 
@@ -70,7 +89,7 @@ def test_iteration_resumes_after_a_consumer_timeout():
     assert next(stream).offset == 0
     with pytest.raises(ConsumerTimeout):
         next(stream)
-    stream.offer(Chunk(TP, messages(1, 2), claims[TP]), lambda: True)
+    stream.offer(Chunk(TP, as_fetched(messages(1, 2)), claims[TP]), lambda: True)
     assert [next(stream).offset, next(stream).offset] == [1, 2]
 
 

@@ -1,5 +1,9 @@
 """Every Kafka record format decoded into `Message` tuples: the consumer's hot path.
 
+Where the compiled decoder was built (`zkconsumer.fetch.columns`, nearly always), it does the
+work and the records come back as its `RecordColumns`; what follows describes the reader used
+where it was not, which is kept as the reference the compiled one is tested against.
+
 A fetch response holds a slice of one partition's log as the broker stores it, entry after
 entry: messages in format v0 (brokers 0.8-0.9) or v1 (0.10, with timestamps), or record batches
 in format v2 (0.11+, with headers and transactions). A log upgraded from v1 to v2 holds both, and
@@ -51,6 +55,7 @@ from aiokafka.record.legacy_records import LegacyRecordBatch
 from aiokafka.record.memory_records import MemoryRecords
 from aiokafka.record.util import decode_varint
 
+from zkconsumer.fetch import columns
 from zkconsumer.fetch.message_sets import CorruptMessageError, unwrap_old_lz4
 from zkconsumer.model import Message
 
@@ -67,16 +72,11 @@ _LZ4 = 3
 _OLD_LZ4 = 0x100  # no magic byte: the run kind of a v0 LZ4 message, which aiokafka refuses
 _CONTROL_KEY = struct.Struct(">hh")  # version, type
 _ABORT = 0
-# a v2 batch header: base offset, size, leader epoch, magic, crc, attributes, last offset
-# delta, first and max timestamp, producer id and epoch, base sequence, record count
-_BATCH_HEAD = struct.Struct(">qiibIhiqqqhii")
 _LOG_APPEND_TIME, _TRANSACTIONAL, _CONTROL = 0x08, 0x10, 0x20  # batch attributes
-_DECOMPRESS = {1: aiokafka_codec.gzip_decode, 2: aiokafka_codec.snappy_decode,
-               3: aiokafka_codec.lz4_decode, 4: aiokafka_codec.zstd_decode}
 
 
 class DecodedSet(NamedTuple):
-    messages: list[Message]
+    messages: Sequence[Message]  # a list, or the compiled decoder's RecordColumns
     next_offset: int | None  # where the next fetch starts; None: no complete entry here
     truncated: bool  # the data ended inside an entry (the broker cuts at the size asked for)
 
@@ -94,8 +94,11 @@ def decode_records(data: bytes, topic: str, partition: int, fetch_offset: int,
     the (producer id, first offset) pairs of the aborted transactions the fetch response lists,
     whose records are left out.
     """
-    reader = _Reader(topic, partition, fetch_offset, check_crcs,
-                     None if aborted is None else _AbortedTransactions(aborted))
+    transactions = None if aborted is None else _AbortedTransactions(aborted)
+    if columns.compiled():
+        return DecodedSet(*columns.decode_columns(data, topic, partition, fetch_offset,
+                                                  check_crcs, transactions, _LenientBatch))
+    reader = _Reader(topic, partition, fetch_offset, check_crcs, transactions)
     next_offset, truncated = reader.read(data)
     messages = reader.messages
     if messages and messages[0].offset < fetch_offset:
@@ -281,7 +284,7 @@ class _LenientBatch:
 
     def __init__(self, entry: bytes) -> None:
         (self.base_offset, _, _, magic, _, attributes, last_offset_delta, self._first_timestamp,
-         self._max_timestamp, self.producer_id, _, _, self._count) = _BATCH_HEAD.unpack_from(
+         self._max_timestamp, self.producer_id, _, _, self._count) = columns.BATCH_HEAD.unpack_from(
             entry)
         if magic != 2:
             raise ValueError(f"magic {magic} where a record batch (magic 2) was expected")
@@ -290,12 +293,12 @@ class _LenientBatch:
         self.is_control_batch = bool(attributes & _CONTROL)
         self._log_append_time = bool(attributes & _LOG_APPEND_TIME)
         self._codec = attributes & _CODEC_MASK
-        self._records = entry[_BATCH_HEAD.size:]
+        self._records = entry[columns.BATCH_HEAD.size:]
 
     def __iter__(self) -> Iterator[_Record]:
         data = self._records
         if self._codec:
-            data = _DECOMPRESS[self._codec](data)
+            data = columns.DECOMPRESS[self._codec](data)
         position = 0
         for _ in range(self._count):
             length, position = decode_varint(data, position)
@@ -347,7 +350,7 @@ class _AbortedTransactions:
                                        reverse=True)  # the next to start is popped off the end
         self._aborting: set[int] = set()
 
-    def holds(self, batch: DefaultRecordBatch | _LenientBatch) -> bool:
+    def holds(self, batch: DefaultRecordBatch | _LenientBatch | columns.BatchHeader) -> bool:
         """Whether a transactional batch belongs to an aborted transaction; a control batch
         holding an ABORT marker ends its producer's."""
         last_offset = batch.next_offset - 1

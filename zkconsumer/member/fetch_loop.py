@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import operator
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 
 import structlog
 
+from zkconsumer.fetch.columns import RecordColumns
 from zkconsumer.member.streams import Chunk, Claim, KafkaStream
 from zkconsumer.model import Message, TopicPartition
 
@@ -27,12 +28,15 @@ _KEY = operator.itemgetter(3)
 _VALUE = operator.itemgetter(4)
 
 
-def payload_bytes(messages: list[Message]) -> int:
+def payload_bytes(messages: Sequence[Message]) -> int:
     """The bytes of the keys and values of `messages` (None counts as 0).
 
-    Done in C iterators, once per chunk: about 60-80 ns per message, a few per cent of what
-    consuming a message costs (the reference counted whole message sets, overhead included,
-    which only the wire client sees)."""
+    The compiled decoder's columns know it at once. Tuples are counted in C iterators, once per
+    chunk: about 60-80 ns per message, a few per cent of what consuming a message costs (the
+    reference counted whole message sets, overhead included, which only the wire client
+    sees)."""
+    if isinstance(messages, RecordColumns):
+        return messages.payload_bytes()
     return sum(map(len, filter(None, chain(map(_VALUE, messages), map(_KEY, messages)))))
 
 

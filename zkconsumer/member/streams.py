@@ -24,10 +24,11 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.fetch.columns import RecordColumns, offset_at
 from zkconsumer.model import Message, TopicPartition
 
 if TYPE_CHECKING:  # pyarrow is optional: only arrow_batches() needs it
@@ -52,7 +53,7 @@ class Claim:
 
 class Chunk(NamedTuple):
     partition: TopicPartition
-    messages: list[Message]
+    messages: Sequence[Message]  # a list, or the compiled decoder's RecordColumns
     claim: Claim
 
 
@@ -130,7 +131,7 @@ class KafkaStream:
         # out. Written by the consuming thread only, a new chunk before its index moves (and
         # the index back to 0 before a chunk is left), so another thread that reads the chunk,
         # the index and the chunk again sees a consistent pair.
-        self._chunk: tuple[TopicPartition | None, Claim | None, list[Message]] = _NO_CHUNK
+        self._chunk: tuple[TopicPartition | None, Claim | None, Sequence[Message]] = _NO_CHUNK
         self._index = 0
         # Messages handed out of the chunks left behind, per topic (see `handed_out`).
         self._handed_out: dict[str, int] = {}
@@ -170,21 +171,26 @@ class KafkaStream:
         """Whole chunks as fetched: one list per partition per fetch (after a partly read chunk,
         its rest). A batch counts as consumed when the next one is asked for. After a
         `ConsumerTimeout`, call `batches()` again to go on."""
-        while True:
-            try:
-                batch = self._next_batch()
-            except StreamsClosed:
-                return
-            yield batch
+        for batch in self._batches(columnar=False):
+            yield batch if type(batch) is list else list(batch)
 
     def arrow_batches(self) -> Iterator[pa.RecordBatch]:
         """`batches()` as Arrow record batches (columns key, value, topic, partition, offset,
         timestamp, headers; see `zkconsumer.arrow_records`), counted as consumed exactly as
-        batches are. Needs pyarrow (the `spark` extra)."""
+        batches are. Records the compiled decoder read become Arrow columns without a Python
+        object each. Needs pyarrow (the `arrow` extra)."""
         from zkconsumer.arrow_records import record_batch
 
-        for batch in self.batches():
-            yield record_batch(batch)
+        for batch in self._batches(columnar=True):
+            yield batch.record_batch() if isinstance(batch, RecordColumns) else record_batch(batch)
+
+    def _batches(self, columnar: bool) -> Iterator[Sequence[Message]]:
+        while True:
+            try:
+                batch = self._next_batch(columnar)
+            except StreamsClosed:
+                return
+            yield batch
 
     def mark_consumed(self) -> None:
         """Count the message (or batch) handed out last as consumed, so the next commit covers
@@ -195,19 +201,21 @@ class KafkaStream:
         if index and chunk is self._chunk:
             partition, claim, messages = chunk
             if self._claims.get(partition) is claim:
-                self.positions[partition] = messages[index - 1].offset + 1
+                self.positions[partition] = offset_at(messages, index - 1) + 1
 
-    def _next_batch(self) -> list[Message]:
-        partition, messages, index = self._deliverable_chunk()
+    def _next_batch(self, columnar: bool) -> Sequence[Message]:
+        partition, messages, index = self._deliverable_chunk(columnar)
         batch = messages if index == 0 else messages[index:]
         self._index = len(messages)
-        self.positions[partition] = batch[0].offset
+        self.positions[partition] = offset_at(batch, 0)
         return batch
 
-    def _deliverable_chunk(self) -> tuple[TopicPartition, list[Message], int]:
+    def _deliverable_chunk(self, columnar: bool = False
+                           ) -> tuple[TopicPartition, Sequence[Message], int]:
         """What was handed out so far is consumed (the consumer asked for more); then the
         chunk to hand out from, and where: the current one if it may go on, after waiting
-        while the gate is closed; else the next one, dropping a chunk whose claim is gone."""
+        while the gate is closed; else the next one, dropping a chunk whose claim is gone.
+        A new chunk is loaded as columns if `columnar`, else as a list of tuples."""
         self.mark_consumed()
         deadline = self._deadline()
         while True:
@@ -218,7 +226,7 @@ class KafkaStream:
                 self._wait_for_delivery(deadline)
                 continue
             self._leave_chunk()
-            self._load(self._next_chunk(deadline))
+            self._load(self._next_chunk(deadline), columnar)
 
     def _deliverable(self, partition: TopicPartition | None, claim: Claim | None) -> bool:
         return self._claims.get(partition) is claim and self._gate.delivering \
@@ -234,9 +242,12 @@ class KafkaStream:
         if handed:
             self._handed_out[partition.topic] = self._handed_out.get(partition.topic, 0) + handed
 
-    def _load(self, chunk: Chunk) -> None:
+    def _load(self, chunk: Chunk, columnar: bool) -> None:
         if self._claims.get(chunk.partition) is chunk.claim:
-            self._chunk = (chunk.partition, chunk.claim, chunk.messages)
+            messages = chunk.messages
+            if not columnar and type(messages) is not list:
+                messages = messages.messages()  # all tuples at once, in C: per-record speed
+            self._chunk = (chunk.partition, chunk.claim, messages)
             self._index = 0
 
     def _wait_for_delivery(self, deadline: float | None) -> None:

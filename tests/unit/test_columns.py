@@ -1,0 +1,84 @@
+"""The compiled decoder's own promises: Arrow columns equal to the tuples, views that share the
+columns, and no crash on any bytes (its parsers read untrusted data in C)."""
+
+from __future__ import annotations
+
+import zlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kafka.record._crc32c import crc as kafka_crc32c
+from test_records import GZIP, NONE, TIMESTAMP, batch, legacy, record_lists
+
+from zkconsumer.arrow_records import record_batch
+from zkconsumer.fetch import columns
+from zkconsumer.fetch.message_sets import CorruptMessageError
+from zkconsumer.member.fetch_loop import payload_bytes
+from zkconsumer.model import Message
+
+pytestmark = pytest.mark.skipif(not columns.compiled(),
+                                reason="the compiled decoder was not built")
+
+entries = st.lists(st.tuples(record_lists, st.sampled_from([0, 1, 2]),
+                             st.sampled_from([NONE, GZIP])), min_size=1, max_size=5)
+
+
+def log_of(entries: list, first_offset: int) -> bytes:
+    data, offset = b"", first_offset
+    for records, magic, codec in entries:
+        if magic == 2:
+            data += batch(offset, records, codec)
+        else:
+            data += legacy(magic, offset, [(key, value) for key, value, _ in records], codec)
+        offset += len(records)
+    return data
+
+
+@settings(max_examples=60, deadline=None)
+@given(entries, st.integers(0, 1 << 40), st.integers(0, 30), st.integers(0, 30))
+def test_arrow_columns_hold_what_the_tuples_hold(entries, first_offset, fetch_skip, cut):
+    fetch_offset = first_offset + fetch_skip
+    records = columns.decode_columns(log_of(entries, first_offset), "t", 3, fetch_offset).records
+    rest = records[min(cut, len(records)):]
+    assert rest.record_batch().equals(record_batch(list(rest)))
+    assert rest.payload_bytes() == payload_bytes(list(rest))
+    assert [rest.offset_at(i) for i in range(len(rest))] == [m.offset for m in rest]
+
+
+def test_a_view_shares_the_columns_and_counts_from_its_own_start():
+    data = batch(10, [(b"k%d" % i, b"v%d" % i, [("h", b"%d" % i)]) for i in range(6)])
+    records = columns.decode_columns(data, "t", 0, 12).records
+    assert len(records) == 4 and records.offset_at(0) == 12 and records.offset_at(-1) == 15
+    middle = records[1:3]
+    assert [m.offset for m in middle] == [13, 14]
+    assert middle == [Message("t", 0, 13, b"k3", b"v3", TIMESTAMP + 3, (("h", b"3"),)),
+                      Message("t", 0, 14, b"k4", b"v4", TIMESTAMP + 4, (("h", b"4"),))]
+    assert middle.record_batch().column("offset").to_pylist() == [13, 14]
+    with pytest.raises(IndexError):
+        middle.offset_at(2)
+    assert columns.count_before(records, 14) == 2 and columns.count_before(list(records), 14) == 2
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 8, 9, 4096 + 3])
+def test_checksums_agree_with_the_reference_implementations(size):
+    data = bytes(range(256)) * (size // 256 + 1)
+    data = b"x" + data[:size]  # odd start: the unaligned head is handled
+    assert columns._columns.crc32(data, 1, len(data)) == zlib.crc32(data[1:])
+    assert columns._columns.crc32c(data, 1, len(data)) == kafka_crc32c(data[1:])
+
+
+@settings(max_examples=300, deadline=None)
+@given(entries, st.data())
+def test_any_damage_is_a_corrupt_message_error_never_a_crash(entries, data):
+    log = bytearray(log_of(entries, 0))
+    for _ in range(data.draw(st.integers(1, 4))):
+        position = data.draw(st.integers(0, len(log) - 1))
+        log[position] = data.draw(st.integers(0, 255))
+    log = log[:data.draw(st.integers(0, len(log)))]
+    try:
+        decoded = columns.decode_columns(bytes(log), "t", 0, 0, check_crcs=False)
+    except CorruptMessageError:
+        return
+    list(decoded.records)
+    decoded.records.record_batch()

@@ -1,0 +1,322 @@
+"""Every Kafka record format decoded into columns by the compiled decoder (`_columns.c`).
+
+This is the hot path wherever the extension was built (it is an optional part of the install);
+`records.decode_records` falls back to aiokafka's reader where it was not. The C side walks the
+entries and parses every record without making a Python object per record, with the GIL
+released; this side does what happens once per batch or compressed wrapper: batch headers,
+CRC-32C of v2 batches, decompression, transactions and error messages that name the entry.
+
+A fetch of one partition becomes a `RecordColumns`: a read-only sequence of `Message` tuples for
+code that wants them (made in C, all at once, when first asked for), and an Arrow record batch
+for code that works on columns (made by wrapping the decoded buffers, no Python object per
+record). `scripts/bench --only decode` and `--only throughput` measure it against aiokafka's.
+
+Pure: bytes in, columns out.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from aiokafka import codec as aiokafka_codec
+
+from zkconsumer.fetch.message_sets import CorruptMessageError, unwrap_old_lz4
+from zkconsumer.model import Message
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+try:
+    from zkconsumer.fetch import _columns
+except ImportError:  # built without a C compiler: records.py reads with aiokafka instead
+    _columns = None
+
+# a v2 batch header: base offset, size, leader epoch, magic, crc, attributes, last offset
+# delta, first and max timestamp, producer id and epoch, base sequence, record count
+BATCH_HEAD = struct.Struct(">qiibIhiqqqhii")
+_BATCH_CRC_FROM = 21  # the attributes on
+_LOG_APPEND_TIME, _TRANSACTIONAL, _CONTROL = 0x08, 0x10, 0x20  # v2 batch attributes
+# a v0/v1 message: offset, size, crc, magic, attributes; v1 then has its timestamp
+_MESSAGE_HEAD = struct.Struct(">qiIbb")
+_TIMESTAMP = struct.Struct(">q")
+_LENGTH = struct.Struct(">i")
+_MESSAGE_CRC_FROM = 16  # the magic on
+_V1_LOG_APPEND_TIME = 0x08
+_OLD_LZ4 = 3  # codec 3 in format v0: the 0.8/0.9 brokers' framing (see message_sets)
+_CODEC_MASK = 0x07
+# aiokafka decompresses snappy, lz4 and zstd with cramjam, gzip with the standard library
+_CRAMJAM_CODECS = {2: ("snappy", aiokafka_codec.has_snappy), 3: ("lz4", aiokafka_codec.has_lz4),
+                   4: ("zstd", aiokafka_codec.has_zstd)}
+DECOMPRESS = {1: aiokafka_codec.gzip_decode, 2: aiokafka_codec.snappy_decode,
+              3: aiokafka_codec.lz4_decode, 4: aiokafka_codec.zstd_decode}
+
+
+def compiled() -> bool:
+    """Whether the compiled decoder was built and loads."""
+    return _columns is not None
+
+
+class DecodedColumns(NamedTuple):
+    records: RecordColumns
+    next_offset: int | None  # where the next fetch starts; None: no complete entry here
+    truncated: bool  # the data ended inside an entry (the broker cuts at the size asked for)
+
+
+class BatchHeader(NamedTuple):
+    """What `records._AbortedTransactions` asks of a v2 batch."""
+
+    base_offset: int
+    next_offset: int
+    producer_id: int
+    is_transactional: bool
+    is_control_batch: bool
+
+
+def decode_columns(data: bytes, topic: str, partition: int, fetch_offset: int,
+                   check_crcs: bool = True, aborted: Any = None,
+                   control_reader: Any = None) -> DecodedColumns:
+    """Every complete record at or after `fetch_offset`, control records left out; as
+    `records.decode_records` (which calls this), but as columns.
+
+    `aborted` is None to read uncommitted, else the `records._AbortedTransactions` of the
+    fetch; `control_reader(entry)` reads a control batch whole, for its marker."""
+    columns = _columns.Columns()
+    decoder = _Decoder(data, topic, partition, fetch_offset, check_crcs, aborted,
+                       control_reader, columns)
+    try:
+        runs, complete = _columns.walk(data)
+    except ValueError as exc:
+        offset, problem = exc.args
+        raise CorruptMessageError(f"the entry at offset {offset} of {topic}-{partition} "
+                                  f"{problem}") from None
+    next_offset = None
+    for start, end, magic, codec in runs:
+        if magic == 2:
+            next_offset = decoder.batch(start, end)
+        elif codec:
+            next_offset = decoder.wrapper(start, end, magic, codec)
+        else:
+            next_offset = decoder.message_set(start, end)
+    if next_offset is not None and next_offset < fetch_offset:
+        next_offset = fetch_offset
+    records = RecordColumns(columns, topic, partition, columns.count_before(fetch_offset),
+                            len(columns))
+    return DecodedColumns(records, next_offset, complete < len(data))
+
+
+class _Decoder:
+    """One `decode_columns` call: the data, what it is read for, and the columns filled."""
+
+    def __init__(self, data: bytes, topic: str, partition: int, fetch_offset: int,
+                 check_crcs: bool, aborted: Any, control_reader: Any, columns: Any) -> None:
+        self.data = data
+        self.topic = topic
+        self.partition = partition
+        self.where = f"of {topic}-{partition}"
+        self.fetch_offset = fetch_offset
+        self.check_crcs = check_crcs
+        self.aborted = aborted
+        self.control_reader = control_reader
+        self.columns = columns
+
+    def message_set(self, start: int, end: int) -> int:
+        """Uncompressed v0/v1 messages, one entry each."""
+        try:
+            self.columns.add_message_set(self.data, start, end, self.check_crcs, -1, -1)
+        except ValueError as exc:
+            offset, problem = exc.args
+            raise CorruptMessageError(f"the message at offset {offset} {self.where} {problem}"
+                                      ) from None
+        return self.columns.offset_at(len(self.columns) - 1) + 1
+
+    def wrapper(self, start: int, end: int, magic: int, codec: int) -> int:
+        """A compressed v0/v1 message: its value is a message set (offsets relative to the
+        wrapper's from v1; a log-append-time wrapper's timestamp stands for all of them)."""
+        data = self.data
+        offset, _, crc, _, attributes = _MESSAGE_HEAD.unpack_from(data, start)
+        name = f"the compressed message at offset {offset} {self.where}"
+        if magic == 0 and codec == _OLD_LZ4:
+            offset, inner = unwrap_old_lz4(data[start:end], self.topic, self.partition,
+                                           self.check_crcs)
+            self._add_inner(inner, name, -1, -1)
+            return offset + 1
+        if self.check_crcs and zlib.crc32(memoryview(data)[start + _MESSAGE_CRC_FROM:end]) != crc:
+            raise CorruptMessageError(f"the message at offset {offset} {self.where} fails its "
+                                      "CRC check")
+        payload, log_append_time = _wrapped_payload(data, start, end, magic, attributes)
+        if payload is None:
+            raise CorruptMessageError(f"{name} has no valid payload")
+        inner = self._decompress(codec, payload, name)
+        self._add_inner(inner, name, offset if magic == 1 else -1, log_append_time)
+        return offset + 1
+
+    def _add_inner(self, inner: bytes, name: str, relative_to: int,
+                   log_append_time: int) -> None:
+        _runs, complete = _columns.walk(inner) if inner else ((), 0)
+        if not inner or complete < len(inner):
+            raise CorruptMessageError(f"{name} holds no complete message set")
+        try:
+            self.columns.add_message_set(inner, 0, len(inner), self.check_crcs, relative_to,
+                                         log_append_time)
+        except ValueError as exc:
+            offset, problem = exc.args
+            raise CorruptMessageError(f"cannot decode {name}: its message at offset {offset} "
+                                      f"{problem}") from None
+
+    def batch(self, start: int, end: int) -> int:
+        """A v2 record batch: checked, skipped if aborted or a control batch, else decoded."""
+        data = self.data
+        (base_offset, _, _, _, crc, attributes, last_offset_delta, first_timestamp,
+         max_timestamp, producer_id, _, _, count) = BATCH_HEAD.unpack_from(data, start)
+        name = f"the record batch at offset {base_offset} {self.where}"
+        if self.check_crcs and _columns.crc32c(data, start + _BATCH_CRC_FROM, end) != crc:
+            raise CorruptMessageError(f"{name} fails its CRC check")
+        next_offset = base_offset + last_offset_delta + 1
+        header = BatchHeader(base_offset, next_offset, producer_id,
+                             bool(attributes & _TRANSACTIONAL), bool(attributes & _CONTROL))
+        if self.aborted is not None and header.is_transactional:
+            try:
+                held = self.aborted.holds(self.control_reader(data[start:end])
+                                          if header.is_control_batch else header)
+            except Exception as exc:  # a control batch read whole: struct, codec and our own
+                raise CorruptMessageError(f"cannot decode {name}: {exc}") from exc
+            if held:
+                return next_offset
+        if header.is_control_batch or next_offset <= self.fetch_offset:
+            return next_offset
+        codec = attributes & _CODEC_MASK
+        records_start = start + BATCH_HEAD.size
+        if codec:
+            records = self._decompress(codec, memoryview(data)[records_start:end], name)
+            records_start, records_end = 0, len(records)
+        else:
+            records, records_end = data, end
+        try:
+            self.columns.add_records(records, records_start, records_end, count, base_offset,
+                                     first_timestamp, max_timestamp,
+                                     bool(attributes & _LOG_APPEND_TIME))
+        except ValueError as exc:
+            raise CorruptMessageError(f"cannot decode {name}: {exc.args[1]}") from None
+        return next_offset
+
+    def _decompress(self, codec: int, payload: memoryview, name: str) -> bytes:
+        decompress = DECOMPRESS.get(codec)
+        if decompress is None:
+            raise CorruptMessageError(f"cannot decode {name}: unknown compression codec {codec}")
+        try:
+            return decompress(bytes(payload))
+        except Exception as exc:  # each codec library raises its own error types
+            if codec in _CRAMJAM_CODECS and not _CRAMJAM_CODECS[codec][1]():
+                raise CorruptMessageError(f"cannot read {name}: it is compressed with "
+                                          f"{_CRAMJAM_CODECS[codec][0]}, which needs cramjam "
+                                          "(pip install cramjam)") from exc
+            raise CorruptMessageError(f"cannot decode {name}: {exc}") from exc
+
+
+def _wrapped_payload(data: bytes, start: int, end: int, magic: int, attributes: int
+                     ) -> tuple[memoryview | None, int]:
+    """The value of the compressed message data[start:end] (None if its lengths do not fit
+    it), and its timestamp if the broker set it for all it holds (log append time), else -1."""
+    cursor = start + _MESSAGE_HEAD.size
+    log_append_time = -1
+    if magic == 1:
+        if cursor + _TIMESTAMP.size > end:
+            return None, -1
+        if attributes & _V1_LOG_APPEND_TIME:
+            (log_append_time,) = _TIMESTAMP.unpack_from(data, cursor)
+        cursor += _TIMESTAMP.size
+    if cursor + _LENGTH.size > end:
+        return None, -1
+    (key_length,) = _LENGTH.unpack_from(data, cursor)
+    cursor += _LENGTH.size + max(key_length, 0)
+    if cursor + _LENGTH.size > end:
+        return None, -1
+    (value_length,) = _LENGTH.unpack_from(data, cursor)
+    cursor += _LENGTH.size
+    if value_length < 0 or cursor + value_length > end:
+        return None, -1
+    return memoryview(data)[cursor:cursor + value_length], log_append_time
+
+
+def offset_at(records: Sequence[Message], index: int) -> int:
+    """A record's offset, in a list of tuples or in columns (without making the tuple)."""
+    return records[index].offset if type(records) is list else records.offset_at(index)
+
+
+def count_before(records: Sequence[Message], offset: int) -> int:
+    """How many records (in offset order) are before `offset`."""
+    return bisect_left(range(len(records)), offset, key=lambda i: offset_at(records, i))
+
+
+class RecordColumns(Sequence):
+    """The records of one partition's fetch, `start:stop` of the decoded columns.
+
+    A read-only sequence of `Message` tuples, all made in C the first time one is asked for (a
+    per-record consumer wants them all); `offset_at` and `record_batch` work on the columns and
+    make none. Slicing shares the columns."""
+
+    __slots__ = ("_columns", "_messages", "_start", "_stop", "partition", "topic")
+
+    def __init__(self, columns: Any, topic: str, partition: int, start: int, stop: int) -> None:
+        self._columns = columns
+        self.topic = topic
+        self.partition = partition
+        self._start = start
+        self._stop = stop
+        self._messages: list[Message] | None = None
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    def __repr__(self) -> str:
+        return f"RecordColumns({self.topic}-{self.partition}, {len(self)} records)"
+
+    def messages(self) -> list[Message]:
+        """The records as `Message` tuples (made once, then kept)."""
+        if self._messages is None:
+            self._messages = self._columns.messages(Message, self.topic, self.partition,
+                                                    self._start, self._stop)
+        return self._messages
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self.messages())
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                return self.messages()[index]
+            return RecordColumns(self._columns, self.topic, self.partition,
+                                 self._start + start, self._start + max(start, stop))
+        return self.messages()[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (RecordColumns, list, tuple)):
+            return self.messages() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # compared by content, like a list
+
+    def offset_at(self, index: int) -> int:
+        """The offset of one record, without making its tuple."""
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("record index out of range")
+        return self._columns.offset_at(self._start + index)
+
+    def payload_bytes(self) -> int:
+        """Bytes of the keys and values (what the metrics count as consumed bytes)."""
+        return self._columns.payload_bytes(self._start, self._stop)
+
+    def record_batch(self) -> pa.RecordBatch:
+        """The records as an Arrow record batch (`zkconsumer.arrow_records.SCHEMA`), its
+        columns made from the decoded buffers."""
+        from zkconsumer.arrow_records import batch_of_columns
+
+        return batch_of_columns(self._columns.buffers(), self.topic, self.partition,
+                                self._start, self._stop)
