@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from zkconsumer.model import Message
 
@@ -60,10 +59,10 @@ def batch_of_columns(buffers: tuple, topic: str, partition: int, start: int, sto
     """Records `start:stop` of the compiled decoder's columns (`Columns.buffers()`)."""
     (count, offsets, timestamps, keys, values, header_ends, header_count, header_keys,
      header_values) = buffers
-    millis = pa.Array.from_buffers(pa.int64(), count, [None, pa.py_buffer(timestamps)])
+    millis, millis_validity, millis_nulls = timestamps
     headers = pa.ListArray.from_arrays(
         pa.Array.from_buffers(pa.int32(), count + 1, [None, pa.py_buffer(header_ends)]),
-        pa.StructArray.from_arrays([_header_keys(_binary(header_keys, header_count)),
+        pa.StructArray.from_arrays([_header_keys(header_keys, header_count),
                                     _binary(header_values, header_count)],
                                    fields=list(HEADER)))
     whole = pa.RecordBatch.from_arrays([
@@ -72,26 +71,33 @@ def batch_of_columns(buffers: tuple, topic: str, partition: int, start: int, sto
         pa.repeat(pa.scalar(topic, pa.string()), count),
         pa.repeat(pa.scalar(partition, pa.int32()), count),
         pa.Array.from_buffers(pa.int64(), count, [None, pa.py_buffer(offsets)]),
-        # none is kept as -1 (brokers before 0.10); Arrow says null
-        pc.if_else(pc.less(millis, 0), pa.scalar(None, pa.int64()), millis).cast(
-            SCHEMA.field("timestamp").type),
+        pa.Array.from_buffers(SCHEMA.field("timestamp").type, count,
+                              [_py_buffer(millis_validity), pa.py_buffer(millis)],
+                              null_count=millis_nulls),
         headers,
     ], schema=SCHEMA)
     return whole.slice(start, stop - start)
 
 
-def _binary(column: tuple, length: int) -> pa.Array:
+def _binary(column: tuple, length: int, kind: pa.DataType = SCHEMA.field("key").type
+            ) -> pa.Array:
     data, ends, validity, null_count = column
     return pa.Array.from_buffers(
-        pa.binary(), length,
-        [None if validity is None else pa.py_buffer(validity), pa.py_buffer(ends),
-         pa.py_buffer(data)], null_count=null_count)
+        kind, length, [_py_buffer(validity), pa.py_buffer(ends), pa.py_buffer(data)],
+        null_count=null_count)
 
 
-def _header_keys(keys: pa.Array) -> pa.Array:
-    """Header keys as text, bytes that are not UTF-8 made U+FFFD as Java's consumer does."""
+def _py_buffer(data: bytes | None) -> pa.Buffer | None:
+    return None if data is None else pa.py_buffer(data)
+
+
+def _header_keys(keys: tuple, length: int) -> pa.Array:
+    """Header keys as text, bytes that are not UTF-8 made U+FFFD as Java's consumer does.
+    (Wrapped as text and checked rather than cast: no compute kernel on the way.)"""
+    text = _binary(keys, length, pa.string())
     try:
-        return keys.cast(pa.string())
+        text.validate(full=True)
     except pa.ArrowInvalid:
-        return pa.array([key.decode("utf-8", "replace") for key in keys.to_pylist()],
-                        pa.string())
+        return pa.array([key.decode("utf-8", "replace") for key in
+                         _binary(keys, length).to_pylist()], pa.string())
+    return text

@@ -48,6 +48,11 @@ def test_the_benchmark_runs_every_scenario_and_prints_each_figure(work_root):
         assert int(rows[contender]["rate"].replace(",", "")) > 0, rows[contender][0]
     for own in ("zkconsumer (per record)", "zkconsumer (batches)"):
         assert rows[own]["rss"].isdigit(), f"no peak RSS measured: {rows[own][0]}"
+    after_start_up = result.stdout.partition("after start-up, as the reference times itself")[2]
+    for own, target in (("zkconsumer (per record)", "0.7x"), ("zkconsumer (batches)", "1.0x"),
+                        ("zkconsumer (arrow batches)", "1.5x")):
+        assert re.search(rf"^{re.escape(own)}\s+[\d,]+\s+[\d.]+x\s+{target}$", after_start_up,
+                         re.MULTILINE), result.stdout
     assert "commit 1,000 changed offsets: batched" in result.stdout
     assert "partitions held by two zkconsumer members at once" in result.stdout
     assert any(line.startswith("zkconsumer ") and line.split()[1] == "2"

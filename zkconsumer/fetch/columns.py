@@ -76,7 +76,7 @@ class BatchHeader(NamedTuple):
     is_control_batch: bool
 
 
-def decode_columns(data: bytes, topic: str, partition: int, fetch_offset: int,
+def decode_columns(data: bytes | memoryview, topic: str, partition: int, fetch_offset: int,
                    check_crcs: bool = True, aborted: Any = None,
                    control_reader: Any = None) -> DecodedColumns:
     """Every complete record at or after `fetch_offset`, control records left out; as
@@ -140,7 +140,7 @@ class _Decoder:
         offset, _, crc, _, attributes = _MESSAGE_HEAD.unpack_from(data, start)
         name = f"the compressed message at offset {offset} {self.where}"
         if magic == 0 and codec == _OLD_LZ4:
-            offset, inner = unwrap_old_lz4(data[start:end], self.topic, self.partition,
+            offset, inner = unwrap_old_lz4(bytes(data[start:end]), self.topic, self.partition,
                                            self.check_crcs)
             self._add_inner(inner, name, -1, -1)
             return offset + 1
@@ -180,7 +180,7 @@ class _Decoder:
                              bool(attributes & _TRANSACTIONAL), bool(attributes & _CONTROL))
         if self.aborted is not None and header.is_transactional:
             try:
-                held = self.aborted.holds(self.control_reader(data[start:end])
+                held = self.aborted.holds(self.control_reader(bytes(data[start:end]))
                                           if header.is_control_batch else header)
             except Exception as exc:  # a control batch read whole: struct, codec and our own
                 raise CorruptMessageError(f"cannot decode {name}: {exc}") from exc

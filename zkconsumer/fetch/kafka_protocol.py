@@ -225,7 +225,7 @@ class FetchedPartition(NamedTuple):
     high_watermark: int
     last_stable_offset: int  # -1 before v4
     aborted: list[tuple[int, int]] | None  # (producer id, first offset); v4+, read_committed
-    records: bytes
+    records: memoryview  # a view into the response; see `_Reader.records`
 
 
 class FetchResponse(NamedTuple):
@@ -419,10 +419,16 @@ class _Reader:
             raise ProtocolError("response has a null where a string belongs")
         return text
 
-    def records(self) -> bytes:
-        """A record set; null (which a broker may send with an error) reads as empty."""
+    def records(self) -> memoryview:
+        """A record set, as a view into the response (the decoder copies what it keeps, so a
+        copy here would be wasted); null (which a broker may send with an error) reads as
+        empty."""
         size = self._length(_INT32)
-        return b"" if size < 0 else self.take(size)
+        if size < 0:
+            return memoryview(b"")
+        start = self._position
+        self.skip(size)
+        return memoryview(self._payload)[start:self._position]
 
     def aborted_transactions(self) -> list[tuple[int, int]] | None:
         count = self.array_length()

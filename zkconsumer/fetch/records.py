@@ -81,7 +81,7 @@ class DecodedSet(NamedTuple):
     truncated: bool  # the data ended inside an entry (the broker cuts at the size asked for)
 
 
-def decode_records(data: bytes, topic: str, partition: int, fetch_offset: int,
+def decode_records(data: bytes | memoryview, topic: str, partition: int, fetch_offset: int,
                    check_crcs: bool = True, aborted: Sequence[tuple[int, int]] | None = None
                    ) -> DecodedSet:
     """Every complete record at or after `fetch_offset`, control records left out.
@@ -99,7 +99,7 @@ def decode_records(data: bytes, topic: str, partition: int, fetch_offset: int,
         return DecodedSet(*columns.decode_columns(data, topic, partition, fetch_offset,
                                                   check_crcs, transactions, _LenientBatch))
     reader = _Reader(topic, partition, fetch_offset, check_crcs, transactions)
-    next_offset, truncated = reader.read(data)
+    next_offset, truncated = reader.read(bytes(data))  # aiokafka's reader takes bytes only
     messages = reader.messages
     if messages and messages[0].offset < fetch_offset:
         messages = [m for m in messages if m.offset >= fetch_offset]
