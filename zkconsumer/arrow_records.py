@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from zkconsumer.model import Message
 
+_BINARY = pa.binary()
 HEADER = pa.struct([("key", pa.string()), ("value", pa.binary())])
 SCHEMA = pa.schema([
     ("key", pa.binary()),
@@ -79,8 +80,7 @@ def batch_of_columns(buffers: tuple, topic: str, partition: int, start: int, sto
     return whole.slice(start, stop - start)
 
 
-def _binary(column: tuple, length: int, kind: pa.DataType = SCHEMA.field("key").type
-            ) -> pa.Array:
+def _binary(column: tuple, length: int, kind: pa.DataType = _BINARY) -> pa.Array:
     data, ends, validity, null_count = column
     return pa.Array.from_buffers(
         kind, length, [_py_buffer(validity), pa.py_buffer(ends), pa.py_buffer(data)],
