@@ -22,7 +22,8 @@ partitions with the reference producer, then measures, on that same data:
     scripts/bench [--records 1000000] [--partitions 8]
                   [--only throughput,commit,rebalance,exporter,decode]
                   [--members 10] [--rebalance-partitions 120] [--events 20]
-                  [--reference-events 20] [--groups 500] [--group-partitions 10]
+                  [--reference-events 20] [--process-events 0] [--groups 500]
+                  [--group-partitions 10]
 """
 
 from __future__ import annotations
@@ -251,6 +252,7 @@ def rebalance(cluster: LocalCluster, args, work: Path) -> None:
     which can tell) every member is fetching again.
     """
     from zkconsumer import ConsumerConnector
+    from zkconsumer.localcluster.consume_process import ConsumeProcess
     from zkconsumer.localcluster.reference import ReferenceConsumer
 
     topic = f"bench-rebalance-{time.time_ns()}"
@@ -268,6 +270,16 @@ def rebalance(cluster: LocalCluster, args, work: Path) -> None:
             return ReferenceConsumer(work / "reference", cluster.zookeeper_connect, group,
                                      topic=topic, properties=settings)
 
+        started_processes = []
+
+        def start_process(group: str):
+            worker = ConsumeProcess(cluster.zookeeper_connect, group, topic, work,
+                                    f"member-{len(started_processes)}",
+                                    *(f"--property={key}={value}"
+                                      for key, value in settings.items()))
+            started_processes.append(worker)
+            return worker
+
         ours, doubles = measure_rebalances(
             zk, f"bench-rebalance-{time.time_ns()}", args, start_ours,
             stop=lambda m: m.shutdown(),
@@ -277,10 +289,21 @@ def rebalance(cluster: LocalCluster, args, work: Path) -> None:
             zk, f"bench-ref-rebalance-{time.time_ns()}", args, start_reference,
             stop=lambda m: m.stop(), stable=lambda _m: True, owned=lambda _m: set(),
             events=args.reference_events, poll_s=0.02) if args.reference_events else ([], 0)
+        try:
+            # Members each in a process of their own, as deployed: settled is judged from the
+            # owner znodes alone, as for the reference consumers.
+            processes, _ = measure_rebalances(
+                zk, f"bench-process-rebalance-{time.time_ns()}", args, start_process,
+                stop=lambda w: w.terminate(), stable=lambda _w: True, owned=lambda _w: set(),
+                events=args.process_events, poll_s=0.02) if args.process_events else ([], 0)
+        finally:
+            for worker in started_processes:
+                worker.stop()
     print(f"{args.members} members x {args.rebalance_partitions} partitions, leave and join "
           "events alternating")
     print(f"{'contender':<44}{'events':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
-    for name, times in (("zkconsumer", ours), ("reference Scala consumer", reference)):
+    for name, times in (("zkconsumer", ours), ("zkconsumer, a process per member", processes),
+                        ("reference Scala consumer", reference)):
         if not times:
             continue
         times = sorted(times)
@@ -479,6 +502,8 @@ def main() -> None:
     parser.add_argument("--rebalance-partitions", type=int, default=120)
     parser.add_argument("--events", type=int, default=20)
     parser.add_argument("--reference-events", type=int, default=20)
+    parser.add_argument("--process-events", type=int, default=0,
+                        help="also time zkconsumer members each in a process of their own")
     parser.add_argument("--groups", type=int, default=500)
     parser.add_argument("--group-partitions", type=int, default=10)
     parser.add_argument("--scrapes", type=int, default=20)
