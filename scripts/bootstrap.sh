@@ -1,5 +1,5 @@
 # Sourced by the other scripts: a virtual environment with zkconsumer installed, from nothing.
-# Re-installs only when pyproject.toml or the compiled decoder's source changes. Needs python3
+# Re-installs only when pyproject.toml or a C extension's source changes. Needs python3
 # (3.10+) on PATH.
 set -euo pipefail
 ZKC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,7 +20,8 @@ zkc_install() {
     "$zkc_python" -m venv "$ZKC_VENV"
   fi
   if [ ! -f "$stamp" ] || [ "$ZKC_ROOT/pyproject.toml" -nt "$stamp" ] \
-      || [ "$ZKC_ROOT/zkconsumer/fetch/_columns.c" -nt "$stamp" ]; then
+      || [ "$ZKC_ROOT/zkconsumer/fetch/_columns.c" -nt "$stamp" ] \
+      || [ "$ZKC_ROOT/zkconsumer/member/_cursor.c" -nt "$stamp" ]; then
     echo "installing $target into $ZKC_VENV ..." >&2
     "$ZKC_VENV/bin/python" -m pip install --quiet --upgrade pip >&2
     "$ZKC_VENV/bin/python" -m pip install --quiet -e "$target" >&2

@@ -12,6 +12,7 @@ from support.record_columns import columns_of
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.fetch import columns
+from zkconsumer.member import streams
 from zkconsumer.member.streams import Chunk, Claim, ConsumerTimeout, DeliveryGate, KafkaStream
 from zkconsumer.model import Message, TopicPartition
 
@@ -26,6 +27,26 @@ def messages(first: int, count: int, tp: TopicPartition = TP) -> list[Message]:
 def as_fetched(chunk: list[Message]):
     """A chunk in the form a fetcher hands it over: set per test by `chunk_form`."""
     return chunk
+
+
+class PythonCursorStream(KafkaStream):
+    """The stream with the Python per-message fast path, the one used where the C extension
+    was not built."""
+
+    __next__ = streams._PythonCursor.__next__
+
+
+stream_class = KafkaStream
+
+
+@pytest.fixture(autouse=True, params=["C cursor", "Python cursor"])
+def cursor(request, monkeypatch):
+    """Every test runs with each per-message fast path."""
+    if request.param == "Python cursor":
+        monkeypatch.setattr(sys.modules[__name__], "stream_class", PythonCursorStream)
+    elif streams._Cursor is streams._PythonCursor:
+        pytest.skip("the C cursor was not built")
+    return request.param
 
 
 @pytest.fixture(autouse=True, params=["tuples", "columns"])
@@ -45,7 +66,7 @@ def stream_with(*chunks: list[Message], timeout_ms: int = 0, tp: TopicPartition 
     gate = DeliveryGate()
     claim = Claim(tp, "c-0")
     claims = {tp: claim}
-    stream = KafkaStream("s", max_chunks=10, timeout_ms=timeout_ms, claims=claims, gate=gate)
+    stream = stream_class("s", max_chunks=10, timeout_ms=timeout_ms, claims=claims, gate=gate)
     for chunk in chunks:
         assert stream.offer(Chunk(tp, as_fetched(chunk), claim), lambda: True)
     return stream, claims, gate

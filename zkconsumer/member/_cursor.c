@@ -1,0 +1,145 @@
+/* The per-record fast path of a stream (`zkconsumer.member.streams.KafkaStream.__next__`) in C.
+ *
+ * Handing out one message from the chunk in hand is a few checks and two stores; as Python
+ * code, the call alone cost more than the rest of consuming a message. `Cursor` keeps the
+ * stream's fields in C (`_chunk`, `_index`, `_claims`, `_gate`, `positions`, `_stopping`, read
+ * and written by the Python code as ordinary attributes) and does exactly what
+ * `streams._PythonCursor.__next__` does: if the chunk in hand has a message left, its claim is
+ * still the partition's, the delivery gate is open and the stream is not stopping, the message
+ * is handed out and its offset recorded as the partition's position (the message before it is
+ * consumed); anything else goes to the stream's `_next_slowly()`. It runs with the GIL held
+ * throughout, so another thread reading the fields sees them before or after a message, never
+ * in between.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *chunk;     /* (partition, claim, messages) */
+    Py_ssize_t index;    /* the next message of the chunk to hand out */
+    PyObject *claims;    /* partition -> claim, shared with the member */
+    PyObject *gate;      /* the member's DeliveryGate: `delivering` */
+    PyObject *positions; /* partition -> consumed position, read by the committer */
+    char stopping;
+    PyObject *weakrefs;
+} Cursor;
+
+static PyObject *delivering_name, *next_slowly_name;
+
+static PyObject *cursor_next(Cursor *self) {
+    PyObject *chunk = self->chunk;
+    if (!self->stopping && chunk && PyTuple_CheckExact(chunk) && PyTuple_GET_SIZE(chunk) == 3
+            && self->claims && PyDict_CheckExact(self->claims) && self->positions
+            && PyDict_CheckExact(self->positions) && self->gate) {
+        PyObject *partition = PyTuple_GET_ITEM(chunk, 0);
+        PyObject *claim = PyTuple_GET_ITEM(chunk, 1);
+        PyObject *messages = PyTuple_GET_ITEM(chunk, 2);
+        if (PyList_CheckExact(messages) && self->index >= 0
+                && self->index < PyList_GET_SIZE(messages)) {
+            PyObject *held = PyDict_GetItemWithError(self->claims, partition);
+            if (!held && PyErr_Occurred()) return NULL;
+            if (held == claim) {
+                PyObject *delivering = PyObject_GetAttr(self->gate, delivering_name);
+                if (!delivering) return NULL;
+                int open = PyObject_IsTrue(delivering);
+                Py_DECREF(delivering);
+                if (open < 0) return NULL;
+                PyObject *message = PyList_GET_ITEM(messages, self->index);
+                if (open && PyTuple_Check(message) && PyTuple_GET_SIZE(message) > 2) {
+                    Py_INCREF(message);
+                    if (PyDict_SetItem(self->positions, partition,
+                                       PyTuple_GET_ITEM(message, 2)) < 0) {
+                        Py_DECREF(message);
+                        return NULL;
+                    }
+                    self->index++;
+                    return message;
+                }
+            }
+        }
+    }
+    return PyObject_CallMethodNoArgs((PyObject *)self, next_slowly_name);
+}
+
+static PyObject *cursor_iter(PyObject *self) {
+    Py_INCREF(self);
+    return self;
+}
+
+static int cursor_traverse(Cursor *self, visitproc visit, void *arg) {
+    Py_VISIT(self->chunk);
+    Py_VISIT(self->claims);
+    Py_VISIT(self->gate);
+    Py_VISIT(self->positions);
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
+static int cursor_clear(Cursor *self) {
+    Py_CLEAR(self->chunk);
+    Py_CLEAR(self->claims);
+    Py_CLEAR(self->gate);
+    Py_CLEAR(self->positions);
+    return 0;
+}
+
+static void cursor_dealloc(Cursor *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    if (self->weakrefs) PyObject_ClearWeakRefs((PyObject *)self);
+    cursor_clear(self);
+    type->tp_free((PyObject *)self);
+    Py_DECREF(type);
+}
+
+static PyMemberDef cursor_members[] = {
+    {"_chunk", T_OBJECT_EX, offsetof(Cursor, chunk), 0, "(partition, claim, messages)"},
+    {"_index", T_PYSSIZET, offsetof(Cursor, index), 0, "next message of the chunk"},
+    {"_claims", T_OBJECT_EX, offsetof(Cursor, claims), 0, "partition -> claim"},
+    {"_gate", T_OBJECT_EX, offsetof(Cursor, gate), 0, "the member's delivery gate"},
+    {"positions", T_OBJECT_EX, offsetof(Cursor, positions), 0, "consumed positions"},
+    {"_stopping", T_BOOL, offsetof(Cursor, stopping), 0, "the stream is closing"},
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(Cursor, weakrefs), READONLY},
+    {NULL},
+};
+
+static PyType_Slot cursor_slots[] = {
+    {Py_tp_doc, "A stream's chunk in hand and the per-message fast path over it."},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_dealloc, cursor_dealloc},
+    {Py_tp_traverse, cursor_traverse},
+    {Py_tp_clear, cursor_clear},
+    {Py_tp_iter, cursor_iter},
+    {Py_tp_iternext, cursor_next},
+    {Py_tp_members, cursor_members},
+    {0, NULL},
+};
+
+static PyType_Spec cursor_spec = {
+    .name = "zkconsumer.member._cursor.Cursor",
+    .basicsize = sizeof(Cursor),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .slots = cursor_slots,
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "_cursor",
+    "A stream's per-message fast path (see zkconsumer.member.streams).", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__cursor(void) {
+    delivering_name = PyUnicode_InternFromString("delivering");
+    next_slowly_name = PyUnicode_InternFromString("_next_slowly");
+    if (!delivering_name || !next_slowly_name) return NULL;
+    PyObject *module = PyModule_Create(&module_def);
+    if (!module) return NULL;
+    PyObject *type = PyType_FromSpec(&cursor_spec);
+    if (!type || PyModule_AddObject(module, "Cursor", type) < 0) {
+        Py_XDECREF(type);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
