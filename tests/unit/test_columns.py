@@ -4,11 +4,13 @@ columns, and no crash on any bytes (its parsers read untrusted data in C)."""
 from __future__ import annotations
 
 import gc
+import struct
 import zlib
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kafka.codec import gzip_encode
 from kafka.record._crc32c import crc as kafka_crc32c
 from test_records import GZIP, NONE, TIMESTAMP, batch, legacy, record_lists
 
@@ -93,3 +95,34 @@ def test_message_tuples_are_left_out_of_the_cycle_collector():
     assert messages[0].headers == (("h", b"x"),)
     assert not any(gc.is_tracked(m) or gc.is_tracked(m.headers) for m in messages)
     assert not gc.is_tracked(messages[0].headers[0])
+
+
+def wrapper_with_inner_magic(magic: int) -> bytes:
+    """A gzip v1 wrapper whose one inner message claims `magic`, CRCs made right."""
+    inner = bytearray(legacy(1, 0, [(None, b"v")]))
+    inner[16] = magic
+    struct.pack_into(">I", inner, 12, zlib.crc32(bytes(inner[16:])))
+    wrapper = bytearray(legacy(1, 0, [(None, b"x")]))  # one uncompressed v1 message
+    head, value = wrapper[:34], gzip_encode(bytes(inner))
+    message = head[16:26] + struct.pack(">i", -1) + struct.pack(">i", len(value)) + value
+    message[1] |= GZIP
+    crc = struct.pack(">I", zlib.crc32(bytes(message)))
+    return struct.pack(">qi", 5, len(message) + 4) + crc + bytes(message)
+
+
+def test_a_bad_message_inside_a_compressed_one_is_corrupt_and_named():
+    with pytest.raises(CorruptMessageError,
+                       match="compressed message at offset 5 of t-2: .*offset 0 .*magic 7"):
+        columns.decode_columns(wrapper_with_inner_magic(7), "t", 2, 0)
+
+
+def test_a_failed_parse_leaves_the_columns_as_they_were():
+    good = batch(0, [(b"k", b"v", [("h", b"1")])])
+    target = columns._columns.Columns()
+    target.add_records(good, 61, len(good), 1, 0, TIMESTAMP, TIMESTAMP, False)
+    broken = batch(1, [(b"k", b"v", [("h", b"1"), ("i", b"2")])])[:-3]
+    with pytest.raises(ValueError):
+        target.add_records(broken, 61, len(broken), 1, 1, TIMESTAMP, TIMESTAMP, False)
+    assert len(target) == 1
+    assert target.messages(Message, "t", 0, 0, 1) == [
+        Message("t", 0, 0, b"k", b"v", TIMESTAMP, (("h", b"1"),))]

@@ -9,6 +9,7 @@ import os
 import struct
 import subprocess
 import sys
+import zlib
 
 import pytest
 from hypothesis import given, settings
@@ -356,3 +357,25 @@ def test_random_batches_with_a_key_that_is_not_utf8_read_as_with_one_that_is(
     decoded = decode_records(bad_header_keys(written, codec), "t", 0, fetch_offset)
     readable = decode_records(batch(base_offset, records, codec), "t", 0, fetch_offset)
     assert decoded == readable._replace(messages=list(map(as_java_reads_them, readable.messages)))
+
+
+def signed_again(message: bytearray) -> bytes:
+    """A v0/v1 message with its size and CRC made right after a change."""
+    struct.pack_into(">i", message, 8, len(message) - 12)
+    struct.pack_into(">I", message, 12, zlib.crc32(bytes(message[16:])))
+    return bytes(message)
+
+
+def test_bytes_after_a_messages_value_are_left_alone():
+    decoded = decode_records(signed_again(bytearray(legacy(1, 7, [(b"k", b"v")])) + b"\0\0"),
+                             "t", 0, 7)
+    assert decoded.messages == [Message("t", 0, 7, b"k", b"v", TIMESTAMP)]
+    assert decoded.next_offset == 8
+
+
+def test_a_log_append_time_wrapper_without_a_timestamp_gives_none():
+    wrapper = bytearray(legacy(1, 0, [(None, b"a"), (None, b"b")], GZIP))
+    wrapper[17] |= 0x08  # log append time
+    struct.pack_into(">q", wrapper, 18, -1)
+    decoded = decode_records(signed_again(wrapper), "t", 0, 0)
+    assert [(m.offset, m.timestamp) for m in decoded.messages] == [(0, None), (1, None)]

@@ -180,7 +180,50 @@ typedef struct {
     Buf header_ends;        /* int32: headers of records before and including each, from 0 */
     Binary header_keys, header_values;
     Py_ssize_t header_count;
+    int busy; /* a parse runs without the GIL: nothing else may touch the buffers */
 } Columns;
+
+/* Where every buffer ended before a parse, to go back to if the parse fails: a failure part
+ * way through a message set or batch must leave no half record behind. */
+#define BUFFERS 15
+typedef struct {
+    Py_ssize_t count, header_count, lengths[BUFFERS], null_counts[4];
+} Snapshot;
+
+static void parts_of(Columns *c, Buf **buffers, Binary **binaries) {
+    binaries[0] = &c->keys;
+    binaries[1] = &c->values;
+    binaries[2] = &c->header_keys;
+    binaries[3] = &c->header_values;
+    buffers[0] = &c->offsets;
+    buffers[1] = &c->timestamps;
+    buffers[2] = &c->header_ends;
+    for (int i = 0; i < 4; i++) {
+        buffers[3 + 3 * i] = &binaries[i]->data;
+        buffers[4 + 3 * i] = &binaries[i]->ends;
+        buffers[5 + 3 * i] = &binaries[i]->nulls;
+    }
+}
+
+static void take_snapshot(Columns *c, Snapshot *snapshot) {
+    Buf *buffers[BUFFERS];
+    Binary *binaries[4];
+    parts_of(c, buffers, binaries);
+    snapshot->count = c->count;
+    snapshot->header_count = c->header_count;
+    for (int i = 0; i < BUFFERS; i++) snapshot->lengths[i] = buffers[i]->len;
+    for (int i = 0; i < 4; i++) snapshot->null_counts[i] = binaries[i]->null_count;
+}
+
+static void restore(Columns *c, const Snapshot *snapshot) {
+    Buf *buffers[BUFFERS];
+    Binary *binaries[4];
+    parts_of(c, buffers, binaries);
+    c->count = snapshot->count;
+    c->header_count = snapshot->header_count;
+    for (int i = 0; i < BUFFERS; i++) buffers[i]->len = snapshot->lengths[i];
+    for (int i = 0; i < 4; i++) binaries[i]->null_count = snapshot->null_counts[i];
+}
 
 /* What went wrong, raised as ValueError(offset, text): the offset of the entry (or -1) and
  * what is wrong with it, for the caller to say where. */
@@ -221,6 +264,10 @@ static int ready(Columns *self) {
         PyErr_SetString(PyExc_RuntimeError, "Columns.__init__ was not called");
         return 0;
     }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "Columns used while another thread fills it");
+        return 0;
+    }
     return 1;
 }
 
@@ -240,11 +287,31 @@ static inline int end_headers(Columns *self) {
     return buf_i32(&self->header_ends, (int32_t)self->header_count);
 }
 
-/* Message set of format v0/v1 messages, each complete. `relative_to` >= 0: the offsets are
- * relative (inside a v1 compressed wrapper) and the last one is the wrapper's offset.
- * `log_append_time` >= 0: every message gets this timestamp (the wrapper's). */
+/* An int64 argument that may be None. */
+typedef struct {
+    int given;
+    int64_t value;
+} Optional;
+
+static int optional_int64(PyObject *arg, void *out) {
+    Optional *optional = out;
+    optional->given = arg != Py_None;
+    optional->value = optional->given ? PyLong_AsLongLong(arg) : 0;
+    return !(optional->given && optional->value == -1 && PyErr_Occurred());
+}
+
+/* Offsets and timestamps come from the data: sums wrap around as Java's long does (and as
+ * aiokafka's reader gives them) rather than overflow, which C leaves undefined. */
+static inline int64_t wrapping_add(int64_t a, int64_t b) {
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+/* Message set of format v0/v1 messages, each complete. `relative_to` given: the offsets are
+ * relative (inside a v1 compressed wrapper) and the last one is this, the wrapper's offset.
+ * `log_append_time` given: every message gets this timestamp (the wrapper's). Bytes after a
+ * message's value are left alone, as Kafka's own readers leave them. */
 static int parse_message_set(Columns *self, const unsigned char *data, Py_ssize_t length,
-                             int check_crcs, int64_t relative_to, int64_t log_append_time,
+                             int check_crcs, Optional relative_to, Optional log_append_time,
                              Failure *f) {
     Py_ssize_t position = 0;
     Py_ssize_t first = self->count;
@@ -270,7 +337,7 @@ static int parse_message_set(Columns *self, const unsigned char *data, Py_ssize_
         int64_t timestamp = -1;
         if (magic == 1) {
             if (end - p < 8) return FAIL(f, offset, "is cut short");
-            timestamp = log_append_time >= 0 ? log_append_time : be64(p);
+            timestamp = log_append_time.given ? log_append_time.value : be64(p);
             p += 8;
         }
         const unsigned char *field[2];
@@ -286,17 +353,17 @@ static int parse_message_set(Columns *self, const unsigned char *data, Py_ssize_
             field_length[i] = n;
             if (n > 0) p += n;
         }
-        if (p != end)
-            return FAIL(f, offset, "has %zd bytes after its value", (Py_ssize_t)(end - p));
         if (add_record(self, offset, timestamp, field[0], field_length[0], field[1],
                        field_length[1]) || end_headers(self))
             return NO_MEMORY(f);
         position += 12 + size;
     }
-    if (relative_to >= 0 && self->count > first) {
+    if (relative_to.given && self->count > first) {
         int64_t *offsets = (int64_t *)self->offsets.data;
-        int64_t shift = relative_to - offsets[self->count - 1];
-        for (Py_ssize_t i = first; i < self->count; i++) offsets[i] += shift;
+        int64_t shift = (int64_t)((uint64_t)relative_to.value
+                                  - (uint64_t)offsets[self->count - 1]);
+        for (Py_ssize_t i = first; i < self->count; i++)
+            offsets[i] = wrapping_add(offsets[i], shift);
     }
     return 0;
 }
@@ -348,8 +415,9 @@ static int parse_v2_records(Columns *self, const unsigned char *data, Py_ssize_t
                 || var_bytes(&p, record_end, &value, &value_length)
                 || varint(&p, record_end, &header_count) || header_count < 0)
             return FAIL(f, -1, "record %lld runs past its length", (long long)i);
-        if (add_record(self, base_offset + offset_delta,
-                       log_append_time ? max_timestamp : first_timestamp + timestamp_delta,
+        if (add_record(self, wrapping_add(base_offset, offset_delta),
+                       log_append_time ? max_timestamp
+                                       : wrapping_add(first_timestamp, timestamp_delta),
                        key, key_length, value, value_length))
             return NO_MEMORY(f);
         for (int64_t h = 0; h < header_count; h++) {
@@ -389,10 +457,16 @@ static PyObject *failed(Failure *f) {
     return NULL;
 }
 
-/* After a parse of view[start:end]: the buffer let go, and None or the failure raised. */
-static PyObject *parsed(Py_buffer *view, int result, Failure *f) {
+/* After a parse of view[start:end]: the buffer let go, the columns as they were before it
+ * if it failed, and None or the failure raised. */
+static PyObject *parsed(Columns *self, const Snapshot *before, Py_buffer *view, int result,
+                        Failure *f) {
     PyBuffer_Release(view);
-    if (result) return failed(f);
+    self->busy = 0;
+    if (result) {
+        restore(self, before);
+        return failed(f);
+    }
     Py_RETURN_NONE;
 }
 
@@ -400,18 +474,22 @@ static PyObject *columns_add_message_set(Columns *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t start, end;
     int check_crcs, result = -1;
-    long long relative_to, log_append_time;
+    Optional relative_to, log_append_time;
     Failure f = {-1, "the span asked for lies outside the data"};
-    if (!ready(self) || !PyArg_ParseTuple(args, "y*nnpLL:add_message_set", &view, &start, &end,
-                                          &check_crcs, &relative_to, &log_append_time))
+    Snapshot before;
+    if (!ready(self) || !PyArg_ParseTuple(args, "y*nnpO&O&:add_message_set", &view, &start,
+                                          &end, &check_crcs, optional_int64, &relative_to,
+                                          optional_int64, &log_append_time))
         return NULL;
+    take_snapshot(self, &before);
+    self->busy = 1;
     if (span(&view, start, end)) {
         Py_BEGIN_ALLOW_THREADS
         result = parse_message_set(self, (const unsigned char *)view.buf + start, end - start,
                                    check_crcs, relative_to, log_append_time, &f);
         Py_END_ALLOW_THREADS
     }
-    return parsed(&view, result, &f);
+    return parsed(self, &before, &view, result, &f);
 }
 
 static PyObject *columns_add_records(Columns *self, PyObject *args) {
@@ -420,10 +498,13 @@ static PyObject *columns_add_records(Columns *self, PyObject *args) {
     long long count, base_offset, first_timestamp, max_timestamp;
     int log_append_time, result = -1;
     Failure f = {-1, "the span asked for lies outside the data"};
+    Snapshot before;
     if (!ready(self) || !PyArg_ParseTuple(args, "y*nnLLLLp:add_records", &view, &start, &end,
                                           &count, &base_offset, &first_timestamp,
                                           &max_timestamp, &log_append_time))
         return NULL;
+    take_snapshot(self, &before);
+    self->busy = 1;
     if (span(&view, start, end)) {
         Py_BEGIN_ALLOW_THREADS
         result = parse_v2_records(self, (const unsigned char *)view.buf + start, end - start,
@@ -431,10 +512,11 @@ static PyObject *columns_add_records(Columns *self, PyObject *args) {
                                   log_append_time, &f);
         Py_END_ALLOW_THREADS
     }
-    return parsed(&view, result, &f);
+    return parsed(self, &before, &view, result, &f);
 }
 
 static PyObject *columns_count_before(Columns *self, PyObject *arg) {
+    if (!ready(self)) return NULL;
     long long offset = PyLong_AsLongLong(arg);
     if (offset == -1 && PyErr_Occurred()) return NULL;
     const int64_t *offsets = (const int64_t *)self->offsets.data;
@@ -456,8 +538,11 @@ static int records_span(Columns *self, Py_ssize_t start, Py_ssize_t stop) {
 
 static PyObject *columns_offset_at(Columns *self, PyObject *arg) {
     Py_ssize_t i = PyLong_AsSsize_t(arg);
-    if (i == -1 && PyErr_Occurred()) return NULL;
-    if (!records_span(self, i, i + 1)) return NULL;
+    if ((i == -1 && PyErr_Occurred()) || !ready(self)) return NULL;
+    if (i < 0 || i >= self->count) {
+        PyErr_SetString(PyExc_IndexError, "record index out of range");
+        return NULL;
+    }
     return PyLong_FromLongLong(((const int64_t *)self->offsets.data)[i]);
 }
 
@@ -632,6 +717,7 @@ static PyObject *columns_buffers(Columns *self, PyObject *unused) {
 static PyMethodDef columns_methods[] = {
     {"add_message_set", (PyCFunction)columns_add_message_set, METH_VARARGS,
      "add_message_set(data, start, end, check_crcs, relative_to, log_append_time): the v0/v1 "
+     "(relative_to, log_append_time: the wrapper's offset and timestamp, or None) "
      "messages of data[start:end], every one complete and uncompressed."},
     {"add_records", (PyCFunction)columns_add_records, METH_VARARGS,
      "add_records(data, start, end, count, base_offset, first_timestamp, max_timestamp, "

@@ -126,7 +126,7 @@ class _Decoder:
     def message_set(self, start: int, end: int) -> int:
         """Uncompressed v0/v1 messages, one entry each."""
         try:
-            self.columns.add_message_set(self.data, start, end, self.check_crcs, -1, -1)
+            self.columns.add_message_set(self.data, start, end, self.check_crcs, None, None)
         except ValueError as exc:
             offset, problem = exc.args
             raise CorruptMessageError(f"the message at offset {offset} {self.where} {problem}"
@@ -142,7 +142,7 @@ class _Decoder:
         if magic == 0 and codec == _OLD_LZ4:
             offset, inner = unwrap_old_lz4(bytes(data[start:end]), self.topic, self.partition,
                                            self.check_crcs)
-            self._add_inner(inner, name, -1, -1)
+            self._add_inner(inner, name, None, None)
             return offset + 1
         if self.check_crcs and zlib.crc32(memoryview(data)[start + _MESSAGE_CRC_FROM:end]) != crc:
             raise CorruptMessageError(f"the message at offset {offset} {self.where} fails its "
@@ -151,12 +151,17 @@ class _Decoder:
         if payload is None:
             raise CorruptMessageError(f"{name} has no valid payload")
         inner = self._decompress(codec, payload, name)
-        self._add_inner(inner, name, offset if magic == 1 else -1, log_append_time)
+        self._add_inner(inner, name, offset if magic == 1 else None, log_append_time)
         return offset + 1
 
-    def _add_inner(self, inner: bytes, name: str, relative_to: int,
-                   log_append_time: int) -> None:
-        _runs, complete = _columns.walk(inner) if inner else ((), 0)
+    def _add_inner(self, inner: bytes, name: str, relative_to: int | None,
+                   log_append_time: int | None) -> None:
+        try:
+            _runs, complete = _columns.walk(inner) if inner else ((), 0)
+        except ValueError as exc:
+            offset, problem = exc.args
+            raise CorruptMessageError(f"cannot decode {name}: its message at offset {offset} "
+                                      f"{problem}") from None
         if not inner or complete < len(inner):
             raise CorruptMessageError(f"{name} holds no complete message set")
         try:
@@ -218,27 +223,27 @@ class _Decoder:
 
 
 def _wrapped_payload(data: bytes, start: int, end: int, magic: int, attributes: int
-                     ) -> tuple[memoryview | None, int]:
+                     ) -> tuple[memoryview | None, int | None]:
     """The value of the compressed message data[start:end] (None if its lengths do not fit
-    it), and its timestamp if the broker set it for all it holds (log append time), else -1."""
+    it), and its timestamp if the broker set it for all it holds (log append time), else None."""
     cursor = start + _MESSAGE_HEAD.size
-    log_append_time = -1
+    log_append_time = None
     if magic == 1:
         if cursor + _TIMESTAMP.size > end:
-            return None, -1
+            return None, None
         if attributes & _V1_LOG_APPEND_TIME:
             (log_append_time,) = _TIMESTAMP.unpack_from(data, cursor)
         cursor += _TIMESTAMP.size
     if cursor + _LENGTH.size > end:
-        return None, -1
+        return None, None
     (key_length,) = _LENGTH.unpack_from(data, cursor)
     cursor += _LENGTH.size + max(key_length, 0)
     if cursor + _LENGTH.size > end:
-        return None, -1
+        return None, None
     (value_length,) = _LENGTH.unpack_from(data, cursor)
     cursor += _LENGTH.size
     if value_length < 0 or cursor + value_length > end:
-        return None, -1
+        return None, None
     return memoryview(data)[cursor:cursor + value_length], log_append_time
 
 

@@ -18,7 +18,7 @@ from itertools import chain
 
 import structlog
 
-from zkconsumer.fetch.columns import RecordColumns
+from zkconsumer.fetch.columns import RecordColumns, offset_at
 from zkconsumer.member.streams import Chunk, Claim, KafkaStream
 from zkconsumer.model import Message, TopicPartition
 
@@ -161,7 +161,7 @@ class FetchLoop:
         reset = {}
         for tp, claim in list(self._applied_resetting.items()):
             messages = fetched.get(tp)
-            offset = messages[0].offset if messages else self._fetcher.position(tp)
+            offset = offset_at(messages, 0) if messages else self._fetcher.position(tp)
             if offset is None:
                 continue
             del self._applied_resetting[tp]
