@@ -11,6 +11,9 @@ can read until its last record is counted:
   sum(length(value)), twice in one Spark session: the first read as a job run once sees it
   (Spark starts its Python workers), the second with the workers running.
 
+A last row runs the same query over a data source that yields ready-made Arrow batches of
+the same shape (no Kafka): Spark's own cost, the most any source could gain.
+
 The count and value bytes of every reader must match. Target: the Spark read at local[2] is at
 least 1.5x as fast as one zkconsumer process; the Spark row prints both ratios.
 
@@ -91,6 +94,7 @@ def run(local: LocalCluster, args, work: Path) -> None:
             started = time.perf_counter()
             row = frame.selectExpr("count(*) AS n", "sum(length(value)) AS bytes").collect()[0]
             spark_s.append(time.perf_counter() - started)
+        floor_s = spark_floor(spark, count, size // max(count, 1), args.cores * 4)
     finally:
         spark.stop()
 
@@ -106,6 +110,58 @@ def run(local: LocalCluster, args, work: Path) -> None:
         print(_row(f"zkconsumer data source, local[{args.cores}], {when} read:", seconds, count)
               + f"  ({own_s / seconds:.2f}x one zkconsumer process, "
               f"{direct_s / seconds:.2f}x kafka-python)")
+    print(_row(f"Spark's floor, local[{args.cores}], no Kafka:", floor_s, count)
+          + f"  ({own_s / floor_s:.2f}x one zkconsumer process)")
+
+
+def spark_floor(spark, rows: int, value_size: int, tasks: int) -> float:
+    """The same query over a Python data source that yields ready-made Arrow batches of the
+    zkconsumer source's schema, in as many tasks: what Spark itself costs, Python workers
+    running, with no Kafka read at all (the second of two reads)."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class Share(InputPartition):
+        def __init__(self, rows: int) -> None:
+            self.rows = rows
+
+    class ReadyMade(DataSourceReader):
+        def partitions(self):
+            return [Share(rows // tasks + (1 if i < rows % tasks else 0)) for i in range(tasks)]
+
+        def read(self, partition):
+            import pyarrow as pa
+
+            from zkconsumer.spark.reading import arrow_schema
+
+            n = partition.rows
+            yield pa.RecordBatch.from_arrays([
+                pa.nulls(n, pa.binary()), pa.array([b"x" * value_size] * n, pa.binary()),
+                pa.repeat(pa.scalar("bench", pa.string()), n),
+                pa.repeat(pa.scalar(0, pa.int32()), n),
+                pa.array(range(n), pa.int64()), pa.nulls(n, pa.timestamp("us", tz="UTC")),
+            ], schema=arrow_schema(False))
+
+    class Floor(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "zkconsumer-bench-floor"
+
+        def schema(self) -> str:
+            from zkconsumer.spark.reading import schema_ddl
+
+            return schema_ddl(False)
+
+        def reader(self, schema):
+            return ReadyMade()
+
+    spark.dataSource.register(Floor)
+    frame = spark.read.format("zkconsumer-bench-floor").load()
+    seconds = []
+    for _ in range(2):
+        started = time.perf_counter()
+        frame.selectExpr("count(*) AS n", "sum(length(value)) AS bytes").collect()
+        seconds.append(time.perf_counter() - started)
+    return seconds[-1]
 
 
 def _row(label: str, seconds: float, count: int) -> str:
