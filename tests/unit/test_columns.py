@@ -126,3 +126,15 @@ def test_a_failed_parse_leaves_the_columns_as_they_were():
     assert len(target) == 1
     assert target.messages(Message, "t", 0, 0, 1) == [
         Message("t", 0, 0, b"k", b"v", TIMESTAMP, (("h", b"1"),))]
+
+
+def test_arrow_batches_borrow_the_decoded_buffers_and_keep_them_alive():
+    data = batch(0, [(b"k%d" % i, b"v%d" % i, []) for i in range(3)])
+    decoded = columns.decode_columns(data, "t", 0, 0)
+    table = decoded.records.record_batch()
+    lent = decoded.records._columns
+    del decoded
+    gc.collect()
+    assert table.column("value").to_pylist() == [b"v0", b"v1", b"v2"]
+    with pytest.raises(RuntimeError, match="lent to Arrow"):
+        lent.add_records(data, 61, len(data), 3, 3, TIMESTAMP, TIMESTAMP, False)

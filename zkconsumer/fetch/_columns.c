@@ -181,6 +181,7 @@ typedef struct {
     Binary header_keys, header_values;
     Py_ssize_t header_count;
     int busy; /* a parse runs without the GIL: nothing else may touch the buffers */
+    int lent; /* buffers lent to Arrow (see Region): no more records may be added */
 } Columns;
 
 /* Where every buffer ended before a parse, to go back to if the parse fails: a failure part
@@ -457,6 +458,19 @@ static PyObject *failed(Failure *f) {
     return NULL;
 }
 
+/* Before a parse: the columns as they are (to go back to on failure) and marked busy; or the
+ * buffer let go and an error set if they may take no more records. */
+static int begin_parse(Columns *self, Py_buffer *view, Snapshot *before) {
+    if (self->lent) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_RuntimeError, "Columns lent to Arrow take no more records");
+        return 0;
+    }
+    take_snapshot(self, before);
+    self->busy = 1;
+    return 1;
+}
+
 /* After a parse of view[start:end]: the buffer let go, the columns as they were before it
  * if it failed, and None or the failure raised. */
 static PyObject *parsed(Columns *self, const Snapshot *before, Py_buffer *view, int result,
@@ -481,8 +495,7 @@ static PyObject *columns_add_message_set(Columns *self, PyObject *args) {
                                           &end, &check_crcs, optional_int64, &relative_to,
                                           optional_int64, &log_append_time))
         return NULL;
-    take_snapshot(self, &before);
-    self->busy = 1;
+    if (!begin_parse(self, &view, &before)) return NULL;
     if (span(&view, start, end)) {
         Py_BEGIN_ALLOW_THREADS
         result = parse_message_set(self, (const unsigned char *)view.buf + start, end - start,
@@ -503,8 +516,7 @@ static PyObject *columns_add_records(Columns *self, PyObject *args) {
                                           &count, &base_offset, &first_timestamp,
                                           &max_timestamp, &log_append_time))
         return NULL;
-    take_snapshot(self, &before);
-    self->busy = 1;
+    if (!begin_parse(self, &view, &before)) return NULL;
     if (span(&view, start, end)) {
         Py_BEGIN_ALLOW_THREADS
         result = parse_v2_records(self, (const unsigned char *)view.buf + start, end - start,
@@ -659,8 +671,45 @@ error:
     return NULL;
 }
 
-static PyObject *as_bytes(const Buf *b) {
-    return PyBytes_FromStringAndSize(b->data ? b->data : "", b->len);
+/* A buffer of a Columns lent to Arrow without a copy: it keeps the Columns alive, and the
+ * Columns takes no more records once lent (a realloc would move the memory). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *owner;
+    const char *data;
+    Py_ssize_t len;
+} Region;
+
+static int region_getbuffer(Region *self, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)self, (void *)self->data, self->len, 1, flags);
+}
+
+static void region_dealloc(Region *self) {
+    Py_XDECREF(self->owner);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyBufferProcs region_as_buffer = {(getbufferproc)region_getbuffer, NULL};
+
+static PyTypeObject RegionType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "zkconsumer.fetch._columns.Region",
+    .tp_basicsize = sizeof(Region),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A read-only view of one of a Columns' buffers.",
+    .tp_dealloc = (destructor)region_dealloc,
+    .tp_as_buffer = &region_as_buffer,
+};
+
+static PyObject *lend(Columns *owner, const Buf *b) {
+    Region *region = PyObject_New(Region, &RegionType);
+    if (!region) return NULL;
+    Py_INCREF(owner);
+    region->owner = (PyObject *)owner;
+    region->data = b->data ? b->data : "";
+    region->len = b->len;
+    owner->lent = 1;
+    return (PyObject *)region;
 }
 
 /* Arrow's validity bitmap (bit set: a value) of the null flags, or None without nulls. */
@@ -677,7 +726,7 @@ static PyObject *validity(const Binary *c, Py_ssize_t count) {
 
 /* Timestamps as (data, validity or None, null count): a negative one is none (brokers before
  * 0.10 keep none), null to Arrow. */
-static PyObject *timestamp_buffers(const Columns *self) {
+static PyObject *timestamp_buffers(Columns *self) {
     const int64_t *timestamps = (const int64_t *)self->timestamps.data;
     Py_ssize_t count = self->count, nulls = 0;
     for (Py_ssize_t i = 0; i < count; i++) nulls += timestamps[i] < 0;
@@ -692,26 +741,26 @@ static PyObject *timestamp_buffers(const Columns *self) {
         for (Py_ssize_t i = 0; i < count; i++)
             if (timestamps[i] >= 0) bits[i >> 3] |= (unsigned char)(1u << (i & 7));
     }
-    return Py_BuildValue("(NNn)", as_bytes(&self->timestamps), bitmap, nulls);
+    return Py_BuildValue("(NNn)", lend(self, &self->timestamps), bitmap, nulls);
 }
 
-/* buffers(): every column's buffers as bytes, for `pyarrow.Array.from_buffers`:
+/* buffers(): every column's buffers, lent (see Region), for `pyarrow.Array.from_buffers`:
  * (count, offsets, timestamps, keys, values, header_ends, header_count, header_keys,
  * header_values), each binary column as (data, ends, validity or None, null count), the
  * timestamps as (data, validity or None, null count). */
-static PyObject *binary_buffers(const Binary *c, Py_ssize_t count) {
-    return Py_BuildValue("(NNNn)", as_bytes(&c->data), as_bytes(&c->ends), validity(c, count),
-                         c->null_count);
+static PyObject *binary_buffers(Columns *owner, const Binary *c, Py_ssize_t count) {
+    return Py_BuildValue("(NNNn)", lend(owner, &c->data), lend(owner, &c->ends),
+                         validity(c, count), c->null_count);
 }
 
 static PyObject *columns_buffers(Columns *self, PyObject *unused) {
     if (!ready(self)) return NULL;
-    return Py_BuildValue("(nNNNNNnNN)", self->count, as_bytes(&self->offsets),
-                         timestamp_buffers(self), binary_buffers(&self->keys, self->count),
-                         binary_buffers(&self->values, self->count),
-                         as_bytes(&self->header_ends), self->header_count,
-                         binary_buffers(&self->header_keys, self->header_count),
-                         binary_buffers(&self->header_values, self->header_count));
+    return Py_BuildValue("(nNNNNNnNN)", self->count, lend(self, &self->offsets),
+                         timestamp_buffers(self), binary_buffers(self, &self->keys, self->count),
+                         binary_buffers(self, &self->values, self->count),
+                         lend(self, &self->header_ends), self->header_count,
+                         binary_buffers(self, &self->header_keys, self->header_count),
+                         binary_buffers(self, &self->header_values, self->header_count));
 }
 
 static PyMethodDef columns_methods[] = {
@@ -859,7 +908,7 @@ PyMODINIT_FUNC PyInit__columns(void) {
     __builtin_cpu_init();
     have_sse42 = __builtin_cpu_supports("sse4.2");
 #endif
-    if (PyType_Ready(&ColumnsType) < 0) return NULL;
+    if (PyType_Ready(&ColumnsType) < 0 || PyType_Ready(&RegionType) < 0) return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (!module) return NULL;
     Py_INCREF(&ColumnsType);
