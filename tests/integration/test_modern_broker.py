@@ -210,6 +210,37 @@ def test_headers_reach_the_jsonl_output_as_key_value_pairs(
             assert record.get("headers") in (None, []), record
 
 
+# `zkconsumer consume` as an install without a C compiler runs it: neither compiled part loads.
+WITHOUT_COMPILED_PARTS = (
+    "-c", ("import sys; sys.modules['zkconsumer.fetch._columns'] = None; "
+           "sys.modules['zkconsumer.member._cursor'] = None; from zkconsumer.cli import main; "
+           "main()"),
+    "--log-format", "json", "consume", "--format", "jsonl")
+
+
+def test_a_worker_without_the_compiled_parts_reads_compressed_batches_with_headers(
+        modern, modern_topic_factory, unique_name, tmp_path):
+    """The pure-Python fallbacks (aiokafka's reader, the Python stream cursor) end to end."""
+    from zkconsumer.localcluster.consume_process import ConsumeProcess
+
+    topic = modern_topic_factory(partitions=2)
+    values = _values(60, "p")
+    headers = [[("n", str(i).encode())] for i in range(len(values))]
+    placed = produce(modern.bootstrap_servers, topic, values, partitions=2, headers=headers,
+                     compression="gzip")
+    worker = ConsumeProcess(modern.zookeeper_connect, unique_name("pure"), topic, tmp_path,
+                            "pure", "--bootstrap-server", modern.bootstrap_servers,
+                            program=WITHOUT_COMPILED_PARTS)
+    try:
+        got = _wait_for_every_offset(lambda: _cli_delivered([worker], topic), placed,
+                                     alive=lambda: _running([worker]), what=f"{topic} (60)")
+        _assert_values_match(got, placed)
+        assert {r["value"]: r.get("headers") for r in worker.records()} == {
+            value.decode(): [["n", str(i)]] for i, value in enumerate(values)}
+    finally:
+        worker.stop()
+
+
 def test_a_topic_created_while_whitelist_members_run_gets_owners_and_is_consumed(
         zk, modern, modern_topic_factory, unique_name, modern_members):
     """The metadata refresh, through a topic that appears: found in Kafka metadata, not in
