@@ -123,11 +123,7 @@ def test_families_publish_every_name_with_kafka_exporters_lag_beside_ours():
 
 def exporter_with(reports) -> LagExporter:
     """A service that publishes exactly these reports at its first scan."""
-    class Fixed:
-        def groups(self):
-            return []
-
-    exporter = LagExporter(Fixed(), _Reads(), ExporterSettings(10, RULES), clock=lambda: 1000.0)
+    exporter = LagExporter(_Groups(), _Reads(), ExporterSettings(10, RULES), clock=lambda: 1000.0)
     exporter._scan = lambda now: reports
     assert exporter.scan_once()
     return exporter
@@ -196,15 +192,24 @@ class _Reads:
 
 
 class _Groups:
-    def groups(self):
-        return [GroupState("g", members={"a": static_member("t")}, owners={T0: "a-0"},
-                           zookeeper_offsets={T0: ZookeeperOffset(5, 999.0)})]
+    """The groups source of a scan: always these groups."""
+
+    def __init__(self, *groups: GroupState) -> None:
+        self._groups = list(groups)
+
+    def groups(self) -> list[GroupState]:
+        return self._groups
+
+
+def _owned_group() -> _Groups:
+    return _Groups(GroupState("g", members={"a": static_member("t")}, owners={T0: "a-0"},
+                              zookeeper_offsets={T0: ZookeeperOffset(5, 999.0)}))
 
 
 def test_a_failed_scan_keeps_the_previous_one_and_health_goes_bad_when_it_is_stale():
     clock = [1000.0]
     reads = _Reads()
-    exporter = LagExporter(_Groups(), reads, ExporterSettings(10, RULES), clock=lambda: clock[0])
+    exporter = LagExporter(_owned_group(), reads, ExporterSettings(10, RULES), clock=lambda: clock[0])
     assert exporter.health() == (False, "no scan has finished yet")
     assert exporter.scan_once()
     assert exporter.reports()["g"].total_lag == 5 + 6
@@ -222,7 +227,7 @@ def test_a_failed_scan_keeps_the_previous_one_and_health_goes_bad_when_it_is_sta
 
 
 def test_kafka_offsets_failing_still_publishes_zookeepers():
-    exporter = LagExporter(_Groups(), _Reads(fail_kafka=True), ExporterSettings(10, RULES),
+    exporter = LagExporter(_owned_group(), _Reads(fail_kafka=True), ExporterSettings(10, RULES),
                            clock=lambda: 1000.0)
     assert exporter.scan_once()
     by_partition = {p.partition: p for p in exporter.reports()["g"].partitions}
@@ -231,7 +236,7 @@ def test_kafka_offsets_failing_still_publishes_zookeepers():
 
 def test_kafka_offsets_are_not_asked_when_turned_off():
     reads = _Reads()
-    exporter = LagExporter(_Groups(), reads, ExporterSettings(10, RULES, kafka_offsets=False),
+    exporter = LagExporter(_owned_group(), reads, ExporterSettings(10, RULES, kafka_offsets=False),
                            clock=lambda: 1000.0)
     assert exporter.scan_once()
     assert reads.kafka_questions == 0
@@ -240,13 +245,9 @@ def test_kafka_offsets_are_not_asked_when_turned_off():
 
 
 def test_an_offset_of_a_deleted_topic_does_not_stop_the_scan():
-    class WithDeletedTopic:
-        def groups(self):
-            return [GroupState("g", zookeeper_offsets={
-                T0: ZookeeperOffset(5, 999.0), TopicPartition("deleted", 0): ZookeeperOffset(
-                    3, 999.0)})]
-
-    exporter = LagExporter(WithDeletedTopic(), _Reads(), ExporterSettings(10, RULES),
+    with_deleted_topic = _Groups(GroupState("g", zookeeper_offsets={
+        T0: ZookeeperOffset(5, 999.0), TopicPartition("deleted", 0): ZookeeperOffset(3, 999.0)}))
+    exporter = LagExporter(with_deleted_topic, _Reads(), ExporterSettings(10, RULES),
                            clock=lambda: 1000.0)
     assert exporter.scan_once()
     lags = {(p.topic, p.partition): p.lag for p in exporter.reports()["g"].partitions}
@@ -258,7 +259,9 @@ def test_a_scan_kafka_cannot_answer_keeps_its_last_offsets_so_nothing_looks_rewo
     would be a rewind, and a lag jump."""
     reads = _Reads()
     reads.kafka_offset = 12
-    exporter = LagExporter(_DualGroup(), reads, ExporterSettings(10, RULES), clock=lambda: 1000.0)
+    dual = _Groups(GroupState("g", members={"a": static_member("t")}, owners={T1: "a-0"},
+                              zookeeper_offsets={T1: ZookeeperOffset(5, 999.0)}))
+    exporter = LagExporter(dual, reads, ExporterSettings(10, RULES), clock=lambda: 1000.0)
     assert exporter.scan_once()
     reads.fail_kafka = True
     assert exporter.scan_once()
@@ -267,22 +270,13 @@ def test_a_scan_kafka_cannot_answer_keeps_its_last_offsets_so_nothing_looks_rewo
     assert [o.offset for o in partition.window] == [12, 12]
 
 
-class _DualGroup:
-    def groups(self):
-        return [GroupState("g", members={"a": static_member("t")}, owners={T1: "a-0"},
-                           zookeeper_offsets={T1: ZookeeperOffset(5, 999.0)})]
-
-
 def test_one_topic_without_a_log_end_leaves_the_others_published():
-    class TwoTopics:
-        def groups(self):
-            return [GroupState("g", zookeeper_offsets={
-                T0: ZookeeperOffset(5, 999.0), TopicPartition("other", 0): ZookeeperOffset(
-                    1, 999.0)})]
+    two_topics = _Groups(GroupState("g", zookeeper_offsets={
+        T0: ZookeeperOffset(5, 999.0), TopicPartition("other", 0): ZookeeperOffset(1, 999.0)}))
 
     reads = _Reads()
     reads.failing_topics = {"other"}
-    exporter = LagExporter(TwoTopics(), reads, ExporterSettings(10, RULES), clock=lambda: 1000.0)
+    exporter = LagExporter(two_topics, reads, ExporterSettings(10, RULES), clock=lambda: 1000.0)
     assert exporter.scan_once()
     lags = {(p.topic, p.partition): p.lag for p in exporter.reports()["g"].partitions}
     assert lags[("t", 0)] == 5 and lags[("other", 0)] is None
