@@ -209,7 +209,8 @@ def _owned_group() -> _Groups:
 def test_a_failed_scan_keeps_the_previous_one_and_health_goes_bad_when_it_is_stale():
     clock = [1000.0]
     reads = _Reads()
-    exporter = LagExporter(_owned_group(), reads, ExporterSettings(10, RULES), clock=lambda: clock[0])
+    exporter = LagExporter(_owned_group(), reads, ExporterSettings(10, RULES),
+                           clock=lambda: clock[0])
     assert exporter.health() == (False, "no scan has finished yet")
     assert exporter.scan_once()
     assert exporter.reports()["g"].total_lag == 5 + 6
