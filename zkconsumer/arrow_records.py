@@ -92,12 +92,19 @@ def _py_buffer(data: bytes | None) -> pa.Buffer | None:
 
 
 def _header_keys(keys: tuple, length: int) -> pa.Array:
-    """Header keys as text, bytes that are not UTF-8 made U+FFFD as Java's consumer does.
-    (Wrapped as text and checked rather than cast: no compute kernel on the way.)"""
-    text = _binary(keys, length, pa.string())
+    """Header keys as text, bytes that are not UTF-8 made U+FFFD as Java's consumer does."""
+    return as_text(_binary(keys, length))
+
+
+def as_text(column: pa.Array) -> pa.Array:
+    """A binary column as text: the same buffers, checked as UTF-8 (no compute kernel on the
+    way); otherwise invalid bytes are replaced value by value, as
+    `bytes.decode(errors="replace")` does."""
+    text = pa.Array.from_buffers(pa.string(), len(column), column.buffers(),
+                                 null_count=column.null_count, offset=column.offset)
     try:
         text.validate(full=True)
     except pa.ArrowInvalid:
-        return pa.array([key.decode("utf-8", "replace") for key in
-                         _binary(keys, length).to_pylist()], pa.string())
+        return pa.array([None if value is None else value.decode("utf-8", "replace")
+                         for value in column.to_pylist()], pa.string())
     return text

@@ -17,7 +17,6 @@ Pure: bytes in, columns out.
 from __future__ import annotations
 
 import struct
-import zlib
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -39,15 +38,14 @@ except ImportError:  # built without a C compiler: records.py reads with aiokafk
 # delta, first and max timestamp, producer id and epoch, base sequence, record count
 BATCH_HEAD = struct.Struct(">qiibIhiqqqhii")
 _BATCH_CRC_FROM = 21  # the attributes on
-_LOG_APPEND_TIME, _TRANSACTIONAL, _CONTROL = 0x08, 0x10, 0x20  # v2 batch attributes
+LOG_APPEND_TIME, TRANSACTIONAL, CONTROL = 0x08, 0x10, 0x20  # v2 batch attributes
 # a v0/v1 message: offset, size, crc, magic, attributes; v1 then has its timestamp
 _MESSAGE_HEAD = struct.Struct(">qiIbb")
 _TIMESTAMP = struct.Struct(">q")
 _LENGTH = struct.Struct(">i")
 _MESSAGE_CRC_FROM = 16  # the magic on
-_V1_LOG_APPEND_TIME = 0x08
 _OLD_LZ4 = 3  # codec 3 in format v0: the 0.8/0.9 brokers' framing (see message_sets)
-_CODEC_MASK = 0x07
+CODEC_MASK = 0x07  # the codec, in the attributes of every format
 # aiokafka decompresses snappy, lz4 and zstd with cramjam, gzip with the standard library
 _CRAMJAM_CODECS = {2: ("snappy", aiokafka_codec.has_snappy), 3: ("lz4", aiokafka_codec.has_lz4),
                    4: ("zstd", aiokafka_codec.has_zstd)}
@@ -79,8 +77,9 @@ class BatchHeader(NamedTuple):
 def decode_columns(data: bytes | memoryview, topic: str, partition: int, fetch_offset: int,
                    check_crcs: bool = True, aborted: Any = None,
                    control_reader: Any = None) -> DecodedColumns:
-    """Every complete record at or after `fetch_offset`, control records left out; as
-    `records.decode_records` (which calls this), but as columns.
+    """Every complete record at or after `fetch_offset`, control records left out, as columns;
+    `records.decode_records` calls this, and keeps the next offset from going below
+    `fetch_offset`.
 
     `aborted` is None to read uncommitted, else the `records._AbortedTransactions` of the
     fetch; `control_reader(entry)` reads a control batch whole, for its marker."""
@@ -101,8 +100,6 @@ def decode_columns(data: bytes | memoryview, topic: str, partition: int, fetch_o
             next_offset = decoder.wrapper(start, end, magic, codec)
         else:
             next_offset = decoder.message_set(start, end)
-    if next_offset is not None and next_offset < fetch_offset:
-        next_offset = fetch_offset
     records = RecordColumns(columns, topic, partition, columns.count_before(fetch_offset),
                             len(columns))
     return DecodedColumns(records, next_offset, complete < len(data))
@@ -144,7 +141,7 @@ class _Decoder:
                                            self.check_crcs)
             self._add_inner(inner, name, None, None)
             return offset + 1
-        if self.check_crcs and zlib.crc32(memoryview(data)[start + _MESSAGE_CRC_FROM:end]) != crc:
+        if self.check_crcs and _columns.crc32(data, start + _MESSAGE_CRC_FROM, end) != crc:
             raise CorruptMessageError(f"the message at offset {offset} {self.where} fails its "
                                       "CRC check")
         payload, log_append_time = _wrapped_payload(data, start, end, magic, attributes)
@@ -182,7 +179,7 @@ class _Decoder:
             raise CorruptMessageError(f"{name} fails its CRC check")
         next_offset = base_offset + last_offset_delta + 1
         header = BatchHeader(base_offset, next_offset, producer_id,
-                             bool(attributes & _TRANSACTIONAL), bool(attributes & _CONTROL))
+                             bool(attributes & TRANSACTIONAL), bool(attributes & CONTROL))
         if self.aborted is not None and header.is_transactional:
             try:
                 held = self.aborted.holds(self.control_reader(bytes(data[start:end]))
@@ -193,7 +190,7 @@ class _Decoder:
                 return next_offset
         if header.is_control_batch or next_offset <= self.fetch_offset:
             return next_offset
-        codec = attributes & _CODEC_MASK
+        codec = attributes & CODEC_MASK
         records_start = start + BATCH_HEAD.size
         if codec:
             records = self._decompress(codec, memoryview(data)[records_start:end], name)
@@ -203,7 +200,7 @@ class _Decoder:
         try:
             self.columns.add_records(records, records_start, records_end, count, base_offset,
                                      first_timestamp, max_timestamp,
-                                     bool(attributes & _LOG_APPEND_TIME))
+                                     bool(attributes & LOG_APPEND_TIME))
         except ValueError as exc:
             raise CorruptMessageError(f"cannot decode {name}: {exc.args[1]}") from None
         return next_offset
@@ -231,7 +228,7 @@ def _wrapped_payload(data: bytes, start: int, end: int, magic: int, attributes: 
     if magic == 1:
         if cursor + _TIMESTAMP.size > end:
             return None, None
-        if attributes & _V1_LOG_APPEND_TIME:
+        if attributes & LOG_APPEND_TIME:  # the same bit in v1 messages
             (log_append_time,) = _TIMESTAMP.unpack_from(data, cursor)
         cursor += _TIMESTAMP.size
     if cursor + _LENGTH.size > end:
@@ -254,7 +251,9 @@ def offset_at(records: Sequence[Message], index: int) -> int:
 
 def count_before(records: Sequence[Message], offset: int) -> int:
     """How many records (in offset order) are before `offset`."""
-    return bisect_left(range(len(records)), offset, key=lambda i: offset_at(records, i))
+    if type(records) is not list:
+        return records.count_before(offset)
+    return bisect_left(range(len(records)), offset, key=lambda i: records[i].offset)
 
 
 class RecordColumns(Sequence):
@@ -313,6 +312,10 @@ class RecordColumns(Sequence):
         if not 0 <= index < len(self):
             raise IndexError("record index out of range")
         return self._columns.offset_at(self._start + index)
+
+    def count_before(self, offset: int) -> int:
+        """How many of these records are before `offset` (counted in C, over the columns)."""
+        return min(max(self._columns.count_before(offset) - self._start, 0), len(self))
 
     def payload_bytes(self) -> int:
         """Bytes of the keys and values (what the metrics count as consumed bytes)."""

@@ -67,12 +67,10 @@ _MAGIC_AT = 16
 _LOG_OVERHEAD = 12  # offset and size, before each entry
 _SMALLEST_ENTRY = 14  # a v0 message: crc, magic, attributes and two null lengths
 _SMALLEST_BATCH = 49  # a v2 batch header
-_CODEC_MASK = 0x07
 _LZ4 = 3
 _OLD_LZ4 = 0x100  # no magic byte: the run kind of a v0 LZ4 message, which aiokafka refuses
 _CONTROL_KEY = struct.Struct(">hh")  # version, type
 _ABORT = 0
-_LOG_APPEND_TIME, _TRANSACTIONAL, _CONTROL = 0x08, 0x10, 0x20  # batch attributes
 
 
 class DecodedSet(NamedTuple):
@@ -96,13 +94,14 @@ def decode_records(data: bytes | memoryview, topic: str, partition: int, fetch_o
     """
     transactions = None if aborted is None else _AbortedTransactions(aborted)
     if columns.compiled():
-        return DecodedSet(*columns.decode_columns(data, topic, partition, fetch_offset,
-                                                  check_crcs, transactions, _LenientBatch))
-    reader = _Reader(topic, partition, fetch_offset, check_crcs, transactions)
-    next_offset, truncated = reader.read(bytes(data))  # aiokafka's reader takes bytes only
-    messages = reader.messages
-    if messages and messages[0].offset < fetch_offset:
-        messages = [m for m in messages if m.offset >= fetch_offset]
+        messages, next_offset, truncated = columns.decode_columns(
+            data, topic, partition, fetch_offset, check_crcs, transactions, _LenientBatch)
+    else:
+        reader = _Reader(topic, partition, fetch_offset, check_crcs, transactions)
+        next_offset, truncated = reader.read(bytes(data))  # aiokafka's reader takes bytes only
+        messages = reader.messages
+        if messages and messages[0].offset < fetch_offset:
+            messages = [m for m in messages if m.offset >= fetch_offset]
     if next_offset is not None and next_offset < fetch_offset:
         next_offset = fetch_offset
     return DecodedSet(messages, next_offset, truncated)
@@ -225,7 +224,7 @@ def _runs(data: bytes, topic: str, partition: int) -> tuple[list[tuple[int, int,
         following = position + _LOG_OVERHEAD + size
         if following > end:
             break
-        if magic == 0 and attributes & _CODEC_MASK == _LZ4:
+        if magic == 0 and attributes & columns.CODEC_MASK == _LZ4:
             magic = _OLD_LZ4
         if magic != run_magic or magic == _OLD_LZ4:
             if run_start < position:
@@ -289,10 +288,10 @@ class _LenientBatch:
         if magic != 2:
             raise ValueError(f"magic {magic} where a record batch (magic 2) was expected")
         self.next_offset = self.base_offset + last_offset_delta + 1
-        self.is_transactional = bool(attributes & _TRANSACTIONAL)
-        self.is_control_batch = bool(attributes & _CONTROL)
-        self._log_append_time = bool(attributes & _LOG_APPEND_TIME)
-        self._codec = attributes & _CODEC_MASK
+        self.is_transactional = bool(attributes & columns.TRANSACTIONAL)
+        self.is_control_batch = bool(attributes & columns.CONTROL)
+        self._log_append_time = bool(attributes & columns.LOG_APPEND_TIME)
+        self._codec = attributes & columns.CODEC_MASK
         self._records = entry[columns.BATCH_HEAD.size:]
 
     def __iter__(self) -> Iterator[_Record]:

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import structlog
 
+from zkconsumer.arrow_records import as_text
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.fetch import LogOffsets, fetcher_for
 from zkconsumer.fetch.columns import RecordColumns, count_before, offset_at
@@ -152,7 +153,7 @@ def for_spark(batch: pa.RecordBatch, schema: pa.Schema, decode_utf8: bool) -> pa
     microsecond timestamps, text keys and values if asked."""
     keys, values = batch.column("key"), batch.column("value")
     if decode_utf8:
-        keys, values = _as_text(keys), _as_text(values)
+        keys, values = as_text(keys), as_text(values)
     return pa.RecordBatch.from_arrays([
         keys, values, batch.column("topic"), batch.column("partition"), batch.column("offset"),
         batch.column("timestamp").cast(pa.timestamp("us", tz="UTC")),
@@ -165,7 +166,7 @@ def to_record_batch(records: list, schema: pa.Schema, decode_utf8: bool) -> pa.R
     keys = pa.array([r.key for r in records], pa.binary())
     values = pa.array([r.value for r in records], pa.binary())
     if decode_utf8:
-        keys, values = _as_text(keys), _as_text(values)
+        keys, values = as_text(keys), as_text(values)
     millis = pa.array([r.timestamp if r.timestamp is not None and r.timestamp >= 0 else None
                        for r in records], pa.int64())
     return pa.RecordBatch.from_arrays([
@@ -175,13 +176,3 @@ def to_record_batch(records: list, schema: pa.Schema, decode_utf8: bool) -> pa.R
         pa.array([r.offset for r in records], pa.int64()),
         pc.multiply(millis, 1000).cast(pa.timestamp("us", tz="UTC")),
     ], schema=schema)
-
-
-def _as_text(column: pa.Array) -> pa.Array:
-    """A checked cast (fast when every value is UTF-8); otherwise invalid bytes are replaced
-    value by value, as `bytes.decode(errors="replace")` does."""
-    try:
-        return column.cast(pa.string())
-    except pa.ArrowInvalid:
-        return pa.array([None if v is None else v.decode("utf-8", "replace")
-                         for v in column.to_pylist()], pa.string())
