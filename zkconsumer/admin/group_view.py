@@ -16,9 +16,6 @@ from zkconsumer.exporter.report import GroupReport, GroupState, ScanInputs, scan
 from zkconsumer.exporter.status import Status, WindowRules
 from zkconsumer.model import TopicPartition
 
-# The status window of the commands, as the exporter's default (30 s x 10 scans).
-DEFAULT_STATUS_WINDOW_S = 300.0
-
 
 def look_once(states: Iterable[GroupState], partitions: Mapping[str, list[TopicPartition]],
               log_ends: Mapping[TopicPartition, int],

@@ -83,10 +83,8 @@ class AdminContext:
     def kafka_access(self) -> KafkaAccess:
         with self._lock:
             if self._access is None:
-                self._access = resolve_kafka_access(
-                    lambda: read_brokers(self.zk).values(),
-                    self._client_options.get("security_protocol", "PLAINTEXT"),
-                    self._api_version, self._bootstrap_override)
+                self._access = kafka_access_for(self.zk, self._client_options,
+                                                self._api_version, self._bootstrap_override)
             return self._access
 
     def for_each_group(self, groups: list[str], work: Callable[[str], T], label: str
@@ -230,3 +228,11 @@ def progress(total: int, label: str):
 class _Silent:
     def update(self, _steps: int) -> None:
         return None
+
+
+def kafka_access_for(zk: KazooClient, client_options: dict, api_version: tuple[int, ...] | None,
+                     bootstrap_override: str | None) -> KafkaAccess:
+    """The brokers to ask: `--bootstrap-server` if given, else the registry in ZooKeeper."""
+    return resolve_kafka_access(lambda: read_brokers(zk).values(),
+                                client_options.get("security_protocol", "PLAINTEXT"),
+                                api_version, bootstrap_override)

@@ -4,22 +4,21 @@ for Burrow's clients, from one long-running process."""
 from __future__ import annotations
 
 import re
+from contextlib import ExitStack
 
 import click
 import structlog
 
-from zkconsumer.cli.admin_context import admin_config
+from zkconsumer.cli.admin_context import admin_config, kafka_access_for
 from zkconsumer.cli.consume_command import stop_on_signals
 from zkconsumer.cli.duration_option import Duration
 from zkconsumer.exporter.kafka_reads import ClusterReads
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
-from zkconsumer.exporter.status import WindowRules
+from zkconsumer.exporter.status import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_SAMPLES, WindowRules
 from zkconsumer.exporter.zk_groups import GroupsCache
-from zkconsumer.fetch import resolve_kafka_access
 from zkconsumer.kafka_client import kafka_client_options
 from zkconsumer.metrics import MetricsServer
 from zkconsumer.topology import open_topic_source
-from zkconsumer.zk.registry import read_brokers
 from zkconsumer.zk.session import connect_for
 
 log = structlog.get_logger(__name__)
@@ -53,10 +52,12 @@ def _regex(_ctx, _param, value: str | None) -> str | None:
               help="The address to listen on (0.0.0.0: every interface).")
 @click.option("--group-regex", callback=_regex, envvar="ZKCONSUMER_EXPORTER_GROUP_REGEX",
               help="Only groups whose whole name matches this regex.")
-@click.option("--interval", type=Duration(), default="30s", show_default=True,
+@click.option("--interval", type=Duration(), default=f"{DEFAULT_INTERVAL_S:g}s",
+              show_default=True,
               envvar="ZKCONSUMER_EXPORTER_INTERVAL",
               help="How often log ends and Kafka offsets are read and statuses judged.")
-@click.option("--window-samples", type=click.IntRange(2, 1000), default=10, show_default=True,
+@click.option("--window-samples", type=click.IntRange(2, 1000), default=DEFAULT_WINDOW_SAMPLES,
+              show_default=True,
               envvar="ZKCONSUMER_EXPORTER_WINDOW_SAMPLES",
               help="Scans in a status window (Burrow's intervals): the window spans "
                    "interval x samples.")
@@ -74,43 +75,35 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
     client_options = kafka_client_options(config.kafka_client_properties)
     settings = ExporterSettings(interval, WindowRules(window_samples, interval * window_samples),
                                 cluster_name, kafka_offsets)
-    with stop_on_signals() as stop_requested:
+    with stop_on_signals() as stop_requested, ExitStack() as opened:
         zk = connect_for(config)
-        opened = []
-        try:
-            groups = GroupsCache(zk, group_regex)
-            opened.append(groups)
-            access = resolve_kafka_access(
-                lambda: read_brokers(zk).values(),
-                client_options.get("security_protocol", "PLAINTEXT"),
-                config.kafka_api_version, bootstrap_server)
-            topics = open_topic_source(zk, bootstrap_server, access.api_version, client_options)
-            opened.append(topics)
-            reads = ClusterReads(access, topics, client_options)
-            opened.append(reads)
-            service = LagExporter(groups, reads, settings)
-            # Listening first: a port in use is said at once, not after loading /consumers.
-            server = MetricsServer(host, port, service.registry, service.health, service.route)
-            opened.append(server)
-            if groups.start(CACHE_LOAD_TIMEOUT_S, stop_requested):
-                service.start()
-                opened.append(service)
-                log.info("exporting group lag", zookeeper=zookeeper_connect,
-                         interval_s=interval, window_s=settings.rules.span_s,
-                         groups=group_regex or "all")
-                stop_requested.wait()
-        finally:
-            for part in reversed(opened):
-                _close(part)
-            zk.stop()
-            zk.close()
+        opened.callback(zk.close)
+        opened.callback(zk.stop)
+        groups = GroupsCache(zk, group_regex)
+        opened.callback(_quietly, groups.close)
+        access = kafka_access_for(zk, client_options, config.kafka_api_version, bootstrap_server)
+        topics = open_topic_source(zk, bootstrap_server, access.api_version, client_options)
+        opened.callback(_quietly, topics.close)
+        reads = ClusterReads(access, topics, client_options)
+        opened.callback(_quietly, reads.close)
+        service = LagExporter(groups, reads, settings)
+        # Listening first: a port in use is said at once, not after loading /consumers.
+        server = MetricsServer(host, port, service.registry, service.health, service.route)
+        opened.callback(_quietly, server.stop)
+        if groups.start(CACHE_LOAD_TIMEOUT_S, stop_requested):
+            service.start()
+            opened.callback(_quietly, service.stop)
+            log.info("exporting group lag", zookeeper=zookeeper_connect,
+                     interval_s=interval, window_s=settings.rules.span_s,
+                     groups=group_regex or "all")
+            stop_requested.wait()
     log.info("exporter stopped")
 
 
-def _close(part) -> None:
+def _quietly(close) -> None:
     """Closing goes on past a part that fails to close, so every other one is closed too."""
     try:
-        (part.stop if hasattr(part, "stop") else part.close)()
+        close()
     except Exception as exc:  # noqa: BLE001 - whatever a client raises, the rest still close
-        log.warning("closing the exporter", part=type(part).__name__,
+        log.warning("closing the exporter", part=getattr(close, "__qualname__", str(close)),
                     error=f"{type(exc).__name__}: {exc}")

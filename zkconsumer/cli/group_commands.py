@@ -8,7 +8,6 @@ import click
 from kazoo.exceptions import NoNodeError
 
 from zkconsumer.admin.group_view import (
-    DEFAULT_STATUS_WINDOW_S,
     look_once,
     partition_rows,
     status_name,
@@ -18,7 +17,8 @@ from zkconsumer.cli.admin_context import AdminContext, admin_context, admin_opti
 from zkconsumer.cli.duration_option import Duration
 from zkconsumer.cli.output import emit_json, emit_table
 from zkconsumer.errors import ZkConsumerError, ZnodeDataError
-from zkconsumer.exporter.report import GroupReport, GroupState
+from zkconsumer.exporter.report import GroupReport, GroupState, with_offsets
+from zkconsumer.exporter.status import DEFAULT_WINDOW_S
 from zkconsumer.model import TopicPartition
 from zkconsumer.zk.group_state import (
     committed_partitions,
@@ -40,7 +40,7 @@ def group() -> None:
 
 def _status_window_option(command):
     return click.option(
-        "--status-window", type=Duration(), default=f"{DEFAULT_STATUS_WINDOW_S:g}s",
+        "--status-window", type=Duration(), default=f"{DEFAULT_WINDOW_S:g}s",
         show_default=True,
         help="A partition with lag whose ZooKeeper offset has not changed for longer than this "
              "is STOP (nobody owns it) or STALL (a member owns it).")(command)
@@ -58,8 +58,7 @@ def list_command(status_window, zookeeper_connect, bootstrap_server, properties,
                                   "reading groups")
         states = {name: state for name, state in read.items() if state is not None}
         registered = _registered_partitions(ctx, states)
-        layout = {name: sorted(set(registered[name]) | set(state.zookeeper_offsets))
-                  for name, state in states.items()}
+        layout = {name: with_offsets(registered[name], state) for name, state in states.items()}
         log_ends, kafka = _kafka_figures(ctx, registered)
         reports = {report.group: report for report in look_once(
             states.values(), layout, log_ends, kafka, status_window, time.time())}

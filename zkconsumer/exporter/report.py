@@ -88,16 +88,23 @@ class ScanInputs:
 def group_partitions(state: GroupState, all_topics: Iterable[str],
                      partitions_of: Callable[[str], list[int] | None]) -> list[TopicPartition]:
     """Every partition of the group's topics that exists, plus any it has an offset for."""
-    found = {TopicPartition(topic, partition) for topic in state.topics(all_topics)
-             for partition in partitions_of(topic) or ()}
-    return sorted(found | set(state.zookeeper_offsets))
+    return with_offsets(registered_partitions(state, all_topics, partitions_of), state)
 
 
-def existing_partitions(partitions: Iterable[TopicPartition],
-                        partitions_of: Callable[[str], list[int] | None]) -> list[TopicPartition]:
-    """Those of `partitions` the topics still have: an offset outlives a deleted topic, and the
-    brokers cannot give a log end for it."""
-    return sorted(tp for tp in set(partitions) if tp.partition in (partitions_of(tp.topic) or ()))
+def registered_partitions(state: GroupState, all_topics: Iterable[str],
+                          partitions_of: Callable[[str], list[int] | None]
+                          ) -> list[TopicPartition]:
+    """Every partition of the group's topics that exists: those the brokers can give log ends
+    and offsets for."""
+    return sorted({TopicPartition(topic, partition) for topic in state.topics(all_topics)
+                   for partition in partitions_of(topic) or ()})
+
+
+def with_offsets(partitions: Iterable[TopicPartition], state: GroupState
+                 ) -> list[TopicPartition]:
+    """The partitions and any the group has a ZooKeeper offset for (an offset outlives a
+    deleted topic)."""
+    return sorted(set(partitions) | set(state.zookeeper_offsets))
 
 
 def resume_offset(zookeeper: ZookeeperOffset | None, kafka: int | None

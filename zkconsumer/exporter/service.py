@@ -30,9 +30,9 @@ from zkconsumer.exporter.report import (
     GroupReport,
     GroupState,
     ScanInputs,
-    existing_partitions,
-    group_partitions,
+    registered_partitions,
     scan,
+    with_offsets,
 )
 from zkconsumer.exporter.status import WindowRules
 from zkconsumer.metrics.http_server import Reply
@@ -157,10 +157,9 @@ class LagExporter:
         view = self._reads.topics()
         partitions_of = functools.cache(self._partitions_reader(view))  # groups share topics
         all_topics = list(view.all_topics)
-        layout = {state.name: group_partitions(state, all_topics, partitions_of)
-                  for state in states}
-        existing = {name: existing_partitions(partitions, partitions_of)
-                    for name, partitions in layout.items()}
+        existing = {state.name: registered_partitions(state, all_topics, partitions_of)
+                    for state in states}
+        layout = {state.name: with_offsets(existing[state.name], state) for state in states}
         # Committed offsets before log ends: read the other way round, a consumer committing
         # between the two reads would show a lag below zero.
         kafka = self._kafka_offsets(existing)

@@ -41,6 +41,12 @@ class Status(enum.IntEnum):
 
 
 # What a partition can be: ERR is only ever a group's status (any partition beyond WARN).
+# The exporter's defaults: a scan every 30 s, a window of 10 scans; the group commands judge
+# from one look over the same span.
+DEFAULT_INTERVAL_S = 30.0
+DEFAULT_WINDOW_SAMPLES = 10
+DEFAULT_WINDOW_S = DEFAULT_INTERVAL_S * DEFAULT_WINDOW_SAMPLES
+
 PARTITION_STATUSES = (Status.OK, Status.WARN, Status.STOP, Status.STALL, Status.REWIND)
 
 
