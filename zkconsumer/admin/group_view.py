@@ -30,6 +30,11 @@ def status_name(status: Status) -> str | None:
     return None if status == Status.NOTFOUND else status.name
 
 
+def group_status_name(report: GroupReport) -> str | None:
+    """The group's status; None for a group with no partition to judge."""
+    return status_name(report.status) if report.partitions else None
+
+
 def partition_rows(report: GroupReport) -> list[dict]:
     """Lag is counted from the larger committed offset, where a member with dual commit would
     resume; None where the group has no offset or the log end is unknown."""

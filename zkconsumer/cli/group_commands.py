@@ -8,9 +8,9 @@ import click
 from kazoo.exceptions import NoNodeError
 
 from zkconsumer.admin.group_view import (
+    group_status_name,
     look_once,
     partition_rows,
-    status_name,
     storage_of,
 )
 from zkconsumer.cli.admin_context import AdminContext, admin_context, admin_options
@@ -98,7 +98,7 @@ def _list_row(name: str, state: GroupState | None, report: GroupReport | None) -
             "owned_partitions": len(state.owners), "storage": storage_of(report),
             "lag": report.total_lag if any(p.lag is not None for p in report.partitions)
             else None,
-            "status": status_name(report.status) if report.partitions else None}
+            "status": group_status_name(report)}
 
 
 def _kafka_figures(ctx: AdminContext, registered: dict[str, list[TopicPartition]]
@@ -160,7 +160,7 @@ def describe_command(name, topics, status_window, zookeeper_connect, bootstrap_s
                     "subscription": dict(registration.subscription)}
                    for consumer_id, registration in state.members.items()]
     if as_json:
-        emit_json({"group": name, "status": status_name(report.status) if rows else None,
+        emit_json({"group": name, "status": group_status_name(report),
                    "partitions": rows, "members": member_rows, "missing_topics": missing})
         return
     emit_table(("topic", "partition", "zk offset", "kafka offset", "log end", "lag", "owner",
