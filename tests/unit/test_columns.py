@@ -63,12 +63,23 @@ def test_a_view_shares_the_columns_and_counts_from_its_own_start():
     assert columns.count_before(records, 14) == 2 and columns.count_before(list(records), 14) == 2
 
 
-@pytest.mark.parametrize("size", [0, 1, 7, 8, 9, 4096 + 3])
+# Around 64 and 16 bytes: where the carry-less CRC-32 starts and where its tail goes to the table.
+@pytest.mark.parametrize("size", [0, 1, 7, 8, 9, 63, 64, 65, 79, 80, 127, 128, 129, 134,
+                                  4096 + 3])
 def test_checksums_agree_with_the_reference_implementations(size):
     data = bytes(range(256)) * (size // 256 + 1)
     data = b"x" + data[:size]  # odd start: the unaligned head is handled
     assert columns._columns.crc32(data, 1, len(data)) == zlib.crc32(data[1:])
     assert columns._columns.crc32c(data, 1, len(data)) == kafka_crc32c(data[1:])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=600), st.data())
+def test_checksums_of_any_slice_agree_with_the_reference_implementations(data, draw):
+    start = draw.draw(st.integers(0, len(data)))
+    end = draw.draw(st.integers(start, len(data)))
+    assert columns._columns.crc32(data, start, end) == zlib.crc32(data[start:end])
+    assert columns._columns.crc32c(data, start, end) == kafka_crc32c(data[start:end])
 
 
 @settings(max_examples=300, deadline=None)

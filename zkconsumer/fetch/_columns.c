@@ -53,8 +53,9 @@ static void make_table(uint32_t table[8][256], uint32_t polynomial) {
     }
 }
 
-static uint32_t crc_sliced(uint32_t table[8][256], const unsigned char *p, size_t n) {
-    uint32_t c = 0xffffffffu;
+/* The table method from state `c` on (no inversions: see crc_sliced). */
+static uint32_t crc_sliced_from(uint32_t table[8][256], uint32_t c, const unsigned char *p,
+                                size_t n) {
     while (n && ((uintptr_t)p & 7)) {
         c = table[0][(c ^ *p++) & 0xff] ^ (c >> 8);
         n--;
@@ -75,7 +76,11 @@ static uint32_t crc_sliced(uint32_t table[8][256], const unsigned char *p, size_
         n -= 8;
     }
     while (n--) c = table[0][(c ^ *p++) & 0xff] ^ (c >> 8);
-    return c ^ 0xffffffffu;
+    return c;
+}
+
+static uint32_t crc_sliced(uint32_t table[8][256], const unsigned char *p, size_t n) {
+    return crc_sliced_from(table, 0xffffffffu, p, n) ^ 0xffffffffu;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -100,7 +105,61 @@ static uint32_t crc32c_sse42(const unsigned char *p, size_t n) {
     return (uint32_t)c ^ 0xffffffffu;
 }
 static int have_sse42 = 0;
+
+#include <wmmintrin.h>
+#include <smmintrin.h>
+/* CRC-32 (IEEE) by carry-less multiplication, about three times the table's speed on the
+ * 100-byte messages of a typical v0/v1 log, where the CRC was most of decoding's time. Four
+ * 128-bit lanes take 64 bytes per step; they are folded into one, which takes the remaining
+ * whole 16-byte blocks, and the 128 bits left are reduced to 32 (a fold, then Barrett's
+ * method). The constants are x^k mod P for the distances folded over, bit-reflected as the
+ * CRC is; fewer than 64 bytes, and the last n % 16, go through the table. */
+static inline __attribute__((target("pclmul,sse4.1")))
+__m128i crc_fold(__m128i lanes, __m128i constants, __m128i next) {
+    return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(lanes, constants, 0x00),
+                                       _mm_clmulepi64_si128(lanes, constants, 0x11)), next);
+}
+
+__attribute__((target("pclmul,sse4.1")))
+static uint32_t crc32_pclmul(const unsigned char *p, size_t n) {
+    if (n < 64) return crc_sliced(crc32_table, p, n);
+    const __m128i over_64 = _mm_set_epi64x(0x1c6e41596, 0x154442bd4);
+    const __m128i over_16 = _mm_set_epi64x(0x0ccaa009e, 0x1751997d0);
+    const __m128i over_4 = _mm_set_epi64x(0, 0x163cd6124);
+    const __m128i barrett = _mm_set_epi64x(0x1f7011641, 0x1db710641);  /* mu, P */
+    const __m128i low_32 = _mm_set_epi32(0, 0, 0, -1);
+    const __m128i *q = (const __m128i *)p;
+    size_t blocks = n / 16;
+    __m128i x0 = _mm_xor_si128(_mm_loadu_si128(q), _mm_cvtsi32_si128((int)0xffffffffu));
+    __m128i x1 = _mm_loadu_si128(q + 1), x2 = _mm_loadu_si128(q + 2);
+    __m128i x3 = _mm_loadu_si128(q + 3);
+    q += 4;
+    blocks -= 4;
+    for (; blocks >= 4; blocks -= 4, q += 4) {
+        x0 = crc_fold(x0, over_64, _mm_loadu_si128(q));
+        x1 = crc_fold(x1, over_64, _mm_loadu_si128(q + 1));
+        x2 = crc_fold(x2, over_64, _mm_loadu_si128(q + 2));
+        x3 = crc_fold(x3, over_64, _mm_loadu_si128(q + 3));
+    }
+    x0 = crc_fold(crc_fold(crc_fold(x0, over_16, x1), over_16, x2), over_16, x3);
+    for (; blocks; blocks--, q++) x0 = crc_fold(x0, over_16, _mm_loadu_si128(q));
+    x0 = _mm_xor_si128(_mm_clmulepi64_si128(x0, over_16, 0x10), _mm_srli_si128(x0, 8));
+    x0 = _mm_xor_si128(_mm_clmulepi64_si128(_mm_and_si128(x0, low_32), over_4, 0x00),
+                       _mm_srli_si128(x0, 4));
+    __m128i t = _mm_clmulepi64_si128(_mm_and_si128(x0, low_32), barrett, 0x10);
+    t = _mm_clmulepi64_si128(_mm_and_si128(t, low_32), barrett, 0x00);
+    uint32_t c = (uint32_t)_mm_extract_epi32(_mm_xor_si128(x0, t), 1);
+    return crc_sliced_from(crc32_table, c, (const unsigned char *)q, n % 16) ^ 0xffffffffu;
+}
+static int have_pclmul = 0;
 #endif
+
+static uint32_t crc32_ieee(const unsigned char *p, size_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (have_pclmul) return crc32_pclmul(p, n);
+#endif
+    return crc_sliced(crc32_table, p, n);
+}
 
 static uint32_t crc32c(const unsigned char *p, size_t n) {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -332,7 +391,7 @@ static int parse_message_set(Columns *self, const unsigned char *data, Py_ssize_
             return FAIL(f, offset, "is in an unknown format (magic %d)", magic);
         if (attributes & 0x07)
             return FAIL(f, offset, "is compressed inside a compressed message");
-        if (check_crcs && crc_sliced(crc32_table, p + 4, (size_t)(size - 4)) != crc)
+        if (check_crcs && crc32_ieee(p + 4, (size_t)(size - 4)) != crc)
             return FAIL(f, offset, "fails its CRC check");
         p += 6;
         int64_t timestamp = -1;
@@ -879,8 +938,7 @@ static PyObject *checksum(PyObject *args, int castagnoli) {
     uint32_t crc;
     const unsigned char *p = (const unsigned char *)view.buf + start;
     Py_BEGIN_ALLOW_THREADS
-    crc = castagnoli ? crc32c(p, (size_t)(end - start))
-                     : crc_sliced(crc32_table, p, (size_t)(end - start));
+    crc = castagnoli ? crc32c(p, (size_t)(end - start)) : crc32_ieee(p, (size_t)(end - start));
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     return PyLong_FromUnsignedLong(crc);
@@ -907,6 +965,7 @@ PyMODINIT_FUNC PyInit__columns(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
     have_sse42 = __builtin_cpu_supports("sse4.2");
+    have_pclmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
 #endif
     if (PyType_Ready(&ColumnsType) < 0 || PyType_Ready(&RegionType) < 0) return NULL;
     PyObject *module = PyModule_Create(&module_def);

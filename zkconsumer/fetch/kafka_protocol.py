@@ -411,7 +411,7 @@ class _Reader:
 
     def nullable_string(self) -> str | None:
         size = self._length(_INT16)
-        return None if size < 0 else self.take(size).decode()
+        return None if size < 0 else str(self.take(size), "utf-8")
 
     def string(self) -> str:
         text = self.nullable_string()
