@@ -179,6 +179,24 @@ def test_arrow_batches_hand_out_the_same_records_and_count_them_as_batches_do():
     assert stream.positions == {TP: 7}
 
 
+def test_a_chunk_whose_tuples_cannot_be_made_is_read_on_and_nothing_is_skipped(monkeypatch):
+    """Out of memory while a chunk of columns becomes tuples: the consumer sees the error, and
+    the same chunk is read on from its first message, then the next one."""
+    stream, _claims, _gate = stream_with(messages(0, 5), messages(5, 5))
+    if not isinstance(stream._queue.queue[0].messages, columns.RecordColumns):
+        pytest.skip("only columns become tuples")
+
+    def no_memory(_records):
+        raise MemoryError("no memory for the tuples")
+
+    monkeypatch.setattr(columns.RecordColumns, "messages", no_memory)
+    with pytest.raises(MemoryError, match="no memory for the tuples"):
+        next(stream)
+    monkeypatch.undo()
+    assert [m.offset for m in itertools.islice(stream, 8)] == list(range(8))
+    assert stream.positions[TP] == 7
+
+
 def test_a_failed_member_makes_iteration_raise_its_error():
     stream, _claims, gate = stream_with(timeout_ms=-1)
     gate.fail(ZkConsumerError("rebalance failed"))

@@ -255,12 +255,15 @@ class KafkaStream(_Cursor):
             self._handed_out[partition.topic] = self._handed_out.get(partition.topic, 0) + handed
 
     def _load(self, chunk: Chunk, columnar: bool) -> None:
+        """Take `chunk` in hand before anything can fail: one dropped here would be skipped by
+        the commits of the chunks after it. Columns become tuples all at once, in C (per-record
+        speed); if that fails (out of memory), the columns themselves are read on, a tuple at a
+        time."""
         if self._claims.get(chunk.partition) is chunk.claim:
-            messages = chunk.messages
-            if not columnar and type(messages) is not list:
-                messages = messages.messages()  # all tuples at once, in C: per-record speed
-            self._chunk = (chunk.partition, chunk.claim, messages)
+            self._chunk = (chunk.partition, chunk.claim, chunk.messages)
             self._index = 0
+            if not columnar and type(chunk.messages) is not list:
+                self._chunk = (chunk.partition, chunk.claim, chunk.messages.messages())
 
     def _wait_for_delivery(self, deadline: float | None) -> None:
         """The current chunk cannot be handed out now. While only the gate is closed (ZooKeeper
