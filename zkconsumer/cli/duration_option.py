@@ -16,9 +16,10 @@ class Duration(click.ParamType):
 
     def convert(self, value, param, ctx) -> float:
         if isinstance(value, (int, float)):
-            return float(value)
-        found = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h)?\s*", str(value))
-        seconds = float(found.group(1)) * _UNITS[found.group(2) or "s"] if found else 0.0
-        if seconds <= 0:
+            seconds = float(value)
+        else:
+            found = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h)?\s*", str(value))
+            seconds = float(found.group(1)) * _UNITS[found.group(2) or "s"] if found else 0.0
+        if not 0 < seconds < float("inf"):
             self.fail(f"{value!r} is not a duration like 500ms, 30s, 5m or 1h", param, ctx)
         return seconds
