@@ -19,6 +19,7 @@ from zkconsumer.cli.output import emit_json, emit_table
 from zkconsumer.errors import ZkConsumerError, ZnodeDataError
 from zkconsumer.exporter.report import GroupReport, GroupState, with_offsets
 from zkconsumer.exporter.status import DEFAULT_WINDOW_S
+from zkconsumer.fetch.log_offsets import log_ends_of_each_topic
 from zkconsumer.model import TopicPartition
 from zkconsumer.zk.group_state import (
     committed_partitions,
@@ -108,7 +109,7 @@ def _kafka_figures(ctx: AdminContext, registered: dict[str, list[TopicPartition]
     list is still worth printing, with a note on stderr saying why lag is missing."""
     existing = sorted({tp for partitions in registered.values() for tp in partitions})
     try:
-        log_ends = ctx.log_offsets().latest(existing)
+        log_ends = _log_ends(ctx, existing)
     except ZkConsumerError as exc:
         click.echo(f"note: no lag, since the log ends could not be read: {exc}", err=True)
         return {}, {}
@@ -123,6 +124,17 @@ def _kafka_figures(ctx: AdminContext, registered: dict[str, list[TopicPartition]
                    f"Kafka could not answer for ({names}): {next(iter(answer.failed.values()))}",
                    err=True)
     return log_ends, answer.found
+
+
+def _log_ends(ctx: AdminContext, partitions: list[TopicPartition]
+              ) -> dict[TopicPartition, int]:
+    """The partitions' log ends; those of a topic whose log ends cannot be read (no leader,
+    say) are left out, with a note on stderr, rather than costing every other topic its lag."""
+    ends = log_ends_of_each_topic(ctx.log_offsets().latest, partitions)
+    if ends.unread_topics:
+        click.echo(f"note: no lag for topic {', '.join(ends.unread_topics[:5])}, whose log "
+                   f"ends could not be read: {ends.error}", err=True)
+    return ends.found
 
 
 @group.command("describe")
@@ -144,7 +156,7 @@ def describe_command(name, topics, status_window, zookeeper_connect, bootstrap_s
         registered = ctx.partitions_of(wanted)
         partitions = sorted(set(registered) | {tp for tp in state.zookeeper_offsets
                                                if tp.topic in wanted})
-        [report] = look_once([state], {name: partitions}, ctx.log_offsets().latest(registered),
+        [report] = look_once([state], {name: partitions}, _log_ends(ctx, registered),
                              {name: ctx.kafka_offsets(name, partitions)}, status_window,
                              time.time())
     rows = partition_rows(report)

@@ -35,6 +35,7 @@ from zkconsumer.exporter.report import (
     with_offsets,
 )
 from zkconsumer.exporter.status import WindowRules
+from zkconsumer.fetch.log_offsets import log_ends_of_each_topic
 from zkconsumer.metrics.http_server import Reply
 from zkconsumer.model import TopicPartition
 from zkconsumer.topology import TopicView
@@ -180,26 +181,12 @@ class LagExporter:
         return partitions
 
     def _log_ends(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
-        """All log ends in one go; if that fails, topic by topic, so that one topic without a
-        leader (being deleted, say) leaves only its own partitions without lag."""
-        try:
-            return self._reads.log_ends(partitions)
-        except ZkConsumerError as whole:
-            by_topic: dict[str, list[TopicPartition]] = {}
-            for tp in partitions:
-                by_topic.setdefault(tp.topic, []).append(tp)
-            found: dict[TopicPartition, int] = {}
-            failed = []
-            for topic, of_topic in by_topic.items():
-                try:
-                    found.update(self._reads.log_ends(of_topic))
-                except ZkConsumerError:
-                    failed.append(topic)
-            if len(failed) == len(by_topic):
-                raise
-            self._say_once(("log ends", tuple(failed)), "no log end for some topics this "
-                           "scan", topics=failed[:8], count=len(failed), error=str(whole))
-            return found
+        ends = log_ends_of_each_topic(self._reads.log_ends, partitions)
+        if ends.unread_topics:
+            self._say_once(("log ends", ends.unread_topics), "no log end for some topics this "
+                           "scan", topics=list(ends.unread_topics[:8]),
+                           count=len(ends.unread_topics), error=ends.error)
+        return ends.found
 
     def _kafka_offsets(self, wanted: Mapping[str, list[TopicPartition]]
                        ) -> Mapping[str, Mapping[TopicPartition, int]]:

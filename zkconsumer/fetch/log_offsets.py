@@ -8,7 +8,8 @@ question (see `LazyConsumer`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kafka import TopicPartition as KafkaTopicPartition
@@ -21,6 +22,40 @@ from zkconsumer.model import TopicPartition
 
 class LogOffsetsError(ZkConsumerError):
     """The brokers could not tell a partition's offsets."""
+
+
+@dataclass(frozen=True)
+class LogEnds:
+    """Log ends of the partitions asked about, but for those of `unread_topics` (`error`: why
+    asking for them all at once failed)."""
+
+    found: dict[TopicPartition, int]
+    unread_topics: tuple[str, ...] = ()
+    error: str | None = None
+
+
+def log_ends_of_each_topic(latest: Callable[[list[TopicPartition]], dict[TopicPartition, int]],
+                           partitions: Iterable[TopicPartition]) -> LogEnds:
+    """`latest` (`LogOffsets.latest`) of all partitions in one go; if that fails, topic by
+    topic, so that one topic without a leader (being deleted, say) leaves only its own
+    partitions without a lag. The first failure is raised if no topic answers."""
+    wanted = list(partitions)
+    try:
+        return LogEnds(latest(wanted))
+    except ZkConsumerError as whole:
+        by_topic: dict[str, list[TopicPartition]] = {}
+        for tp in wanted:
+            by_topic.setdefault(tp.topic, []).append(tp)
+        found: dict[TopicPartition, int] = {}
+        unread = []
+        for topic, of_topic in by_topic.items():
+            try:
+                found.update(latest(of_topic))
+            except ZkConsumerError:
+                unread.append(topic)
+        if len(unread) == len(by_topic):
+            raise
+        return LogEnds(found, tuple(unread), str(whole))
 
 
 class LogOffsets:

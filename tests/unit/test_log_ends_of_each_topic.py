@@ -1,0 +1,48 @@
+"""Log ends read topic by topic when reading them all at once fails: one topic without a leader
+costs only its own partitions their lag (group list, group describe and the exporter)."""
+
+from __future__ import annotations
+
+import pytest
+
+from zkconsumer.fetch.log_offsets import LogEnds, LogOffsetsError, log_ends_of_each_topic
+from zkconsumer.model import TopicPartition
+
+A0, A1, B0, C0 = (TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0),
+                  TopicPartition("c", 0))
+
+
+class Brokers:
+    """`LogOffsets.latest` over brokers that know no leader for `leaderless` topics."""
+
+    def __init__(self, *leaderless: str) -> None:
+        self.leaderless = set(leaderless)
+        self.questions: list[list[TopicPartition]] = []
+
+    def latest(self, partitions):
+        self.questions.append(list(partitions))
+        for tp in partitions:
+            if tp.topic in self.leaderless:
+                raise LogOffsetsError(f"no leader for {tp}")
+        return {tp: 100 + tp.partition for tp in partitions}
+
+
+def test_all_log_ends_are_asked_for_at_once_when_every_topic_answers():
+    brokers = Brokers()
+    assert log_ends_of_each_topic(brokers.latest, [A0, A1, B0]) == LogEnds(
+        {A0: 100, A1: 101, B0: 100})
+    assert brokers.questions == [[A0, A1, B0]]
+
+
+def test_a_topic_without_a_leader_is_left_out_and_named_and_the_others_are_read():
+    brokers = Brokers("b")
+    ends = log_ends_of_each_topic(brokers.latest, [A0, B0, A1, C0])
+    assert ends.found == {A0: 100, A1: 101, C0: 100}
+    assert ends.unread_topics == ("b",)
+    assert ends.error == f"no leader for {B0}"
+    assert brokers.questions[1:] == [[A0, A1], [B0], [C0]]
+
+
+def test_when_no_topic_answers_the_failure_is_raised():
+    with pytest.raises(LogOffsetsError, match="no leader"):
+        log_ends_of_each_topic(Brokers("a", "b").latest, [A0, B0])
