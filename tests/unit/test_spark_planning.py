@@ -106,20 +106,21 @@ def test_a_trigger_cap_is_exact_and_shares_the_backlog(backlog, cap):
     assert all(0 <= taken[tp] <= backlog[tp] for tp in starts)
 
 
-def testto_record_batches_carry_every_field_and_replace_invalid_utf8():
-    from collections import namedtuple
+def test_records_without_compiled_columns_become_spark_batches_with_every_field():
+    """The executors' path where the compiled decoder was not built: tuples, through the same
+    Arrow batch as `arrow_batches()`, into the source's schema; invalid UTF-8 replaced."""
+    from zkconsumer.arrow_records import record_batch
+    from zkconsumer.model import Message
+    from zkconsumer.spark.reading import arrow_schema, for_spark
 
-    from zkconsumer.spark.reading import arrow_schema, to_record_batch
-
-    record = namedtuple("record", "topic partition offset key value timestamp")
-    records = [record("t", 3, 7, None, b"caf\xc3\xa9", 1_700_000_000_123),
-               record("t", 3, 8, b"k", b"\xff", -1)]
-    binary = to_record_batch(records, arrow_schema(False), False).to_pylist()
-    assert [(r["key"], r["value"], r["offset"], r["partition"]) for r in binary] == [
-        (None, b"caf\xc3\xa9", 7, 3), (b"k", b"\xff", 8, 3)]
+    records = [Message("t", 3, 7, None, b"caf\xc3\xa9", 1_700_000_000_123),
+               Message("t", 3, 8, b"k", b"\xff", None)]
+    binary = for_spark(record_batch(records), arrow_schema(False), False).to_pylist()
+    assert [(r["key"], r["value"], r["offset"], r["partition"], r["topic"]) for r in binary] == [
+        (None, b"caf\xc3\xa9", 7, 3, "t"), (b"k", b"\xff", 8, 3, "t")]
     assert binary[0]["timestamp"].timestamp() == 1_700_000_000.123
     assert binary[1]["timestamp"] is None
-    text = to_record_batch(records, arrow_schema(True), True).to_pylist()
+    text = for_spark(record_batch(records), arrow_schema(True), True).to_pylist()
     assert [r["value"] for r in text] == ["café", "\ufffd"]
 
 
