@@ -72,7 +72,8 @@ def test_a_set_holding_only_part_of_one_message_has_no_next_offset():
 
 
 def test_an_empty_set_is_nothing_new():
-    assert decode_records(b"", "t", 0, 4) == ([], None, False)
+    messages, next_offset, truncated = decode_records(b"", "t", 0, 4)
+    assert list(messages) == [] and next_offset is None and not truncated
 
 
 def test_a_flipped_byte_fails_the_crc_check_unless_checks_are_off():

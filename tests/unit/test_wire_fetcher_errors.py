@@ -78,6 +78,8 @@ class FakeBroker:
         self.fetches: Counter[TopicPartition] = Counter()  # fetch requests naming each partition
         self.requests: Counter[tuple[int, int]] = Counter()  # per (API key, version)
         self.fetched_orders: list[list[TopicPartition]] = []  # partitions of each fetch, in order
+        self.fetched_offsets: list[dict[TopicPartition, int]] = []  # what each fetch asked
+        self.fetch_bodies: list[bytes] = []  # each fetch request as sent
         self.isolation_levels: set[int] = set()  # of the fetch and list offsets requests
         self.connections = 0
         self.sent_on: list[tuple[int, int]] = []  # (connection number, API key) of each request
@@ -132,6 +134,9 @@ class FakeBroker:
             self.isolation_levels.add(request.isolation_level if version >= 4 else 0)
             self.fetched_orders.append([TopicPartition(topic.topic, p.partition)
                                         for topic in request.topics for p in topic.partitions])
+            self.fetched_offsets.append({TopicPartition(topic.topic, p.partition): p.fetch_offset
+                                         for topic in request.topics for p in topic.partitions})
+            self.fetch_bodies.append(body)
             response = FetchResponse[version](throttle_time_ms=0, error_code=0, session_id=0,
                                               responses=[
                 FetchResponse.FetchableTopicResponse(topic=topic.topic, partitions=[
@@ -655,3 +660,18 @@ def test_a_partition_that_got_data_is_asked_for_last_in_the_next_fetch(broker, o
     fetcher.assign({HEALTHY: 0, SICK: MESSAGES})  # only HEALTHY has something to fetch
     delivered(fetcher, polls=2)
     assert broker.fetched_orders[:2] == [[HEALTHY, SICK], [SICK, HEALTHY]]
+
+
+def test_a_fetch_asking_what_the_last_one_asked_is_not_built_again(broker, open_fetcher):
+    """A member that keeps up asks the same offsets poll after poll: its request is built once.
+    Any other offset, or order, is a new request."""
+    fetcher = open_fetcher(backoff_ms=0)
+    fetcher.assign({HEALTHY: MESSAGES, SICK: MESSAGES})  # nothing new to fetch
+    delivered(fetcher, polls=3)
+    idle = broker.fetch_bodies[:]
+    assert len(idle) >= 3 and all(body is idle[0] for body in idle)
+    fetcher.assign({HEALTHY: MESSAGES - 2, SICK: MESSAGES}, restart=[HEALTHY])
+    assert delivered(fetcher, polls=2)[HEALTHY] == [MESSAGES - 2, MESSAGES - 1]
+    assert broker.fetched_offsets[len(idle)] == {HEALTHY: MESSAGES - 2, SICK: MESSAGES}
+    assert broker.fetched_offsets[-1] == {SICK: MESSAGES, HEALTHY: MESSAGES}
+    assert broker.fetch_bodies[len(idle)] is not idle[0]

@@ -79,6 +79,9 @@ class DecodedSet(NamedTuple):
     truncated: bool  # the data ended inside an entry (the broker cuts at the size asked for)
 
 
+_NOTHING = DecodedSet((), None, False)
+
+
 def decode_records(data: bytes | memoryview, topic: str, partition: int, fetch_offset: int,
                    check_crcs: bool = True, aborted: Sequence[tuple[int, int]] | None = None
                    ) -> DecodedSet:
@@ -92,6 +95,8 @@ def decode_records(data: bytes | memoryview, topic: str, partition: int, fetch_o
     the (producer id, first offset) pairs of the aborted transactions the fetch response lists,
     whose records are left out.
     """
+    if not data:
+        return _NOTHING  # an idle partition's answer: most answers, for a member that keeps up
     transactions = None if aborted is None else _AbortedTransactions(aborted)
     if columns.compiled():
         messages, next_offset, truncated = columns.decode_columns(
