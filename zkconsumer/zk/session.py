@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import selectors
-import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import AuthFailedError
-from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
-from kazoo.handlers.utils import selector_select
+from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.security import make_acl, make_digest_acl
 
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.zk.polling_handler import PollingHandler
 
 
 class ZookeeperUnreachableError(ZkConsumerError):
@@ -46,7 +44,7 @@ def connect(connect_string: str, *, timeout_s: float = 6.0, session_timeout_s: f
         mechanism, user, password = sasl
         options["sasl_options"] = {"mechanism": mechanism.upper(), "username": user,
                                    "password": password}
-    client = KazooClient(hosts=connect_string, timeout=session_timeout_s, handler=_PollingHandler(),
+    client = KazooClient(hosts=connect_string, timeout=session_timeout_s, handler=PollingHandler(),
                          default_acl=_acl_for(digest, sasl, world_readable), **options)
     try:
         client.start(timeout=timeout_s)
@@ -117,20 +115,3 @@ def zookeeper_session(connect_string: str, *, timeout_s: float = 6.0) -> Iterato
     finally:
         client.stop()
         client.close()
-
-
-class _PollingHandler(SequentialThreadingHandler):
-    """kazoo's handler, waiting with poll(2) instead of a new epoll instance per wait.
-
-    kazoo's connection thread builds a selector for every wait, i.e. for every request and
-    every response; an epoll selector costs three system calls to make and close, a poll one
-    none. With many members in one process this was a large share of a rebalance's CPU.
-    """
-
-    def select(self, *args, **kwargs):
-        return selector_select(*args, selectors_module=_POLL_SELECTORS, **kwargs)
-
-
-_POLL_SELECTORS = types.SimpleNamespace(DefaultSelector=selectors.PollSelector,
-                                        EVENT_READ=selectors.EVENT_READ,
-                                        EVENT_WRITE=selectors.EVENT_WRITE)
