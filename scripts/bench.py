@@ -286,8 +286,7 @@ def rebalance(cluster: LocalCluster, args, work: Path) -> None:
             zk, f"bench-rebalance-{time.time_ns()}", args, start_ours,
             stop=lambda m: m.shutdown(),
             stable=lambda m: m.wait_until_stable(timeout=0) and m.fetching_owned_partitions(),
-            owned=lambda m: set(m.owned_partitions()), events=args.events, poll_s=0.002,
-            in_process=True)
+            owned=lambda m: set(m.owned_partitions()), events=args.events, poll_s=0.002)
         reference, _ = measure_rebalances(
             zk, f"bench-ref-rebalance-{time.time_ns()}", args, start_reference,
             stop=lambda m: m.stop(), stable=lambda _m: True, owned=lambda _m: set(),
@@ -322,15 +321,13 @@ def rebalance(cluster: LocalCluster, args, work: Path) -> None:
 
 
 def measure_rebalances(zk, group: str, args, start, stop, stable, owned, events: int,
-                       poll_s: float, in_process: bool = False) -> tuple[list[float], int]:
+                       poll_s: float) -> tuple[list[float], int]:
     """Times per event, and how many times a partition was seen held by two members at once
     (what each member itself believes it owns, which is what it delivers from).
 
-    Members `in_process`, which can tell they are stable, have settled when they all say so
-    and the owner znodes agree: their claims were committed before they said so, so the moment
-    is taken before reading the owners back, and that read (a thousand znodes at the largest
-    size) is not charged to the rebalance. Other members are judged from the znodes alone, at
-    the end of the read that found them settled."""
+    Every contender is timed to the start of the read of the owner znodes that found the group
+    settled (all members stable, where they can tell, before and after it): that read, a
+    thousand znodes at the largest size, is the harness's, not the rebalance's."""
     from zkconsumer.assignment import consumer_of_thread
     from zkconsumer.zk.group_state import read_members, read_owners
     from zkconsumer.znodes.paths import GroupPaths
@@ -353,9 +350,9 @@ def measure_rebalances(zk, group: str, args, start, stop, stable, owned, events:
             # What members can tell in-process is checked first: reading every owner znode on
             # each check would load ZooKeeper and slow the very rebalance measured.
             if all(stable(m) for m in members):
-                said_stable = time.time()
+                read_at = time.time()
                 if owners_settled(members):
-                    return said_stable if in_process else time.time()
+                    return read_at
             held = Counter(chain.from_iterable(owned(m) for m in members))
             doubles += sum(count * (count - 1) // 2 for count in held.values() if count > 1)
             time.sleep(poll_s)

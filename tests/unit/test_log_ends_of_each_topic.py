@@ -46,3 +46,17 @@ def test_a_topic_without_a_leader_is_left_out_and_named_and_the_others_are_read(
 def test_when_no_topic_answers_the_failure_is_raised():
     with pytest.raises(LogOffsetsError, match="no leader"):
         log_ends_of_each_topic(Brokers("a", "b").latest, [A0, B0])
+
+
+def test_unreachable_brokers_are_given_up_on_after_two_topics_not_one_timeout_per_topic():
+    brokers = Brokers("a", "b", "c", "d")
+    with pytest.raises(LogOffsetsError):
+        log_ends_of_each_topic(brokers.latest, [A0, B0, C0, TopicPartition("d", 0)])
+    assert brokers.questions == [[A0, B0, C0, TopicPartition("d", 0)], [A0], [B0]]
+
+
+def test_a_topic_failing_after_another_answered_does_not_stop_the_others():
+    brokers = Brokers("b", "c")
+    ends = log_ends_of_each_topic(brokers.latest, [A0, B0, C0, TopicPartition("d", 0)])
+    assert ends.found == {A0: 100, TopicPartition("d", 0): 100}
+    assert ends.unread_topics == ("b", "c")

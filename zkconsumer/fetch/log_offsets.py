@@ -24,6 +24,9 @@ class LogOffsetsError(ZkConsumerError):
     """The brokers could not tell a partition's offsets."""
 
 
+_TOPICS_FAILED_BEFORE_GIVING_UP = 2
+
+
 @dataclass(frozen=True)
 class LogEnds:
     """Log ends of the partitions asked about, but for those of `unread_topics` (`error`: why
@@ -38,7 +41,9 @@ def log_ends_of_each_topic(latest: Callable[[list[TopicPartition]], dict[TopicPa
                            partitions: Iterable[TopicPartition]) -> LogEnds:
     """`latest` (`LogOffsets.latest`) of all partitions in one go; if that fails, topic by
     topic, so that one topic without a leader (being deleted, say) leaves only its own
-    partitions without a lag. The first failure is raised if no topic answers."""
+    partitions without a lag. Unreachable brokers fail every topic, each after a timeout: once
+    `_TOPICS_FAILED_BEFORE_GIVING_UP` topics failed and none answered, the first failure is
+    raised rather than waiting out one timeout per topic."""
     wanted = list(partitions)
     try:
         return LogEnds(latest(wanted))
@@ -53,8 +58,8 @@ def log_ends_of_each_topic(latest: Callable[[list[TopicPartition]], dict[TopicPa
                 found.update(latest(of_topic))
             except ZkConsumerError:
                 unread.append(topic)
-        if len(unread) == len(by_topic):
-            raise
+                if not found and len(unread) >= min(len(by_topic), _TOPICS_FAILED_BEFORE_GIVING_UP):
+                    raise whole from None
         return LogEnds(found, tuple(unread), str(whole))
 
 
