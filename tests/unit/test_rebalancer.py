@@ -118,6 +118,39 @@ def test_leaving_after_a_raising_revoked_callback_releases_everything():
     assert membership.owners == {}
 
 
+class WatchedMembership(DictMembership):
+    """Records what the member says it delivers from at the moment owner znodes change."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ownership: Ownership | None = None
+        self.seen: list[tuple[str, dict, dict]] = []
+
+    def claim(self, partitions):
+        self.seen.append(("claim", dict(partitions), self.ownership.delivering()))
+        return super().claim(partitions)
+
+    def release(self, partitions) -> None:
+        self.seen.append(("release", dict(partitions), self.ownership.delivering()))
+        super().release(partitions)
+
+
+def test_a_partition_is_listed_as_owned_only_while_its_owner_znode_is_ours():
+    """Released: gone from the list before its znode is deleted; claimed: listed only once the
+    znode is made. Another member can then never list it at the same time."""
+    membership = WatchedMembership()
+    member = rebalancer(MemoryStore(), membership)
+    membership.ownership = member.ownership
+    member.rebalance()
+    assert member.ownership.delivering() == {A: ME + "-0", B: ME + "-0"}
+    membership.members["g_other"] = ConsumerRegistration.static({"t": 1}, 0)
+    member.rebalance()
+    assert member.ownership.delivering() == {A: ME + "-0"}
+    (_, claimed, before_claim), (_, released, before_release) = membership.seen
+    assert set(claimed) == {A, B} and before_claim == {}
+    assert set(released) == {B} and B not in before_release and A in before_release
+
+
 class FlakyStore(MemoryStore):
     """Reads fail `failures` times, then work."""
 

@@ -111,7 +111,9 @@ class ConsumerConnector:
         return self._committer.commit(in_hand=True)
 
     def owned_partitions(self) -> dict[TopicPartition, str]:
-        return dict(self._ownership.threads)
+        """The partitions this member owns and delivers from, with their thread ids (see
+        `Ownership.delivering`)."""
+        return self._ownership.delivering()
 
     def metrics(self) -> dict:
         """The figures `/metrics` serves, as a plain dict: `{"messages_consumed": {topic: n},
@@ -262,7 +264,7 @@ class ConsumerConnector:
             auto_commit=config.auto_commit_enable, callbacks=self._callbacks,
             ownership=self._ownership, observe=self._metrics.observe_rebalance)
         self._metrics.watch(MemberSources(
-            streams=lambda: self._streams, owned=lambda: self._ownership.threads,
+            streams=lambda: self._streams, owned=self._ownership.delivering,
             positions=self._committer.positions, high_watermark=self._fetcher.high_watermark,
             queued_bytes=self._fetch_loop.queued_bytes))
         self._fetcher.observe_fetch = self._metrics.observe_fetch

@@ -58,6 +58,15 @@ class Ownership:
     threads: dict[TopicPartition, str] = field(default_factory=dict)
     claims: dict[TopicPartition, Claim] = field(default_factory=dict)
 
+    def delivering(self) -> dict[TopicPartition, str]:
+        """The partitions owned and delivered from, with their thread ids; from any thread. A
+        partition's claim goes before its owner znode is deleted and comes after its owner
+        znode is made, so no two members ever list the same partition at once (its thread id
+        stays in `threads` until the release is done, to finish one cut short)."""
+        claimed = list(self.claims)
+        threads = dict(self.threads)
+        return {tp: threads[tp] for tp in claimed if tp in threads}
+
 
 class Rebalancer:
     def __init__(self, *, consumer_id: str, strategy: str, exclude_internal_topics: bool,
