@@ -20,7 +20,7 @@ least 1.5x as fast as one zkconsumer process; the Spark row prints both ratios.
 Runs on a throw-away local cluster; the data is written with the reference
 kafka-producer-perf-test.
 
-    .venv/bin/python scripts/bench_spark_read.py [--records 1000000] [--partitions 4]
+    .venv/bin/python scripts/bench_spark_read.py [--records 1000000] [--partitions 4] [--cores 2]
 """
 
 from __future__ import annotations

@@ -63,9 +63,7 @@ class Ownership:
         partition's claim goes before its owner znode is deleted and comes after its owner
         znode is made, so no two members ever list the same partition at once (its thread id
         stays in `threads` until the release is done, to finish one cut short)."""
-        claimed = list(self.claims)
-        threads = dict(self.threads)
-        return {tp: threads[tp] for tp in claimed if tp in threads}
+        return {tp: claim.thread_id for tp, claim in list(self.claims.items())}
 
 
 class Rebalancer:
