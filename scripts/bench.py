@@ -8,19 +8,21 @@ partitions with the reference producer, then measures, on that same data:
    iteration, raw kafka-python (manual assignment, per-record loop), the reference Scala
    consumer (kafka-consumer-perf-test --zookeeper), and pykafka's BalancedConsumer and
    confluent-kafka when a --peers-python has them; each in its own process, with its peak RSS;
-2. offset commit of 1,000 changed partitions to ZooKeeper: zkconsumer's batched transactions
+2. SASL: one member through a SASL front (a SCRAM-SHA-512 login on every connection) against
+   the same member through the same front as a plain relay (see `sasl`);
+3. offset commit of 1,000 changed partitions to ZooKeeper: zkconsumer's batched transactions
    against one write per znode in sequence;
-3. rebalance latency in a group of --members members on a --rebalance-partitions topic, for
+4. rebalance latency in a group of --members members on a --rebalance-partitions topic, for
    zkconsumer members and for reference consumers, over alternating leave and join events
    (see `rebalance`), p50 and p99;
-4. the lag exporter over --groups groups of --group-partitions partitions: a scrape after the
+5. the lag exporter over --groups groups of --group-partitions partitions: a scrape after the
    first scan, against re-reading every group from ZooKeeper per scrape (bench_exporter.py);
-5. decoding alone, in this process and with no cluster (`--only decode` takes under a
+6. decoding alone, in this process and with no cluster (`--only decode` takes under a
    minute): the readers of fetched records on the same --records records of 100 bytes (see
    `decode`).
 
     scripts/bench [--records 1000000] [--partitions 8]
-                  [--only throughput,commit,rebalance,exporter,decode]
+                  [--only throughput,sasl,commit,rebalance,exporter,decode]
                   [--members 10] [--rebalance-partitions 120] [--events 20]
                   [--reference-events 20] [--process-events 0] [--groups 500]
                   [--group-partitions 10]
@@ -59,17 +61,19 @@ from zkconsumer.logs import configure_logging
 from zkconsumer.model import Message
 from zkconsumer.zk.session import zookeeper_session
 
-CLUSTER_SCENARIOS = ("throughput", "commit", "rebalance", "exporter")
+CLUSTER_SCENARIOS = ("throughput", "sasl", "commit", "rebalance", "exporter")
 SCENARIOS = (*CLUSTER_SCENARIOS, "decode")
 
 
 # -- contenders, each run in a fresh process by `--contender NAME` --------------------------
 
-def _zkconsumer(batches: bool, metrics: bool = False, arrow: bool = False):
+def _zkconsumer(batches: bool, metrics: bool = False, arrow: bool = False,
+                fronted: dict[str, str] | None = None):
     """`metrics`: served on a port and scraped every second meanwhile, a scrape more often
     than Prometheus usually asks. `arrow`: batches as Arrow record batches, the values' lengths
-    summed over the column."""
-    def consume(zookeeper, _bootstrap, records, _partitions) -> tuple[int, int, float]:
+    summed over the column. `fronted`: Kafka reached through the front at the bootstrap
+    address (see `sasl`), with these properties."""
+    def consume(zookeeper, bootstrap, records, _partitions) -> tuple[int, int, float]:
         from zkconsumer import ConsumerConnector
 
         if arrow:
@@ -80,10 +84,11 @@ def _zkconsumer(batches: bool, metrics: bool = False, arrow: bool = False):
 
         group = f"bench-{'batch' if batches else 'record'}-{time.time_ns()}"
         port = free_port() if metrics else 0  # 0: no metrics server
+        through_front = {} if fronted is None else {"bootstrap.servers": bootstrap, **fronted}
         connector = ConsumerConnector({"zookeeper.connect": zookeeper, "group.id": group,
                                        "auto.offset.reset": "smallest",
                                        "auto.commit.enable": "false",
-                                       "metrics.port": str(port)})
+                                       "metrics.port": str(port), **through_front})
         (stream,) = connector.create_message_streams({TOPIC: 1})[TOPIC]
         ready_at = time.perf_counter()
         stop_scraping = threading.Event()
@@ -131,6 +136,17 @@ CONTENDERS = {
     "zkconsumer (batches)": _zkconsumer(batches=True),
     "zkconsumer (arrow batches)": _zkconsumer(batches=True, arrow=True),
 }
+# The SASL part's login; the front holds the only copy of the password besides this.
+SASL_USER, SASL_PASSWORD, SASL_MECHANISM = "bench", "bench-Pa55word", "SCRAM-SHA-512"
+SASL_PROPERTIES = {"kafka.security.protocol": "SASL_PLAINTEXT",
+                   "kafka.sasl.mechanism": SASL_MECHANISM,
+                   "kafka.sasl.plain.username": SASL_USER,
+                   "kafka.sasl.plain.password": SASL_PASSWORD}
+SASL_CONTENDERS = {
+    f"{way}, {login}": _zkconsumer(batches=way == "batches", fronted=properties)
+    for way in ("per record", "batches")
+    for login, properties in (("plain relay", {}), (SASL_MECHANISM, SASL_PROPERTIES))}
+SASL_TARGET = 0.8  # of the same member's throughput without SASL (issue 23)
 
 
 # -- the scenarios ----------------------------------------------------------------------------
@@ -147,15 +163,10 @@ def throughput(cluster: LocalCluster, args, work: Path) -> None:
         runs.append((name, [python, str(Path(__file__).with_name("bench_peers.py")), name]))
     results = {}
     for name, command in runs:
-        output = subprocess.run(
-            [*command, "--zookeeper", cluster.zookeeper_connect, "--bootstrap",
-             cluster.bootstrap_servers, "--records", str(args.records), "--partitions",
-             str(args.partitions)],
-            capture_output=True, text=True, timeout=1800, check=False)
-        if output.returncode != 0:
-            print(f"  ({name} not measured: {output.stderr.strip().splitlines()[-1:]})")
-            continue
-        results[name] = json.loads(output.stdout.strip().splitlines()[-1])
+        result = _run_contender(name, command, cluster.zookeeper_connect,
+                                cluster.bootstrap_servers, args)
+        if result is not None:
+            results[name] = result
     results.update(reference_throughput(cluster, args, work))
     base = results["zkconsumer (per record)"]
     batches = results["zkconsumer (batches)"]
@@ -173,6 +184,68 @@ def throughput(cluster: LocalCluster, args, work: Path) -> None:
     reference = results.get("reference Scala consumer (its own timing)")
     if reference:
         _print_after_start_up(results, _rate(reference))
+
+
+def _run_contender(name: str, command: list[str], zookeeper: str, bootstrap: str, args
+                   ) -> dict | None:
+    output = subprocess.run(
+        [*command, "--zookeeper", zookeeper, "--bootstrap", bootstrap, "--records",
+         str(args.records), "--partitions", str(args.partitions)],
+        capture_output=True, text=True, timeout=1800, check=False)
+    if output.returncode != 0:
+        print(f"  ({name} not measured: {output.stderr.strip().splitlines()[-1:]})")
+        return None
+    return json.loads(output.stdout.strip().splitlines()[-1])
+
+
+def sasl(cluster: LocalCluster, args, _work: Path) -> None:
+    """What a SASL login costs a member: the same member on the same data through the test
+    suite's SASL front (tests/support/sasl_front.py: a SCRAM login checked on every
+    connection, then a relay to the broker), against it through the same front as a plain
+    relay, so that the relay's own cost, which a real SASL listener does not have, is on both
+    sides. Each in a process of its own, timed from the streams being ready; the fetcher's
+    logins (metadata, fetch and offset connections) fall within that time."""
+    # The front is test support, not part of the package.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from support.sasl_front import KAFKA_0_9_VERSIONS, SaslFront
+
+    fronts = {users is None: SaslFront(cluster.bootstrap_servers, users,
+                                       broker_versions=KAFKA_0_9_VERSIONS)
+              for users in (None, {SASL_USER: SASL_PASSWORD})}
+    results: dict[str, dict] = {}
+    try:
+        # Interleaved, best of three: on shared machines one run differs from the next by a
+        # third, and the first reads of the data also warm the broker's cache.
+        for name in [*SASL_CONTENDERS] * 3:
+            front = fronts["plain relay" in name]
+            result = _run_contender(name, [sys.executable, __file__, "--contender", name],
+                                    cluster.zookeeper_connect, front.bootstrap_servers, args)
+            if result is not None and (name not in results or _consuming_rate(result)
+                                       > _consuming_rate(results[name])):
+                results[name] = result
+    finally:
+        for front in fronts.values():
+            front.stop()
+    logins = fronts[False].logins
+    print(f"logins checked by the front: {sum(login.accepted for login in logins)} accepted, "
+          f"{sum(not login.accepted for login in logins)} refused")
+    print(f"{'one member through the front':<40} {'records/s':>11} {'SASL is':>9} "
+          f"{'target':>7}")
+    for way in ("per record", "batches"):
+        plain, secured = (results.get(f"{way}, {login}")
+                          for login in ("plain relay", SASL_MECHANISM))
+        for login, result in (("plain relay", plain), (SASL_MECHANISM, secured)):
+            if result is None:
+                continue
+            rate = _consuming_rate(result)
+            ratio = (f"{rate / _consuming_rate(plain):.2f}x"
+                     if login != "plain relay" and plain else "")
+            target = f"{SASL_TARGET:.1f}x" if ratio else ""
+            print(f"{way + ', ' + login:<40} {rate:>11,.0f} {ratio:>9} {target:>7}")
+
+
+def _consuming_rate(result: dict) -> float:
+    return result["records"] / result["consuming_seconds"]
 
 
 # What issue 15 asks of each way of consuming, against the reference's own timing.
@@ -522,8 +595,9 @@ def main() -> None:
     args = parser.parse_args()
     configure_logging("console", "warning")  # the members' own logs would drown the figures
     if args.contender:
-        print(json.dumps(measure(CONTENDERS[args.contender], args.zookeeper, args.bootstrap,
-                                 args.records, args.partitions)))
+        contender = {**CONTENDERS, **SASL_CONTENDERS}[args.contender]
+        print(json.dumps(measure(contender, args.zookeeper, args.bootstrap, args.records,
+                                 args.partitions)))
         return
     chosen = [s for s in args.only.split(",") if s]
     unknown = set(chosen) - set(SCENARIOS)
@@ -545,11 +619,16 @@ def run_on_a_cluster(chosen: list[str], args) -> None:
         work = Path(scratch)
         cluster = LocalCluster.start(work / "cluster", brokers=1)
         try:
-            if "throughput" in chosen:
+            if "throughput" in chosen or "sasl" in chosen:
                 produce(cluster, args.records, args.partitions, work)
+            if "throughput" in chosen:
                 print(f"== throughput: {args.records:,} records of 100 bytes, "
                       f"{args.partitions} partitions, from the beginning, whole process")
                 throughput(cluster, args, work)
+            if "sasl" in chosen:
+                print(f"== SASL: {args.records:,} records, one member through a front, "
+                      f"with a {SASL_MECHANISM} login and without, streams ready to last record")
+                sasl(cluster, args, work)
             if "commit" in chosen:
                 print("== offset commit")
                 commit(cluster, args, work)

@@ -106,7 +106,7 @@ def run(local: LocalCluster, args, work: Path) -> None:
     print(f"{count:,} records of {size // max(count, 1)} bytes in {args.partitions} partitions")
     print(_row("kafka-python, one process:", direct_s, count))
     print(_row("zkconsumer, one process:", own_s, count))
-    for when, seconds in zip(("first", "second"), spark_s):
+    for when, seconds in zip(("first", "second"), spark_s, strict=True):
         print(_row(f"zkconsumer data source, local[{args.cores}], {when} read:", seconds, count)
               + f"  ({own_s / seconds:.2f}x one zkconsumer process, "
               f"{direct_s / seconds:.2f}x kafka-python)")

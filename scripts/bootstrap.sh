@@ -13,7 +13,7 @@ if ! "$zkc_python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/
 fi
 
 zkc_install() {
-  local extras=${1:-} stamp target
+  local extras=${1:-} stamp target log
   stamp="$ZKC_VENV/.zkconsumer-installed${extras:+-$extras}"
   target="$ZKC_ROOT${extras:+[$extras]}"
   if [ ! -x "$ZKC_VENV/bin/python" ]; then
@@ -23,8 +23,15 @@ zkc_install() {
       || [ "$ZKC_ROOT/zkconsumer/fetch/_columns.c" -nt "$stamp" ] \
       || [ "$ZKC_ROOT/zkconsumer/member/_cursor.c" -nt "$stamp" ]; then
     echo "installing $target into $ZKC_VENV ..." >&2
-    "$ZKC_VENV/bin/python" -m pip install --quiet --upgrade pip >&2
-    "$ZKC_VENV/bin/python" -m pip install --quiet -e "$target" >&2
+    # pip and setuptools talk (ext-modules warnings, editable-install banners) even when all is
+    # well: kept in a log, shown only when the install fails.
+    log="$ZKC_VENV/zkconsumer-install.log"
+    if ! { "$ZKC_VENV/bin/python" -m pip install --quiet --upgrade pip \
+           && "$ZKC_VENV/bin/python" -m pip install --quiet -e "$target"; } >"$log" 2>&1; then
+      cat "$log" >&2
+      echo "error: installing $target failed; pip's output is above and in $log" >&2
+      exit 1
+    fi
     touch "$stamp"
   fi
 }
@@ -58,5 +65,24 @@ zkc_require_java() {
     echo "error: Java $minimum+ is needed, but $java is Java $major; install a JDK $minimum+" \
          "(e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME to one" >&2
     exit 1
+  fi
+}
+
+# zkc_install_zookeeper_package: Debian's `zookeeper` package (3.8), whose servers the tests run
+# as an ensemble, where it is missing and apt-get can install it (as root); otherwise those
+# tests are skipped, saying why.
+zkc_install_zookeeper_package() {
+  [ -f /usr/share/java/zookeeper.jar ] && return 0
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    echo "note: Debian's zookeeper package is missing (apt-get install zookeeper);" \
+         "the ZooKeeper ensemble tests will be skipped" >&2
+    return 0
+  fi
+  echo "installing Debian's zookeeper package ..." >&2
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q zookeeper >/dev/null 2>&1; then
+    apt-get update -q >/dev/null 2>&1 || true
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q zookeeper >/dev/null 2>&1 \
+      || echo "note: could not install Debian's zookeeper package;" \
+              "the ZooKeeper ensemble tests will be skipped" >&2
   fi
 }

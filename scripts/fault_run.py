@@ -1,23 +1,50 @@
 """Fault injection: zkconsumer workers keep consuming while workers, brokers and ZooKeeper fail.
 
-Starts its own local cluster (loopback only), a producer writing messages with unique ids and
+Starts its own local cluster (loopback only; with --brokers 3, three brokers replicating every
+topic, the offsets topic too, three times), a producer writing messages with unique ids and
 several workers in one group, each connected to ZooKeeper through its own cuttable proxy, then
-injects faults chosen at random but reproducibly from --seed, every kind at least once:
+injects faults chosen at random but reproducibly from --seed, every kind at least once (or
+those named by --kinds):
 
   kill            SIGKILL of a worker
   restart         a graceful restart of one (SIGTERM, then a new worker)
   expire          a worker frozen (SIGSTOP) past its session timeout, then thawed
-  broker          a broker restart
-  zookeeper       a ZooKeeper server restart
+  broker          a broker restart (one of them, with several)
+  zookeeper       a restart of the brokers' ZooKeeper server
   zk-cut          one worker's ZooKeeper connection cut (it keeps running and fetching) until its
                   session expired and others took its partitions, just as another worker leaves
-  offsets-outage  the broker stopped while a worker leaves, so members using Kafka offset
-                  storage rebalance without their offset store; then started again
+  offsets-outage  the broker (every broker) stopped while a worker leaves, so members using
+                  Kafka offset storage rebalance without their offset store; then started again
   callback-raise  a worker restarted as a Python-API member whose on_partitions_assigned
                   raises: it must fail loudly and own nothing; then it is replaced
   fresh-restart   a partition added to the topic, its first owner (which reset it to the log end
                   by auto.offset.reset=largest and delivered nothing) restarted before anything
                   is produced there; then everything produced there must be consumed
+
+and with replicated brokers (--brokers 2 or more):
+
+  leader-kill       a partition's leader SIGKILLed: a follower takes over once the controller
+                    sees the broker's session expire; the broker is started again a little later
+  leader-move       a partition's leadership moved to another in-sync replica, as an operator
+                    does (reassignment to the same replicas in a new order, then a preferred
+                    replica election)
+  coordinator-kill  the broker coordinating the group (leading the offsets topic's partition
+                    that keeps its Kafka-stored offsets) SIGKILLed while a worker restarts, so
+                    the group rebalances while its Kafka offset store moves; started again after
+  broker-rolling    every broker restarted in turn (SIGTERM, or SIGKILL), the next one only once
+                    every replica is back in sync, as an upgrade does
+
+and with the group on a ZooKeeper ensemble (--zookeepers 3: Debian's ZooKeeper 3.8; the brokers
+keep the bundle's server, and workers find them through bootstrap.servers):
+
+  zk-leader-kill       the ensemble's leader SIGKILLed; started again once another leads
+  zk-quorum-loss       a majority of the ensemble stopped for a few seconds, then started again
+  zk-rolling           every server of the ensemble restarted in turn
+  crash-then-failover  a worker SIGKILLed and a new one started, then the ensemble's leader
+                       stopped within the dead worker's session timeout: the new leader gives
+                       every session a fresh timeout, so the dead worker's owner znodes outlive
+                       twice the session timeout from the crash; no survivor may give up, and
+                       its partitions must find a live owner
 
 About half the workers use offsets.storage=kafka with dual commit, the rest ZooKeeper: the
 group is always in the documented rolling-migration state, the ZooKeeper sampler still sees
@@ -36,7 +63,8 @@ session lost, offset store down, failed), of what it had delivered before the in
 from the offsets committed then. It stops by itself and prints a report; exit status 1 if an
 invariant broke.
 
-    .venv/bin/python scripts/fault_run.py [--seed 7] [--rounds 30] [--workers 3]
+    .venv/bin/python scripts/fault_run.py [--seed 7] [--rounds 30] [--workers 3] [--brokers 3]
+                                          [--zookeepers 3] [--kinds leader-kill,zk-rolling]
 """
 
 from __future__ import annotations
@@ -62,8 +90,25 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
 from zkconsumer.assignment import consumer_of_thread
-from zkconsumer.localcluster import LocalCluster, TcpProxy, add_partition, create_topic
+from zkconsumer.localcluster import (
+    ClusterError,
+    EnsembleError,
+    LocalCluster,
+    TcpProxy,
+    ZookeeperEnsemble,
+    add_partition,
+    create_topic,
+)
 from zkconsumer.localcluster.consume_process import API_WORKER, CLI, ConsumeProcess
+from zkconsumer.localcluster.topics import (
+    OFFSETS_TOPIC,
+    TopicCreationError,
+    move_leader,
+    offsets_partition,
+    partition_state,
+    wait_for_leader,
+    wait_until_in_sync,
+)
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import KafkaOffsetStore, ZookeeperOffsetStore
 from zkconsumer.zk.group_state import committed_partitions, read_members, read_owners
@@ -72,6 +117,12 @@ from zkconsumer.znodes.paths import GroupPaths
 
 FAULTS = ("kill", "restart", "expire", "broker", "zookeeper", "zk-cut", "offsets-outage",
           "callback-raise", "fresh-restart")
+# Faults of replicated brokers, run where there is more than one (see `available_kinds`).
+REPLICATED_FAULTS = ("leader-kill", "leader-move", "coordinator-kill", "broker-rolling")
+# Faults of a ZooKeeper ensemble, run where the group lives on one.
+ENSEMBLE_FAULTS = ("zk-leader-kill", "zk-quorum-loss", "zk-rolling", "crash-then-failover")
+# Replicas of every topic: three (or as many brokers as there are, if fewer).
+MAX_REPLICATION = 3
 GROUP = "fault-run"
 TOPIC = "fault-run"
 PATHS = GroupPaths(GROUP)
@@ -90,7 +141,9 @@ KAFKA_STORAGE = ("--property", "offsets.storage=kafka", "--property", "dual.comm
 # drops its ZooKeeper connection, which its client notices at once.
 NOTICE_S = 1.5
 # How long the broker stays down after the leaver of an offsets-outage left: the others'
-# releases and claims meet the missing offset store (and its retries) in the meantime.
+# releases and claims meet the missing offset store (and its retries) in the meantime. Also the
+# longest a killed leader (a partition's, or the ensemble's) stays down once another leads, and
+# the longest an ensemble stays without a majority.
 OUTAGE_S = 5.0
 # What the Python-API worker logs as its callback raises.
 RAISING = "on_partitions_assigned raising on purpose"
@@ -101,6 +154,13 @@ SETTLE_S = 60.0
 EXIT_S = 60.0
 
 T = TypeVar("T")
+
+
+def available_kinds(brokers: int, zookeepers: int) -> tuple[str, ...]:
+    """The fault kinds this cluster can suffer: replication faults need a second broker,
+    ensemble faults an ensemble that keeps a majority with one server down."""
+    return (FAULTS + (REPLICATED_FAULTS if brokers > 1 else ())
+            + (ENSEMBLE_FAULTS if zookeepers >= 3 else ()))
 
 
 def wait_for(probe: Callable[[], T], timeout: float, interval: float = 0.1) -> T | None:
@@ -130,12 +190,12 @@ class Interruption:
 
 
 class Worker(ConsumeProcess):
-    """A worker of the run, its own ZooKeeper proxy, and how it ended."""
+    """A worker of the run, its own proxy to each ZooKeeper server, and how it ended."""
 
-    def __init__(self, proxy: TcpProxy, kafka_storage: bool, *args: object,
+    def __init__(self, proxies: list[TcpProxy], kafka_storage: bool, *args: object,
                  **options: object) -> None:
-        super().__init__(proxy.address, *args, **options)
-        self.proxy = proxy
+        super().__init__(",".join(proxy.address for proxy in proxies), *args, **options)
+        self.proxies = proxies
         self.kafka_storage = kafka_storage
         self.fate = "running"  # running | stopped | killed | failed
         self.interruptions: list[Interruption] = []
@@ -151,17 +211,43 @@ class Worker(ConsumeProcess):
         return any(index < i.delivered and offset >= i.committed.get(tp, 0)
                    for i in self.interruptions)
 
+    def cut(self) -> None:
+        for proxy in self.proxies:
+            proxy.cut()
+
+    def restore(self) -> None:
+        for proxy in self.proxies:
+            proxy.restore()
+
+    def close_proxies(self) -> None:
+        for proxy in self.proxies:
+            proxy.close()
+
     def ended(self, fate: str) -> None:
         self.fate = fate
-        self.proxy.close()
+        self.close_proxies()
 
 
 class Run:
-    def __init__(self, cluster: LocalCluster, work: Path, args) -> None:
+    def __init__(self, cluster: LocalCluster, ensemble: ZookeeperEnsemble | None, work: Path,
+                 args) -> None:
         self.cluster = cluster
+        self.ensemble = ensemble
+        # Where the group lives: the ensemble if there is one, else the brokers' ZooKeeper.
+        self.group_connect = ensemble.connect_string if ensemble else cluster.zookeeper_connect
+        self._group_ports = ([server.client_port for server in ensemble.servers.values()]
+                             if ensemble else [cluster.zookeeper.port])
+        # Workers away from the brokers' ZooKeeper find brokers, topics and partitions through
+        # Kafka (a partition added by fresh-restart within a second).
+        self._kafka_discovery = () if ensemble is None else (
+            "--property", f"bootstrap.servers={cluster.bootstrap_servers}",
+            "--property", "kafka.api.version=0.9",
+            "--property", "topic.metadata.refresh.interval.ms=1000")
         self.work = work
         self.args = args
         self.rng = random.Random(args.seed)
+        self.kinds: tuple[str, ...] = args.kinds
+        self.replication = min(len(cluster.brokers), MAX_REPLICATION)
         self.workers: list[Worker] = []
         self.partitions = args.partitions  # grows with every fresh-restart
         self.producing = list(range(args.partitions))  # the partitions the producer writes to
@@ -174,7 +260,7 @@ class Run:
         self._stop = threading.Event()
         self._sequence = 0
         # Each kind is the method of the same name ("zk-cut" is `zk_cut`).
-        self._inject = {kind: getattr(self, kind.replace("-", "_")) for kind in FAULTS}
+        self._inject = {kind: getattr(self, kind.replace("-", "_")) for kind in self.kinds}
 
     # -- workers ----------------------------------------------------------------------------
 
@@ -185,9 +271,9 @@ class Run:
         # Kafka storage while at most half the running workers have it: the group stays mixed.
         kafka_storage = program == CLI and \
             sum(w.kafka_storage for w in running) * 2 <= len(running)
-        worker = Worker(TcpProxy(self.cluster.zookeeper.port), kafka_storage, GROUP, TOPIC,
-                        self.work, f"w{self._sequence}", *WORKER_OPTIONS,
-                        *(KAFKA_STORAGE if kafka_storage else ()), *extra,
+        worker = Worker([TcpProxy(port) for port in self._group_ports], kafka_storage, GROUP,
+                        TOPIC, self.work, f"w{self._sequence}", *WORKER_OPTIONS,
+                        *self._kafka_discovery, *(KAFKA_STORAGE if kafka_storage else ()), *extra,
                         from_beginning=from_beginning, program=program)
         self.workers.append(worker)
         return worker
@@ -227,9 +313,11 @@ class Run:
     def produce(self) -> None:
         # Metadata refreshed every second: a partition added by fresh-restart is refused as
         # unknown until the producer's metadata has it, which would stall all production.
+        # With replicas, a message counts as produced once the in-sync ones have it: one that
+        # only a killed leader had was never acknowledged, and is not for members to find.
         producer = KafkaProducer(bootstrap_servers=self.cluster.bootstrap_servers,
-                                 api_version=(0, 9), acks=1, retries=10, linger_ms=5,
-                                 metadata_max_age_ms=1000)
+                                 api_version=(0, 9), acks="all" if self.replication > 1 else 1,
+                                 retries=10, linger_ms=5, metadata_max_age_ms=1000)
         n = 0
         try:
             while not self._stop.is_set():
@@ -251,7 +339,7 @@ class Run:
         unowned_since: dict[int, float] = {}
         while not self._stop.is_set():
             try:
-                with zookeeper_session(self.cluster.zookeeper_connect, timeout_s=10) as zk:
+                with zookeeper_session(self.group_connect, timeout_s=10) as zk:
                     while not self._stop.is_set():
                         before = set(read_members(zk, GROUP))
                         owners = read_owners(zk, GROUP)
@@ -316,14 +404,14 @@ class Run:
         victim = self._pick_victim()
         committed = dict(self.committed)
         victim.process.send_signal(signal.SIGSTOP)
-        with zookeeper_session(self.cluster.zookeeper_connect, timeout_s=30) as zk:
+        with zookeeper_session(self.group_connect, timeout_s=30) as zk:
             self._wait_until_session_gone(zk, victim, "frozen")
         victim.process.send_signal(signal.SIGCONT)
         time.sleep(NOTICE_S)
         victim.interrupted(committed)
 
     def broker(self) -> None:
-        with self.broker_down():
+        with self.brokers_down([self.rng.choice(sorted(self.cluster.brokers))]):
             pass  # a plain restart
 
     def zookeeper(self) -> None:
@@ -335,7 +423,7 @@ class Run:
         session survived, and it does not: it is restored only after others took over."""
         victim = self._pick_victim()
         peers = [w for w in self.victims() if w is not victim]
-        with zookeeper_session(self.cluster.zookeeper_connect, timeout_s=30) as zk:
+        with zookeeper_session(self.group_connect, timeout_s=30) as zk:
             leaver = self.rng.choice(peers) if peers else None
             if leaver is not None:
                 left = threading.Event()
@@ -346,7 +434,7 @@ class Run:
                     time.sleep(self.rng.uniform(0.0, 0.15))
             registration = self._registration(victim)
             committed = dict(self.committed)
-            victim.proxy.cut()
+            victim.cut()
             time.sleep(NOTICE_S)
             victim.interrupted(committed)
             if leaver is not None:
@@ -358,7 +446,7 @@ class Run:
             if late:
                 self.violations.append(f"{victim.name} delivered {late} messages while cut off "
                                        "from ZooKeeper (its session expired meanwhile)")
-            victim.proxy.restore()
+            victim.restore()
             if not wait_for(lambda: zk.exists(registration), SETTLE_S):
                 self.violations.append(f"{victim.name} did not register again within "
                                        f"{SETTLE_S:.0f}s of its ZooKeeper connection's return")
@@ -368,7 +456,7 @@ class Run:
         others rebalance with failing release commits and claim-time offset fetches."""
         leavers = self.victims()
         leaver = self.rng.choice([w for w in leavers if not w.kafka_storage] or leavers)
-        with self.broker_down():
+        with self.brokers_down(sorted(self.cluster.brokers)):
             print(f"  leaver: {leaver.name}", file=sys.stderr, flush=True)
             self.stop_worker(leaver)
             time.sleep(OUTAGE_S)
@@ -403,7 +491,7 @@ class Run:
         member.interrupted(committed)
         member.ended("failed")
         consumer_id = member.consumer_id()
-        with zookeeper_session(self.cluster.zookeeper_connect, timeout_s=30) as zk:
+        with zookeeper_session(self.group_connect, timeout_s=30) as zk:
             if consumer_id and not wait_for(
                     lambda: all(consumer_of_thread(thread) != consumer_id
                                 for thread in read_owners(zk, GROUP).values()), SETTLE_S):
@@ -415,9 +503,10 @@ class Run:
         """A new partition's first owner resets it to the (empty) log end and restarts before
         anything is produced there: its reset must have been committed, or the next owner
         resets again, past what was produced in between."""
-        with zookeeper_session(self.cluster.zookeeper_connect, timeout_s=30) as zk:
-            tp = TopicPartition(TOPIC, add_partition(zk, TOPIC))
-            self.partitions += 1
+        with zookeeper_session(self.cluster.zookeeper_connect, timeout_s=30) as brokers_zk:
+            tp = TopicPartition(TOPIC, add_partition(brokers_zk, TOPIC))
+        self.partitions += 1
+        with zookeeper_session(self.group_connect, timeout_s=30) as zk:
             owner = wait_for(lambda: read_owners(zk, GROUP).get(tp), SETTLE_S)
             first = self._worker_of(owner)
             if first is None:
@@ -440,6 +529,111 @@ class Run:
             if not wait_for(lambda: (_committed(zk, tp) or 0) > 0, SETTLE_S):
                 self.violations.append(f"nothing produced to new partition {tp} was committed "
                                        f"within {SETTLE_S:.0f}s")
+
+    def leader_kill(self) -> None:
+        """A partition's leader dies without a word: members fetching from it must find the
+        follower the controller makes leader, from where they were."""
+        partition = self.rng.randrange(self.partitions)
+        with zookeeper_session(self.cluster.zookeeper_connect, timeout_s=30) as zk:
+            leader = wait_for_leader(zk, TOPIC, partition)
+            print(f"  partition {partition}, leader: broker {leader}", file=sys.stderr,
+                  flush=True)
+            with self.brokers_down([leader], graceful=False):
+                successor = wait_for_leader(zk, TOPIC, partition, other_than=leader)
+                print(f"  new leader: broker {successor}", file=sys.stderr, flush=True)
+                time.sleep(self.rng.uniform(0.0, OUTAGE_S))
+
+    def leader_move(self) -> None:
+        """Leadership moved on purpose to another in-sync replica: the old leader answers
+        fetches with NOT_LEADER_FOR_PARTITION from then on."""
+        partition = self.rng.randrange(self.partitions)
+        with zookeeper_session(self.cluster.zookeeper_connect, timeout_s=30) as zk:
+            wait_until_in_sync(zk)  # a broker restarted by the last fault may be catching up
+            state = partition_state(zk, TOPIC, partition)
+            target = self.rng.choice([b for b in state.isr if b != state.leader])
+            print(f"  partition {partition}: broker {state.leader} -> {target}",
+                  file=sys.stderr, flush=True)
+            move_leader(zk, TOPIC, partition, target)
+
+    def coordinator_kill(self) -> None:
+        """The group's coordinator dies while a worker restarts: the rebalance's release
+        commits and claim-time offset fetches of Kafka-storage members meet a coordinator
+        that is gone, then one that is loading the offsets topic's partition."""
+        with zookeeper_session(self.cluster.zookeeper_connect, timeout_s=30) as zk:
+            partition = offsets_partition(zk, GROUP)
+            coordinator = wait_for_leader(zk, OFFSETS_TOPIC, partition)
+            print(f"  coordinator: broker {coordinator} ({OFFSETS_TOPIC}-{partition})",
+                  file=sys.stderr, flush=True)
+            with self.brokers_down([coordinator], graceful=False):
+                self.restart()
+                successor = wait_for_leader(zk, OFFSETS_TOPIC, partition, other_than=coordinator)
+                print(f"  new coordinator: broker {successor}", file=sys.stderr, flush=True)
+
+    def broker_rolling(self) -> None:
+        graceful = self.rng.random() < 0.5
+        print(f"  {'SIGTERM' if graceful else 'SIGKILL'}", file=sys.stderr, flush=True)
+        with self.kafka_commits_failing():
+            self.cluster.rolling_restart(graceful=graceful)
+
+    def zk_leader_kill(self) -> None:
+        """The ensemble's leader dies: sessions move to the other servers, every one of them
+        with a fresh timeout under the new leader."""
+        with self.group_commits_failing():
+            leader = self.ensemble.wait_until_serving()
+            print(f"  leader: server {leader}", file=sys.stderr, flush=True)
+            self.ensemble.kill_server(leader)
+            print(f"  new leader: server {self.ensemble.wait_until_serving()}", file=sys.stderr,
+                  flush=True)
+            time.sleep(self.rng.uniform(0.0, OUTAGE_S))
+            self.ensemble.start_server(leader)
+
+    def zk_quorum_loss(self) -> None:
+        """No majority for a while: the servers left refuse every client; members must pause,
+        neither delivering on an expired session nor giving up, and carry on after."""
+        with self.group_commits_failing():
+            stopped = self.ensemble.lose_quorum()
+            print(f"  stopped: servers {stopped}", file=sys.stderr, flush=True)
+            time.sleep(self.rng.uniform(1.0, OUTAGE_S))
+            self.ensemble.restore(stopped)
+
+    def zk_rolling(self) -> None:
+        graceful = self.rng.random() < 0.5
+        print(f"  {'SIGTERM' if graceful else 'SIGKILL'}", file=sys.stderr, flush=True)
+        with self.group_commits_failing():
+            for server_id in sorted(self.ensemble.servers):
+                self.ensemble.stop_server(server_id, graceful=graceful)
+                self.ensemble.start_server(server_id)
+                self.ensemble.wait_until_serving()
+
+    def crash_then_failover(self) -> None:
+        """A worker dies and another joins (so the survivors claim some of the dead one's
+        partitions and wait on its owner znodes), and before the dead worker's session could
+        expire the ensemble's leader stops: the new leader gives every session a fresh
+        timeout, so those owner znodes outlive twice the session timeout counted from the
+        crash. The survivors must wait rather than give up, and every partition of the dead
+        worker must be owned by a live one once its session expired."""
+        victim = self._pick_victim()
+        dead_member = victim.consumer_id()
+        committed = dict(self.committed)
+        victim.kill()
+        victim.interrupted(committed)
+        victim.ended("killed")
+        self.start_worker()
+        time.sleep(self.rng.uniform(1.0, SESSION_TIMEOUT_MS / 1000.0 - 0.5))
+        with self.group_commits_failing():
+            leader = self.ensemble.wait_until_serving()
+            print(f"  leader: server {leader}", file=sys.stderr, flush=True)
+            self.ensemble.stop_server(leader)
+            self.ensemble.wait_until_serving()
+            self.ensemble.start_server(leader)
+        with zookeeper_session(self.group_connect, timeout_s=30) as zk:
+            def taken_over() -> bool:
+                owners = read_owners(zk, GROUP)
+                return len(owners) == self.partitions and all(
+                    consumer_of_thread(thread) != dead_member for thread in owners.values())
+            if not wait_for(taken_over, SETTLE_S):
+                self.violations.append(f"{victim.name}'s partitions not all owned by live "
+                                       f"members {SETTLE_S:.0f}s after the failover")
 
     # -- fault helpers ------------------------------------------------------------------------
 
@@ -467,33 +661,59 @@ class Run:
             self.violations.append(f"{victim.name}'s session outlived {bound:.0f}s {how}")
 
     @contextlib.contextmanager
-    def broker_down(self) -> Iterator[None]:
-        """The broker stopped (cleanly or not) for the block, and started again after it.
-        Members with Kafka offset storage can commit nothing meanwhile, so each gets an
-        interruption: what it delivered until the broker is back may be delivered again once
-        it lets a partition go."""
+    def brokers_down(self, broker_ids: list[int], graceful: bool | None = None) -> Iterator[None]:
+        """The brokers stopped (cleanly or not: `graceful`, else at random) for the block, and
+        started again after it."""
+        if graceful is None:
+            graceful = self.rng.random() < 0.5
+        with self.kafka_commits_failing():
+            for broker_id in broker_ids:
+                self.cluster.stop_broker(broker_id, graceful=graceful)
+            try:
+                yield
+            finally:
+                for broker_id in broker_ids:
+                    self.cluster.start_broker(broker_id)
+
+    @contextlib.contextmanager
+    def kafka_commits_failing(self) -> Iterator[None]:
+        """A block during which members with Kafka offset storage may commit nothing (their
+        coordinator is gone or moving, or a commit waits for a replica that is gone)."""
+        with self._commits_failing(lambda worker: worker.kafka_storage):
+            yield
+
+    @contextlib.contextmanager
+    def group_commits_failing(self) -> Iterator[None]:
+        """A block during which the group's ZooKeeper may not serve a member, whose session
+        may then expire: every member may commit nothing."""
+        with self._commits_failing(lambda worker: True):
+            yield
+
+    @contextlib.contextmanager
+    def _commits_failing(self, affects: Callable[[Worker], bool]) -> Iterator[None]:
+        """Each member `affects` picks (also one started meanwhile) gets an interruption: what
+        it delivered until the block ends may be delivered again once it lets a partition go."""
         committed = dict(self.committed)
-        affected = [w for w in self.running() if w.kafka_storage]
-        self.cluster.stop_broker(0, graceful=self.rng.random() < 0.5)
+        affected = {w for w in self.running() if affects(w)}
         try:
             yield
         finally:
-            self.cluster.start_broker(0)
-            for worker in affected:
+            for worker in affected | {w for w in self.running() if affects(w)}:
                 worker.interrupted(committed)
 
     # -- the run ------------------------------------------------------------------------------
 
     def schedule(self) -> list[str]:
-        kinds = list(FAULTS) + [self.rng.choice(FAULTS)
-                                for _ in range(max(0, self.args.rounds - len(FAULTS)))]
+        kinds = list(self.kinds) + [self.rng.choice(self.kinds)
+                                    for _ in range(max(0, self.args.rounds - len(self.kinds)))]
         self.rng.shuffle(kinds)
         return kinds
 
     def run(self) -> bool:
         started = time.monotonic()
-        with zookeeper_session(self.cluster.zookeeper_connect) as zk:
-            create_topic(zk, TOPIC, self.args.partitions)
+        with zookeeper_session(self.cluster.zookeeper_connect) as brokers_zk:
+            create_topic(brokers_zk, TOPIC, self.args.partitions, self.replication)
+        with zookeeper_session(self.group_connect) as zk:
             for _ in range(self.args.workers):
                 self.start_worker(from_beginning=True)
             background = [threading.Thread(target=self.produce, daemon=True),
@@ -515,7 +735,11 @@ class Run:
             print(f"round {round_number}: {kind}", file=sys.stderr, flush=True)
             self.faults[kind] += 1
             injected = time.monotonic()
-            self._inject[kind]()
+            try:
+                self._inject[kind]()
+            except (ClusterError, EnsembleError, TopicCreationError) as exc:
+                self.violations.append(f"round {round_number} ({kind}): the cluster did not "
+                                       f"recover: {exc}")
             print(f"  done in {time.monotonic() - injected:.1f}s", file=sys.stderr, flush=True)
         self.rounds = sum(self.faults.values())
         time.sleep(self.args.max_gap)
@@ -533,7 +757,7 @@ class Run:
                 worker.process.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 worker.kill()
-            worker.proxy.close()
+            worker.close_proxies()
         return self.report(produced, time.monotonic() - started)
 
     def consumed_ids(self) -> set[str]:
@@ -562,7 +786,9 @@ class Run:
         rows = [
             ("seed", self.args.seed),
             ("rounds", self.rounds),
-            *((f"faults: {kind}", self.faults[kind]) for kind in FAULTS),
+            ("brokers / replication", f"{len(self.cluster.brokers)} / {self.replication}"),
+            ("group's ZooKeeper servers", len(self._group_ports)),
+            *((f"faults: {kind}", self.faults[kind]) for kind in self.kinds),
             ("workers started", len(self.workers)),
             ("partitions", self.partitions),
             ("messages produced", len(produced)),
@@ -618,6 +844,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument("--brokers", type=int, default=1,
+                        help=f"brokers; with more than one, topics (the offsets topic too) get "
+                             f"min(brokers, {MAX_REPLICATION}) replicas and the replication "
+                             f"faults run")
+    parser.add_argument("--zookeepers", type=int, default=1,
+                        help="with 3 or more, the group lives on an ensemble of that many "
+                             "servers of Debian's ZooKeeper 3.8 and the ensemble faults run")
+    parser.add_argument("--kinds", metavar="K1,K2",
+                        help="run only these fault kinds (default: every kind the cluster has)")
     parser.add_argument("--rate", type=float, default=200.0, help="messages per second")
     parser.add_argument("--min-gap", type=float, default=2.0, help="seconds between faults")
     parser.add_argument("--max-gap", type=float, default=6.0)
@@ -626,14 +861,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, metavar="DIR",
                         help="keep the workers' output and logs in DIR (default: removed)")
     args = parser.parse_args(argv)
+    if args.zookeepers == 2 or args.zookeepers < 1:
+        parser.error("--zookeepers: 1, or an ensemble of 3 or more (two servers survive no "
+                     "fault a single one does not)")
+    available = available_kinds(args.brokers, args.zookeepers)
+    args.kinds = tuple(args.kinds.split(",")) if args.kinds else available
+    unknown = [kind for kind in args.kinds if kind not in available]
+    if unknown:
+        parser.error(f"--kinds: {', '.join(unknown)} not among {', '.join(available)} "
+                     f"(with --brokers {args.brokers} --zookeepers {args.zookeepers})")
     with tempfile.TemporaryDirectory(prefix="zkconsumer-faults-") as scratch:
         work = args.keep or Path(scratch)
         work.mkdir(parents=True, exist_ok=True)
-        cluster = LocalCluster.start(work / "cluster", brokers=1)
-        try:
-            ok = Run(cluster, work, args).run()
-        finally:
-            cluster.stop(remove_data=args.keep is None)
+        with contextlib.ExitStack() as servers:
+            cluster = LocalCluster.start(work / "cluster", brokers=args.brokers,
+                                         replication_factor=min(args.brokers, MAX_REPLICATION))
+            servers.callback(cluster.stop, remove_data=args.keep is None)
+            ensemble = None
+            if args.zookeepers > 1:
+                ensemble = ZookeeperEnsemble.start(work / "ensemble", args.zookeepers)
+                servers.callback(ensemble.stop, remove_data=args.keep is None)
+            ok = Run(cluster, ensemble, work, args).run()
     return 0 if ok else 1
 
 

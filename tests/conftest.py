@@ -12,6 +12,7 @@ import pytest
 from support.clusters import ClusterUnderTest, cluster_under_test
 from support.java import require_java
 
+from zkconsumer import logs
 from zkconsumer.localcluster import create_topic
 from zkconsumer.localcluster.reference import ReferenceConsumer
 from zkconsumer.zk.session import connect
@@ -28,9 +29,41 @@ def work_root(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("zkconsumer")
 
 
+@pytest.fixture(autouse=True)
+def secrets_of_this_test_only():
+    """A config registers its passwords as secrets for the whole process, so that no log line
+    shows them; a test's short made-up password ("p") would otherwise be starred out of every
+    later test's log lines."""
+    registered = set(logs._secrets)
+    yield
+    logs._secrets.intersection_update(registered)
+
+
 @pytest.fixture(scope="session")
 def cluster(work_root) -> ClusterUnderTest:
     with cluster_under_test(work_root) as running:
+        yield running
+
+
+@pytest.fixture
+def zookeeper_ensemble(work_root, unique_name):
+    """A 3-server ZooKeeper ensemble (Debian's zookeeper 3.8) of the test's own, for faults that
+    one server cannot show: leader changes and quorum loss."""
+    from support.ensembles import running_ensemble
+
+    with running_ensemble(work_root / unique_name("ensemble")) as ensemble:
+        yield ensemble
+
+
+@pytest.fixture(scope="module")
+def replicated_cluster(work_root) -> ClusterUnderTest:
+    """Three brokers, every topic (the offsets topic too) replicated three times; local
+    processes even where the session cluster is not, as its tests kill brokers. Per module:
+    three brokers are too heavy to keep beside the session's cluster for the whole run."""
+    require_java()
+    from support.replicated import replicated_cluster as start_replicated
+
+    with start_replicated(work_root / "replicated") as running:
         yield running
 
 

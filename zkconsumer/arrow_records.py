@@ -33,7 +33,7 @@ def record_batch(chunk: Sequence[Message]) -> pa.RecordBatch:
     """The records of one chunk (one partition's, as `batches()` hands them out)."""
     if not chunk:
         return pa.RecordBatch.from_pylist([], schema=SCHEMA)
-    topics, _partitions, offsets, keys, values, timestamps, headers = zip(*chunk)
+    topics, _partitions, offsets, keys, values, timestamps, headers = zip(*chunk, strict=True)
     count = len(chunk)
     return pa.RecordBatch.from_arrays([
         pa.array(keys, pa.binary()),

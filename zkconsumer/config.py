@@ -59,11 +59,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple, NoReturn
 
-import structlog
-
 from zkconsumer.assignment.topic_filter import Whitelist, normalize_filter_regex
 from zkconsumer.errors import ConfigError, TopicFilterError
-from zkconsumer.logs import register_secret
+from zkconsumer.logs import get_logger, register_secret
 from zkconsumer.model import format_address
 from zkconsumer.properties import read_properties_file
 
@@ -79,7 +77,7 @@ _MAX_TOPIC_LENGTH = 249
 _HOST = re.compile(r"[^\s\[\]/,]+")
 _SUBSCRIPTION_KEYS = ("topics", "whitelist", "blacklist")
 _SECRET_NAME = re.compile(r"password|secret|token|credential", re.IGNORECASE)
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class _Invalid(Exception):

@@ -12,6 +12,17 @@ class ZkConsumerError(Exception):
     """Base of every error zkconsumer raises on purpose."""
 
 
+def describe_error(exc: BaseException) -> str:
+    """One line naming the error type, never empty: kazoo's ConnectionLoss and friends have no
+    message at all, and kafka-python appends ': None' to its own."""
+    name = type(exc).__name__
+    text = " ".join(str(exc).split())
+    text = text.removesuffix(": None")
+    if not text or text == "None":
+        return name
+    return text if name in text else f"{name}: {text}"
+
+
 class ConfigError(ZkConsumerError):
     """A configuration value is missing or invalid; names the key, the value and where it came from."""
 

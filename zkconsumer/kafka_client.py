@@ -73,7 +73,10 @@ class LazyConsumer:
 
     kafka-python 3 starts bootstrapping as soon as a client exists, and closing one before that
     finished logs errors (`Bootstrap failed: ... Unable to bootstrap`) although nothing failed;
-    a command that ends up asking nothing should open nothing. Not thread-safe by itself.
+    a command that ends up asking nothing should open nothing. Before it is opened, one
+    connection of the wire client's finds a refused SASL login, an unreachable broker or a 0.9
+    broker within seconds (`first_contact`), where kafka-python would wait out its bootstrap
+    timeout and say only "Unable to bootstrap". Not thread-safe by itself.
     """
 
     def __init__(self, options: Mapping[str, Any], error: type[ZkConsumerError]) -> None:
@@ -88,8 +91,15 @@ class LazyConsumer:
         if self._closed:
             raise self._error(f"the Kafka client for {self.where} is closed")
         if self._client is None:
+            # Imported here: zkconsumer.fetch imports this module.
+            from zkconsumer.fetch.errors import FetchError
+            from zkconsumer.fetch.first_contact import checked_options
             try:
-                self._client = KafkaConsumer(**self._options)
+                options = checked_options(self._options)
+            except FetchError as exc:
+                raise self._error(str(exc)) from None
+            try:
+                self._client = KafkaConsumer(**options)
             except KafkaError as exc:
                 raise self._error(f"cannot reach Kafka at {self.where}: {exc}") from exc
         return self._client

@@ -1,18 +1,37 @@
-"""structlog set-up: readable console lines by default, one JSON object per line with --log-format json."""
+"""Logging: zkconsumer's lines go through the standard `logging` module, so the application decides
+where they go; the CLI (the one application zkconsumer is itself) renders them with structlog, as
+readable console lines by default or one JSON object per line with --log-format json.
+
+A library that printed, or that configured structlog globally, would mix its lines into the host's
+stdout or take over the host's own structlog set-up. So each module's logger is a structlog
+logger wrapped around a stdlib one with processors of its own (`get_logger`): the call sites keep
+structlog's `log.info("event", key=value)` style, and what reaches `logging` is a plain message
+("event key=value ...") that any handler can show, with the event and its fields kept on the record
+(`zkconsumer_event`, `zkconsumer_fields`) for handlers that want them structured, as the CLI's does.
+With no handler configured nothing of ours is shown, but for warnings and errors, which Python's
+last-resort handler writes to stderr.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 
 import structlog
+from structlog.typing import EventDict, Processor
 
 LOG_FORMATS = ("console", "json")
 REDACTED = "***"
-# Values that must never be printed: registered by the config as it reads them, and scrubbed
-# from every rendered line, since libraries log them in forms we do not control (kazoo logs its
-# Auth packet, for one, when debugging).
+EVENT_ATTRIBUTE = "zkconsumer_event"
+FIELDS_ATTRIBUTE = "zkconsumer_fields"
+# Values that must never be shown: registered by the config as it reads them, and scrubbed from
+# every line of ours before it reaches `logging` (whatever handler the application uses), from
+# kazoo's (which logs its Auth packet, digest and all, when debugging), and from every line the
+# CLI renders, since other libraries log them in forms we do not control.
 _secrets: set[str] = set()
+# kazoo logs requests through this logger (its default), the Auth packet among them.
+_KAZOO_REQUESTS = "kazoo.client"
 
 
 def register_secret(value: str) -> None:
@@ -26,31 +45,94 @@ def redact(text: str) -> str:
     return text
 
 
+def _redacted(value: Any) -> Any:
+    """A field's value as handlers may see it: unchanged unless its text holds a secret."""
+    if not _secrets or isinstance(value, (int, float, bool)) or value is None:
+        return value
+    text = value if isinstance(value, str) else str(value)
+    cleaned = redact(text)
+    return value if cleaned == text else cleaned
+
+
+class _RedactingFilter(logging.Filter):
+    """Secrets out of what our processors never see, before any handler does: kazoo's lines, and
+    the text of an exception logged with one of ours. (A logger's filters see only the records
+    made on that logger, so it sits on each of ours and on kazoo's.)"""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _secrets:
+            message = record.getMessage()
+            cleaned = redact(message)
+            if cleaned != message:
+                record.msg, record.args = cleaned, None
+            if record.exc_info and not record.exc_text:
+                record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+        return True
+
+
+_REDACTING_FILTER = _RedactingFilter()
+logging.getLogger(_KAZOO_REQUESTS).addFilter(_REDACTING_FILTER)
+
+
+def _to_logging_call(_logger: Any, _method: str, event_dict: EventDict
+                     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The last processor: the arguments of the stdlib logger's call."""
+    event = redact(str(event_dict.pop("event", "")))
+    exc_info = event_dict.pop("exc_info", None)
+    stack_info = event_dict.pop("stack_info", False)
+    fields = {key: _redacted(value) for key, value in event_dict.items()}
+    message = " ".join([event, *(f"{key}={value}" for key, value in fields.items())])
+    return (message,), {"exc_info": exc_info, "stack_info": stack_info, "stacklevel": 4,
+                        "extra": {EVENT_ATTRIBUTE: event, FIELDS_ATTRIBUTE: fields}}
+
+
+_LIBRARY_PROCESSORS: list[Processor] = [
+    structlog.stdlib.filter_by_level,  # first, so a line below the level costs next to nothing
+    structlog.contextvars.merge_contextvars,
+    _to_logging_call,
+]
+
+
+def get_logger(name: str) -> Any:
+    """A module's logger: structlog's interface, stdlib `logging` underneath (named `name`)."""
+    underneath = logging.getLogger(name)
+    underneath.addFilter(_REDACTING_FILTER)
+    return structlog.wrap_logger(underneath, processors=_LIBRARY_PROCESSORS,
+                                 wrapper_class=structlog.stdlib.BoundLogger,
+                                 cache_logger_on_first_use=True)
+
+
+def _lift_fields(_logger: Any, _method: str, event_dict: EventDict) -> EventDict:
+    """For the CLI's renderer: a line of ours back into its event and fields; another library's
+    line named by its logger."""
+    record = event_dict["_record"]
+    fields = getattr(record, FIELDS_ATTRIBUTE, None)
+    if fields is None:
+        event_dict["logger"] = record.name
+    else:
+        event_dict["event"] = getattr(record, EVENT_ATTRIBUTE)
+        event_dict.update(fields)
+    return event_dict
+
+
 class _RedactingFormatter(structlog.stdlib.ProcessorFormatter):
     def format(self, record: logging.LogRecord) -> str:
         return redact(super().format(record))
 
 
 def configure_logging(log_format: str = "console", level: str = "info") -> None:
-    """Send zkconsumer's and its libraries' logs to stderr, keeping stdout for data output."""
+    """The CLI's set-up: every line, zkconsumer's and its libraries', to stderr, keeping stdout
+    for data output."""
     numeric_level = getattr(logging, level.upper())
-    renderer = (structlog.processors.JSONRenderer() if log_format == "json"
-                else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()))
-    shared = [
-        structlog.contextvars.merge_contextvars,
-        structlog.processors.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
-    ]
-    structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
-        logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.stdlib.BoundLogger,
-        cache_logger_on_first_use=False,
-    )
+    # JSON cannot hold a traceback object: the exception becomes text first.
+    renderers: list[Processor] = (
+        [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
+        if log_format == "json" else [structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())])
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_RedactingFormatter(
-        foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared],
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        foreign_pre_chain=[_lift_fields, structlog.processors.add_log_level,
+                           structlog.processors.TimeStamper(fmt="iso", utc=True)],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *renderers],
     ))
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -178,7 +178,7 @@ def test_migration_round_trip_dry_run_refusals_and_idempotence(
 
     code, _, err = admin("offsets", "migrate", "--group", group, "--to", "kafka")
     assert code == 0, err
-    for i, topic in enumerate(topics):
+    for topic in topics:
         assert committed_in_kafka(cluster, group, topic, 2) == {
             p: original[TopicPartition(topic, p)] for p in range(2)}
 

@@ -53,6 +53,11 @@ def test_the_benchmark_runs_every_scenario_and_prints_each_figure(work_root):
                         ("zkconsumer (arrow batches)", "1.5x")):
         assert re.search(rf"^{re.escape(own)}\s+[\d,]+\s+[\d.]+x\s+{target}$", after_start_up,
                          re.MULTILINE), result.stdout
+    for way in ("per record", "batches"):  # the SASL part: a ratio against the plain relay
+        assert re.search(rf"^{way}, SCRAM-SHA-512\s+[\d,]+\s+[\d.]+x\s+0\.8x$", result.stdout,
+                         re.MULTILINE), result.stdout
+    assert re.search(r"logins checked by the front: [1-9]\d* accepted, 0 refused",
+                     result.stdout), result.stdout
     assert "commit 1,000 changed offsets: batched" in result.stdout
     assert "partitions held by two zkconsumer members at once" in result.stdout
     assert any(line.startswith("zkconsumer ") and line.split()[1] == "2"

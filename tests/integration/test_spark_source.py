@@ -9,10 +9,10 @@ import threading
 from dataclasses import replace
 
 import pytest
-import structlog
 from click.testing import CliRunner
 from kazoo.client import KazooClient
 from support.kafka import committed_in_kafka, produce
+from support.log_capture import captured_logs
 from support.offsets import zookeeper_offsets
 from support.waiting import wait_until
 
@@ -392,7 +392,7 @@ def _read_deleted_records_on_an_executor(options, lossy, start, log_start) -> No
         with pytest.raises(RangeReadError, match=f"offsets {start} to [0-9]+ of {lossy}"):
             list(read_range(backend_plan, offsets, False, fail_on_data_loss=True))
         earliest = log_start()
-        with structlog.testing.capture_logs() as logs:
+        with captured_logs() as logs:
             rows = [o for batch in read_range(backend_plan, offsets, False,
                                               fail_on_data_loss=False)
                     for o in batch.column("offset").to_pylist()]

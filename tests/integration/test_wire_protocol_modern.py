@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 import pytest
-import structlog.testing
+from support.log_capture import captured_logs
 from support.tansu import create_topic, produce
 
 from zkconsumer.config import ConsumerConfig
@@ -73,7 +73,7 @@ def test_a_thousand_messages_from_the_earliest_offset_in_the_newest_versions(
                            **{"isolation.level": isolation_level})
     try:
         fetcher.assign(dict.fromkeys(partitions))
-        with structlog.testing.capture_logs() as logs:
+        with captured_logs() as logs:
             assert fetch(fetcher, 1000) == placed
         assert [{k: e[k] for k in ("broker", "fetch", "list_offsets", "metadata", "source")}
                 for e in logs if e["event"] == "broker versions negotiated"] == [

@@ -25,7 +25,8 @@ from zkconsumer.admin.plans import (
 from zkconsumer.exporter.report import GroupState, ZookeeperOffset
 from zkconsumer.model import TopicPartition as TP
 
-names = st.from_regex(r"[a-zA-Z0-9._-]{1,20}", fullmatch=True)
+names = st.from_regex(r"[a-zA-Z0-9._-]{1,20}", fullmatch=True).filter(
+    lambda name: name not in (".", ".."))  # no znode can have those names
 group_offsets = st.dictionaries(
     names, st.dictionaries(st.builds(TP, names, st.integers(0, 500)), st.integers(-1, 10**12),
                            min_size=1, max_size=5), max_size=4)
@@ -50,6 +51,28 @@ def test_text_is_the_reference_line_format_sorted_by_partition_number():
     ('{"version": 1, "offsets": [{"group": "g"}]}', "not a zkconsumer offsets document"),
     ('{"version": 1, "offsets": [{"group": "g", "topic": "t", "partition": "0", "offset": 1}]}',
      "wrong type"),
+    ("/consumers/g/offsets/t/0:-2\n", "offset -2 is not an offset"),
+    ("/consumers/g/offsets/t/2147483648:1\n", "partition 2147483648 is not a partition"),
+    ("/consumers/g/offsets/t/0:9223372036854775808\n", "is not an offset"),
+    ("/consumers/g/offsets/t/" + "9" * 5000 + ":1\n", "more digits than any has"),
+    ("/consumers/g/offsets/t/0:" + "9" * 5000 + "\n", "more digits than any has"),
+    ("/consumers/../offsets/t/0:1\n", "group name '..'"),
+    ("/consumers/g/offsets/\x01/0:1\n", "topic name"),
+    ('{"version": 1, "offsets": [{"group": "g", "topic": "t", "partition": -1, "offset": 1}]}',
+     "partition -1"),
+    ('{"version": 1, "offsets": [{"group": "g", "topic": "t", "partition": 0, "offset": -7}]}',
+     "offset -7"),
+    ('{"version": 1, "offsets": [{"group": "g", "topic": "t", "partition": 0, "offset": 1e99}]}',
+     "wrong type"),
+    ('{"version": 1, "offsets": [{"group": "", "topic": "t", "partition": 0, "offset": 1}]}',
+     "group name"),
+    ('{"version": 1, "offsets": {"group": "g"}}', "not a zkconsumer offsets document"),
+    ('{"version": 1, "offsets": "abc"}', "not a zkconsumer offsets document"),
+    ('{"version": 1, "offsets": [' + "[" * 100_000, "not a zkconsumer offsets document"),
+    ("{" + '"a":[' * 100_000, "not a zkconsumer offsets document"),
+    ('{"version": 1, "offsets": [{"group": "g", "topic": "t", "partition": 0, "offset": 1'
+     + "0" * 5000 + "}]}", "not a zkconsumer offsets document"),
+    ("{[1, 2]", "not a zkconsumer offsets document"),
 ])
 def test_bad_files_name_the_problem(text, message):
     with pytest.raises(OffsetFileError, match=message):

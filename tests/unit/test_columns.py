@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.codec import gzip_encode
 from kafka.record._crc32c import crc as kafka_crc32c
-from test_records import GZIP, NONE, TIMESTAMP, batch, legacy, record_lists
+from test_records import COUNT_AT, GZIP, NONE, TIMESTAMP, batch, legacy, record_lists, resigned
 
 from zkconsumer.arrow_records import record_batch
 from zkconsumer.fetch import columns
@@ -149,3 +149,14 @@ def test_arrow_batches_borrow_the_decoded_buffers_and_keep_them_alive():
     assert table.column("value").to_pylist() == [b"v0", b"v1", b"v2"]
     with pytest.raises(RuntimeError, match="lent to Arrow"):
         lent.add_records(data, 61, len(data), 3, 3, TIMESTAMP, TIMESTAMP, False)
+
+
+def test_a_negative_record_count_is_corrupt_even_without_records():
+    """Kafka refuses a record count below zero; the parser takes none as the count of records
+    it must find."""
+    data = bytearray(resigned(batch(9, [(None, b"v", [])]), without_records=True))
+    struct.pack_into(">i", data, COUNT_AT, -3)
+    with pytest.raises(CorruptMessageError,
+                       match="^cannot decode the record batch at offset 9 of t-0: a record "
+                             "count of -3$"):
+        columns.decode_columns(bytes(data), "t", 0, 0, check_crcs=False)

@@ -3,9 +3,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-import structlog
 from hypothesis import given
 from hypothesis import strategies as st
+from support.log_capture import captured_logs
 
 from zkconsumer.config import (
     ConsumerConfig,
@@ -414,7 +414,7 @@ def test_a_missing_required_key_is_reported_as_missing_not_as_none():
 
 
 def warnings_from(load) -> list[dict]:
-    with structlog.testing.capture_logs() as logs:
+    with captured_logs() as logs:
         load()
     return [entry for entry in logs if entry["log_level"] == "warning"]
 

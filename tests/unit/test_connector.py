@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 
 import pytest
 from kazoo.protocol.states import KazooState
@@ -263,3 +264,18 @@ def test_an_expired_session_drops_every_claim_and_the_member_claims_anew(world):
 
 def message_tp(message: Message) -> TopicPartition:
     return TopicPartition(message.topic, message.partition)
+
+
+def test_a_shutdown_that_zookeeper_does_not_answer_ends_within_its_timeout(world):
+    """As in a quorum loss: every ZooKeeper call waits. What was not done is left to the
+    session's expiry rather than holding the process."""
+    never = threading.Event()
+    with member(world) as (connector, _stream):
+        assert connector.wait_until_stable(timeout=10)
+        membership = world["membership"]
+        membership.release = lambda _partitions: never.wait()
+        started = time.monotonic()
+        connector.shutdown(timeout=1.0)
+        assert time.monotonic() - started < 2.0
+        assert membership.registered, "deregistered although the release never finished"
+        assert connector.state is State.CLOSED

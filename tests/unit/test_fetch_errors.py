@@ -4,10 +4,10 @@ named, and how retries are warned about."""
 from __future__ import annotations
 
 import pytest
-import structlog
-import structlog.testing
+from support.log_capture import captured_logs
 
 from zkconsumer.fetch.retry_policy import RetryWarnings, describe_error, is_retriable
+from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
 
 
@@ -30,8 +30,8 @@ def test_a_fatal_error_is_named_by_code_name_and_partition():
 
 def test_a_condition_is_warned_about_when_it_starts_then_at_most_every_30_s():
     now = [0.0]
-    warnings = RetryWarnings(structlog.get_logger(), clock=lambda: now[0])
-    with structlog.testing.capture_logs() as logs:
+    warnings = RetryWarnings(get_logger("zkconsumer.tests"), clock=lambda: now[0])
+    with captured_logs() as logs:
         for second in range(0, 65):  # reported every second, as a retry would be
             now[0] = float(second)
             warnings.report("storage", "retrying", second=second)

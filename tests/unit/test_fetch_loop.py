@@ -7,6 +7,7 @@ import threading
 import pytest
 from support.waiting import wait_until
 
+from zkconsumer.fetch.errors import FetchError
 from zkconsumer.member.fetch_loop import FetchLoop
 from zkconsumer.member.streams import Claim, DeliveryGate, KafkaStream
 from zkconsumer.model import Message, TopicPartition
@@ -133,5 +134,37 @@ def test_a_reset_reports_the_first_fetched_message_not_the_next_fetch_position(f
     try:
         wait_until(lambda: reports, timeout=5, interval=0.005, message="reset reported")
         assert reports == [(TP, claim, 100)], "committing 110 would skip 100..109"
+    finally:
+        loop.stop()
+
+
+class CorruptFetcher(RecordingFetcher):
+    """A backend whose every poll meets a corrupt record set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.polls = 0
+
+    def poll(self, timeout_ms):
+        self.polls += 1
+        raise FetchError("cannot decode the record batch at offset 7 of t-0: a field of "
+                         "17179869184 bytes, with 0 left in its record")
+
+
+def test_a_corrupt_fetch_is_reported_once_and_ends_the_loop():
+    """The member fails on it (see the connector): no retry of the same bytes, no loop."""
+    fetcher = CorruptFetcher()
+    errors: list = []
+    loop = FetchLoop(fetcher, poll_timeout_ms=20, on_error=errors.append,
+                     on_reset=lambda *_: None)
+    loop.route({TP: (object(), Claim(TP, "c-0"), 7)})
+    loop.start()
+    try:
+        wait_until(lambda: errors, timeout=5, interval=0.005, message="the error reported")
+        loop._thread.join(timeout=5)
+        assert not loop._thread.is_alive()
+        assert fetcher.polls == 1
+        assert len(errors) == 1 and isinstance(errors[0], FetchError)
+        assert "offset 7 of t-0" in str(errors[0])
     finally:
         loop.stop()

@@ -6,8 +6,8 @@ import threading
 import time
 
 import pytest
-import structlog.testing
 from kafka import KafkaConsumer
+from support.log_capture import captured_logs
 
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ConfigError
@@ -105,23 +105,33 @@ def test_protocol_follows_the_oldest_registered_broker(brokers, expected):
     assert api_version_from_registrations(brokers) == expected
 
 
-def test_the_wire_fetcher_serves_plaintext_and_ssl_and_names_what_it_cannot():
+def test_the_wire_fetcher_serves_plaintext_ssl_and_sasl_and_names_what_it_cannot():
     plain = kafka_consumer_settings(config(), "h:9092", (0, 9))
     tls = kafka_consumer_settings(config(**{"kafka.security.protocol": "SSL",
                                             "kafka.ssl.cafile": "ca.pem",
                                             "kafka.ssl.check.hostname": "false"}), "h:9093", None)
     assert wire_unsupported_reason(plain) is None
     assert wire_unsupported_reason(tls) is None
-    sasl = kafka_consumer_settings(config(**{"kafka.security.protocol": "SASL_SSL",
-                                             "kafka.sasl.mechanism": "PLAIN"}), "h:9093", None)
-    assert wire_unsupported_reason(sasl) == "kafka.security.protocol=SASL_SSL"
+    for protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+        for mechanism in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+            sasl = kafka_consumer_settings(config(**{
+                "kafka.security.protocol": protocol, "kafka.sasl.mechanism": mechanism,
+                "kafka.sasl.plain.username": "u", "kafka.sasl.plain.password": "p"}),
+                "h:9093", None)
+            assert wire_unsupported_reason(sasl) is None
+        for mechanism in ("GSSAPI", "OAUTHBEARER"):
+            other = kafka_consumer_settings(config(**{"kafka.security.protocol": protocol,
+                                                      "kafka.sasl.mechanism": mechanism}),
+                                            "h:9093", None)
+            assert wire_unsupported_reason(other) == f"kafka.sasl.mechanism={mechanism}"
     tuned = kafka_consumer_settings(config(**{"kafka.max.poll.records": "10"}), "h:9092", None)
     assert wire_unsupported_reason(tuned) == "kafka.max.poll.records"
 
 
 def test_forcing_the_wire_backend_where_it_cannot_serve_is_a_config_error():
-    forced = config(**{"fetch.backend": "wire", "kafka.security.protocol": "SASL_PLAINTEXT"})
-    with pytest.raises(ConfigError, match="fetch.backend.*SASL_PLAINTEXT"):
+    forced = config(**{"fetch.backend": "wire", "kafka.security.protocol": "SASL_PLAINTEXT",
+                       "kafka.sasl.mechanism": "OAUTHBEARER"})
+    with pytest.raises(ConfigError, match="fetch.backend.*OAUTHBEARER"):
         open_fetcher(forced, "h:9092", None)
     with pytest.raises(ConfigError, match="fetch.backend"):
         config(**{"fetch.backend": "librdkafka"})
@@ -156,7 +166,7 @@ def test_an_outage_is_warned_about_once_not_at_every_retry():
     fetcher = open_fetcher(config(**{"refresh.leader.backoff.ms": "0"}), "127.0.0.1:1", (0, 9))
     fetcher.assign({TopicPartition("t", 0): 0})
     try:
-        with structlog.testing.capture_logs() as logs:
+        with captured_logs() as logs:
             for _ in range(20):
                 fetcher.poll(timeout_ms=0)
     finally:

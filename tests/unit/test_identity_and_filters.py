@@ -18,6 +18,7 @@ from zkconsumer.assignment import (
     normalize_filter_regex,
     thread_ids,
     topic_filter_for,
+    wildcard_filter,
 )
 from zkconsumer.errors import TopicFilterError
 
@@ -91,3 +92,10 @@ def test_filters_rebuild_from_registration_patterns():
     assert topic_filter_for("black_list", "a.*") == Blacklist("a.*")
     with pytest.raises(ValueError):
         topic_filter_for("static", "a")
+
+
+def test_a_subscription_by_pattern_is_the_filter_of_the_one_pattern_given():
+    assert wildcard_filter("a.*", None) == Whitelist("a.*")
+    assert wildcard_filter(None, "a.*") == Blacklist("a.*")
+    with pytest.raises(ValueError):
+        wildcard_filter(None, None)

@@ -11,6 +11,8 @@ import struct
 import uuid
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -344,3 +346,145 @@ def test_a_null_topic_name_where_one_is_needed_is_a_protocol_error():
     payload = struct.pack(">i", 9) + b"\x00" + struct.pack(">ihi", 0, 0, 0) + b"\x02\x00"
     with pytest.raises(protocol.ProtocolError, match="null"):
         protocol.decode_fetch(12, payload)
+
+
+# -- hostile answers: a broker's bytes are untrusted ---------------------------------------
+
+ABSURD_COUNTS = [-2, -(2**31), 2**31 - 1, 2**20]
+# unsigned varints: 2^32-1, 2^28, 0 (a null where a length belongs), 2^35-1 (too long)
+ABSURD_VARINTS = [b"\xff\xff\xff\xff\x0f", b"\x80\x80\x80\x80\x01", b"\x00",
+                  b"\xff\xff\xff\xff\x7f"]
+
+
+def _valid_answers() -> list[tuple[str, int, bytes]]:
+    """(decoder, version, a valid answer) for every decoder and version."""
+    answers = [("api_versions", 0, answered_by_them(ApiVersionsResponse[0](error_code=0, api_keys=[
+        ApiVersionsResponse.ApiVersion(api_key=1, min_version=4, max_version=17)])))]
+    answers += [("fetch", v, answered_by_them(_fetch_response(v))) for v in FETCH_VERSIONS]
+    answer = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+    answers += [("list_offsets", v, answered_by_them(ListOffsetsResponse[v](
+        throttle_time_ms=0, topics=[ListOffsetsResponse.ListOffsetsTopicResponse(
+            name="t", partitions=[answer(partition_index=0, error_code=0, old_style_offsets=[17],
+                                         timestamp=-1, offset=17, leader_epoch=4)])])))
+        for v in LIST_OFFSETS_VERSIONS]
+    broker, topic = MetadataResponse.MetadataResponseBroker, MetadataResponse.MetadataResponseTopic
+    answers += [("metadata", v, answered_by_them(MetadataResponse[v](
+        throttle_time_ms=0, cluster_id="c", controller_id=1, authorized_operations=set(),
+        brokers=[broker(node_id=0, host="h", port=9092, rack="r")],
+        topics=[topic(error_code=0, name="t", topic_id=uuid.UUID(int=1), is_internal=False,
+                      authorized_operations=set(), partitions=[
+                          topic.MetadataResponsePartition(
+                              error_code=0, partition_index=0, leader_id=0, leader_epoch=1,
+                              replica_nodes=[0], isr_nodes=[0], offline_replicas=[])])])))
+        for v in METADATA_VERSIONS]
+    return answers
+
+
+VALID_ANSWERS = _valid_answers()
+
+
+def decode(decoder: str, version: int, payload: bytes):
+    if decoder == "api_versions":
+        return protocol.decode_api_versions(payload)
+    if decoder == "fetch":
+        return protocol.decode_fetch(version, payload)
+    return getattr(protocol, f"decode_{decoder}")(payload, version)
+
+
+def test_every_valid_answer_used_below_decodes():
+    for decoder, version, payload in VALID_ANSWERS:
+        decode(decoder, version, payload)
+
+
+@pytest.mark.parametrize(("decoder", "version", "payload"), VALID_ANSWERS,
+                         ids=[f"{d}-v{v}" for d, v, _ in VALID_ANSWERS])
+def test_an_answer_cut_anywhere_is_a_protocol_error(decoder, version, payload):
+    for end in range(4, len(payload)):
+        with pytest.raises(protocol.ProtocolError):
+            decode(decoder, version, payload[:end])
+
+
+@settings(max_examples=300, deadline=None)
+@given(answer=st.sampled_from(VALID_ANSWERS), data=st.data())
+def test_a_mutated_answer_decodes_or_is_a_protocol_error(answer, data):
+    """Bit flips, and lengths or counts made absurd (an int16, int32 or varint written over
+    the answer anywhere after its correlation id): never anything but a ProtocolError."""
+    decoder, version, payload = answer
+    mutated = bytearray(payload)
+    for _ in range(data.draw(st.integers(1, 3))):
+        at = data.draw(st.integers(4, len(mutated) - 1))
+        kind = data.draw(st.sampled_from(["flip", "int16", "int32", "varint"]))
+        if kind == "flip":
+            mutated[at] ^= 1 << data.draw(st.integers(0, 7))
+        elif kind == "varint":
+            mutated[at:at + 5] = data.draw(st.sampled_from(ABSURD_VARINTS))
+        else:
+            size = 2 if kind == "int16" else 4
+            mutated[at:at + size] = struct.pack(">h" if size == 2 else ">i", data.draw(
+                st.sampled_from([-2, -1, 0x7FFF, 0x7FFFFFFF, -(2**31)] if size == 4
+                                else [-2, -1, 0x7FFF, -(2**15)])))
+    try:
+        decode(decoder, version, bytes(mutated))
+    except protocol.ProtocolError:
+        pass
+
+
+@pytest.mark.parametrize("count", ABSURD_COUNTS)
+def test_an_absurd_count_is_refused_before_it_is_looped_over(count):
+    """2^31-1 partitions announced in a few bytes: refused by the count's own check, before
+    any item is read or allocated."""
+    fetch = struct.pack(">i", 9) + struct.pack(">i", 1) + string("t") + struct.pack(">i", count)
+    api_versions = struct.pack(">ih", 9, 0) + struct.pack(">i", count) + b"\x00" * 12
+    list_offsets_v0 = struct.pack(">i", 9) + array([string("t") + array([
+        struct.pack(">ih", 0, 0) + struct.pack(">i", count) + b"\x00" * 8])])
+    refused = "announces" if count > 0 else "length of"
+    with pytest.raises(protocol.ProtocolError, match=refused):
+        protocol.decode_fetch(0, fetch)
+    with pytest.raises(protocol.ProtocolError, match=refused):
+        protocol.decode_api_versions(api_versions)
+    with pytest.raises(protocol.ProtocolError, match=refused):
+        protocol.decode_list_offsets(list_offsets_v0)
+
+
+def test_aborted_transactions_beyond_the_answer_are_refused():
+    partition = struct.pack(">ihqq", 0, 0, 10, 10) + struct.pack(">i", 2**31 - 1) + b"\x00" * 16
+    payload = struct.pack(">ii", 9, 0) + array([string("t") + array([partition])])
+    with pytest.raises(protocol.ProtocolError, match="2147483647 items of 16"):
+        protocol.decode_fetch(4, payload)
+
+
+@pytest.mark.parametrize("size", [-2, -(2**31), 2**31 - 1, 4])
+def test_a_record_set_length_that_is_not_in_the_answer_is_refused(size):
+    payload = struct.pack(">i", 9) + array([string("t") + array([
+        struct.pack(">ihqi", 0, 0, 50, size) + b"abc"])])
+    with pytest.raises(protocol.ProtocolError):
+        protocol.decode_fetch(0, payload)
+
+
+def test_a_negative_string_length_other_than_null_is_refused():
+    payload = struct.pack(">i", 9) + struct.pack(">i", 1) + struct.pack(">h", -2)
+    with pytest.raises(protocol.ProtocolError, match="length of -2"):
+        protocol.decode_fetch(0, payload)
+
+
+def test_a_name_that_is_not_utf8_is_a_protocol_error():
+    broker = struct.pack(">i", 0) + struct.pack(">h", 2) + b"\xff\xfe" + struct.pack(">i", 9092)
+    with pytest.raises(protocol.ProtocolError, match="not UTF-8"):
+        protocol.decode_metadata(struct.pack(">i", 9) + array([broker]) + array([]))
+
+
+def test_a_huge_tagged_field_count_is_refused():
+    payload = struct.pack(">i", 9) + b"\xff\xff\xff\xff\x0f"
+    with pytest.raises(protocol.ProtocolError, match="tagged fields"):
+        protocol.decode_fetch(12, payload)
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_a_negative_log_offset_is_no_offset_in_every_version(version):
+    """A position below 0 would be fetched, answered out of range, reset to it again: a loop."""
+    if version == 0:
+        answer = struct.pack(">ih", 0, 0) + array([struct.pack(">q", -5)])
+    else:
+        answer = struct.pack(">ihqq", 0, 0, -1, -5)
+    payload = struct.pack(">i", 3) + array([string("t") + array([answer])])
+    assert protocol.decode_list_offsets(payload, version) == {TopicPartition("t", 0): (0, None)}

@@ -6,7 +6,7 @@ import io
 import tarfile
 
 import pytest
-from structlog.testing import capture_logs
+from support.log_capture import captured_logs as capture_logs
 
 from zkconsumer.localcluster import (
     BundleError,

@@ -28,7 +28,10 @@ class Flaky:
         return "ok"
 
 
-def run(operation, policy=RetryPolicy(retries=5, backoff_ms=100), **kwargs):
+FIVE_RETRIES = RetryPolicy(retries=5, backoff_ms=100)
+
+
+def run(operation, policy=FIVE_RETRIES, **kwargs):
     sleeps: list[float] = []
     result = call_with_retries(operation, what="committing offsets of group g to Kafka",
                                policy=policy, is_transient=is_transient_kafka_error,

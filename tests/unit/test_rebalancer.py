@@ -8,10 +8,11 @@ import time
 
 import pytest
 from kazoo.exceptions import ConnectionLoss
-from structlog.testing import capture_logs
+from support.log_capture import captured_logs as capture_logs
 from support.memory_store import MemoryStore
 
 from zkconsumer.member.committer import OffsetCommitter
+from zkconsumer.member.owner_wait import OwnersSeen
 from zkconsumer.member.plan import GroupSnapshot
 from zkconsumer.member.rebalancer import (
     Ownership,
@@ -26,6 +27,7 @@ from zkconsumer.offsets import OffsetTracker
 from zkconsumer.znodes.consumers import ConsumerRegistration
 
 ME = "g_me"
+OTHER_SESSION = 0x2000
 A = TopicPartition("t", 0)
 B = TopicPartition("t", 1)
 
@@ -61,6 +63,9 @@ class DictMembership:
 
     def wait_for_owners_gone(self, _partitions, _timeout_s) -> bool:
         return False
+
+    def owners_seen(self, partitions) -> OwnersSeen:
+        return OwnersSeen({tp: OTHER_SESSION for tp in partitions if tp in self.owners}, 0)
 
     def holds(self, partitions) -> bool:
         return all(tp in self.owners for tp in partitions)

@@ -12,13 +12,14 @@ import sys
 import zlib
 
 import pytest
+from fuzz.record_fuzzing import legacy_messages as legacy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka import codec as kafka_codec
 from kafka.record._crc32c import crc as crc32c
 from kafka.record.default_records import DefaultRecordBatchBuilder
-from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
+from zkconsumer.fetch.decompression import ExpandsTooFar, expand
 from zkconsumer.fetch.message_sets import CorruptMessageError
 from zkconsumer.fetch.records import DecodedSet, decode_records
 from zkconsumer.model import Message
@@ -51,20 +52,6 @@ def batch(base_offset: int, records: list[tuple[bytes | None, bytes | None, list
         builder.append(delta, TIMESTAMP + delta, key, value, headers)
     data = bytearray(builder.build())
     struct.pack_into(">q", data, 0, base_offset)  # the builder leaves it for the broker
-    return bytes(data)
-
-
-def legacy(magic: int, base_offset: int, records: list[tuple[bytes | None, bytes | None]],
-           codec: int = NONE) -> bytes:
-    """Format v0 or v1 messages as a broker stores them: one per entry, or all in one
-    compressed wrapper holding its last message's offset (inner offsets relative from v1)."""
-    builder = LegacyRecordBatchBuilder(magic, codec, 1 << 20)
-    for delta, (key, value) in enumerate(records):
-        inner_offset = delta if codec and magic == 1 else base_offset + delta
-        builder.append(inner_offset, TIMESTAMP + delta if magic else None, key, value)
-    data = bytearray(builder.build())
-    if codec:
-        struct.pack_into(">q", data, 0, base_offset + len(records) - 1)
     return bytes(data)
 
 
@@ -379,3 +366,91 @@ def test_a_log_append_time_wrapper_without_a_timestamp_gives_none():
     struct.pack_into(">q", wrapper, 18, -1)
     decoded = decode_records(signed_again(wrapper), "t", 0, 0)
     assert [(m.offset, m.timestamp) for m in decoded.messages] == [(0, None), (1, None)]
+
+
+BOMB_PROBE = """
+import resource, sys
+from zkconsumer.fetch import columns
+from zkconsumer.fetch.message_sets import CorruptMessageError
+from zkconsumer.fetch.records import decode_records
+if sys.argv[2] == "aiokafka":
+    columns._columns = None
+data = open(sys.argv[1], "rb").read()
+status = open("/proc/self/status").read()
+room = int(status.split("VmSize:")[1].split()[0]) * 1024 + (256 << 20)
+resource.setrlimit(resource.RLIMIT_AS, (room, room))  # a GiB expanded would not fit
+try:
+    decode_records(data, "t", 5, 0)
+except CorruptMessageError as exc:
+    print(exc)
+"""
+
+
+def bomb(codec: int, expanded_mib: int) -> bytes:
+    """A batch of one record whose records section expands to `expanded_mib` MiB of zeros,
+    made a MiB at a time (gzip in one member, zstd in one frame per MiB)."""
+    zeros = bytes(1 << 20)
+    if codec == GZIP:
+        compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+        records = b"".join(compressor.compress(zeros) for _ in range(expanded_mib))
+        records += compressor.flush()
+    else:
+        records = kafka_codec.zstd_encode(zeros) * expanded_mib
+    return resigned(values(0, 1)[:HEADER_SIZE] + records, set_attributes=codec)
+
+
+@pytest.mark.parametrize(("codec", "expanded_mib"), [(GZIP, 256), (ZSTD, 1024)])
+def test_a_decompression_bomb_is_corrupt_without_being_expanded(codec, expanded_mib,
+                                                                each_decoder, tmp_path):
+    """A GiB from 50 KB (zstd), 256 MiB from 250 KB (gzip): refused at the bound, 32 times
+    fetch.message.max.bytes (1 MiB by default), in a process that could not hold them."""
+    pytest.importorskip(CODEC_LIBRARY.get(codec, "zlib"))
+    data = bomb(codec, expanded_mib)
+    assert len(data) < 300_000
+    saved = tmp_path / "bomb"
+    saved.write_bytes(data)
+    result = subprocess.run([sys.executable, "-c", BOMB_PROBE, str(saved), each_decoder],
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == ("the record batch at offset 0 of t-5 expands past 33554432 "
+                                     "bytes, 32 times fetch.message.max.bytes or the fetched "
+                                     "bytes") or result.stdout.startswith(
+        "the entry at offset 0 of t-5 expands past 33554432 bytes")
+
+
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD])
+def test_each_codec_expands_up_to_its_limit_and_not_a_byte_further(codec):
+    pytest.importorskip(CODEC_LIBRARY.get(codec, "zlib"))
+    payload = b"0123456789" * 30_000 + bytes(range(256))
+    compressed = [ENCODE[codec](payload)]
+    if codec == SNAPPY:
+        compressed.append(kafka_codec.snappy_encode(payload, xerial_compatible=False))
+    for framed in compressed:
+        assert expand(codec, framed, len(payload)) == payload
+        with pytest.raises(ExpandsTooFar):
+            expand(codec, framed, len(payload) - 1)
+
+
+def test_the_bombs_framing_expands_in_full_below_the_bound():
+    """What the bomb tests are stopped by is the bound, not their framing."""
+    pytest.importorskip(CODEC_LIBRARY[ZSTD])
+    assert expand(ZSTD, bomb(ZSTD, 3)[HEADER_SIZE:], 3 << 20) == bytes(3 << 20)
+    assert expand(GZIP, bomb(GZIP, 3)[HEADER_SIZE:], 3 << 20) == bytes(3 << 20)
+
+
+def test_batches_past_the_bound_are_left_for_the_next_fetch():
+    """Four batches expanding to 600 kB each, read with fetch.message.max.bytes of 32 KiB: the
+    bound (1 MiB) takes one per fetch; a batch over the whole bound is corrupt."""
+    batches = [batch(offset, [(None, bytes(600_000), [])], GZIP) for offset in range(4)]
+    data = b"".join(batches)
+    position, fetched = 0, []
+    while position < len(data):
+        decoded = decode_records(data[position:], "t", 0, len(fetched), fetch_bytes=32 << 10)
+        assert decoded.next_offset == len(fetched) + 1
+        fetched += decoded.messages
+        position += len(batches[len(fetched) - 1])
+    assert [m.value for m in fetched] == [bytes(600_000)] * 4
+    huge = batch(0, [(None, bytes(1_100_000), [])], GZIP)
+    with pytest.raises(CorruptMessageError, match="^the (record batch|entry) at offset 0 of t-0 "
+                                                  "expands past 1048576 bytes"):
+        decode_records(huge, "t", 0, 0, fetch_bytes=32 << 10)

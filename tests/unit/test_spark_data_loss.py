@@ -5,7 +5,7 @@ no loss; executors reset to the earliest offset whatever the group's `auto.offse
 from __future__ import annotations
 
 import pytest
-import structlog
+from support.log_capture import captured_logs
 
 from zkconsumer.fetch import KafkaAccess
 from zkconsumer.model import Message, TopicPartition
@@ -60,7 +60,7 @@ def test_a_reset_past_deleted_records_fails_the_read_naming_what_was_lost(steps)
 
 @pytest.mark.parametrize("steps", [RESET_BETWEEN_POLLS, RESET_WITHIN_A_POLL])
 def test_without_fail_on_data_loss_the_read_goes_on_and_warns_how_many_were_skipped(steps):
-    with structlog.testing.capture_logs() as logs:
+    with captured_logs() as logs:
         assert offsets_read(steps, 0, 10, fail=False, log_start=8) == [0, 1, 2, 3, 4, 8, 9]
     (warning,) = [e for e in logs if e["log_level"] == "warning"]
     assert (warning["partition"], warning["skipped"], warning["first"], warning["last"]) == (
@@ -73,7 +73,7 @@ def test_a_range_deleted_entirely_is_lost_entirely():
 
 
 def test_compaction_gaps_are_not_data_loss():
-    with structlog.testing.capture_logs() as logs:
+    with captured_logs() as logs:
         assert offsets_read([([3, 4], 5), ([7, 9], 10), ([12], 13)], 0, 13, fail=True,
                             log_start=0) == [3, 4, 7, 9, 12]
     assert not [e for e in logs if e["log_level"] == "warning"]

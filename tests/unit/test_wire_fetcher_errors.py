@@ -22,17 +22,18 @@ import itertools
 import socket
 import struct
 import time
+import tracemalloc
 from collections import Counter, deque
 from collections.abc import Iterator
 from functools import partial
 
 import pytest
-import structlog.testing
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataResponse
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
+from support.log_capture import captured_logs
 
 from zkconsumer.fetch import kafka_protocol as protocol
 from zkconsumer.fetch import wire_fetcher
@@ -294,7 +295,7 @@ def test_an_error_that_keeps_coming_back_is_warned_about_once(broker, open_fetch
     broker.fetch_errors[SICK] = iter(errors)
     fetcher = open_fetcher(backoff_ms=0)
     fetcher.assign({SICK: 0, HEALTHY: 0})
-    with structlog.testing.capture_logs() as logs:
+    with captured_logs() as logs:
         assert delivered(fetcher, polls=len(errors) * 3) == EVERYTHING
     assert broker.fetches[SICK] > len(errors)  # every error was retried, then it fetched again
     retries = [e for e in logs if e["event"] == "partitions wait for their leader"]
@@ -309,7 +310,7 @@ def test_a_leader_unknown_for_a_moment_is_not_warned_about(broker, open_fetcher)
     broker.leaderless[SICK] = iter([True] * 3)
     fetcher = open_fetcher(backoff_ms=0)
     fetcher.assign({SICK: 0, HEALTHY: 0})
-    with structlog.testing.capture_logs() as logs:
+    with captured_logs() as logs:
         assert delivered(fetcher, polls=20) == EVERYTHING
     waits = [e for e in logs if e["event"] == "waiting for partition leaders"]
     assert waits and {e["log_level"] for e in waits} == {"debug"}
@@ -321,7 +322,7 @@ def test_a_leader_unknown_for_longer_is_warned_about_once(broker, open_fetcher, 
     broker.leaderless[SICK] = iter([True] * 5)
     fetcher = open_fetcher(backoff_ms=0)
     fetcher.assign({SICK: 0, HEALTHY: 0})
-    with structlog.testing.capture_logs() as logs:
+    with captured_logs() as logs:
         assert delivered(fetcher, polls=20) == EVERYTHING
     assert [(e["log_level"], e["event"]) for e in logs if e["log_level"] != "debug"] == [
         ("warning", "waiting for partition leaders"), ("info", "every partition fetches again")]
@@ -366,7 +367,7 @@ def test_a_broker_leaving_api_versions_unanswered_gets_legacy_versions_for_one_m
     broker.offered = KAFKA_0_9
     fetcher = open_fetcher(backoff_ms=0, api_version=None)
     fetcher.assign({SICK: None, HEALTHY: 0})
-    with structlog.testing.capture_logs() as logs:
+    with captured_logs() as logs:
         assert delivered(fetcher, polls=10) == EVERYTHING
     assert broker.versions_used() == {(API_VERSIONS, 0), (METADATA, 0), (LIST_OFFSETS, 0),
                                       (FETCH, 2)}
@@ -387,7 +388,7 @@ def test_an_api_versions_answer_lost_after_the_broker_answered_once_keeps_its_ve
     broker.timing_out[API_VERSIONS] = iter([False, True])
     fetcher = open_fetcher(backoff_ms=0, api_version=None)
     fetcher.assign({SICK: 0, HEALTHY: 0})
-    with structlog.testing.capture_logs() as logs:
+    with captured_logs() as logs:
         assert delivered(fetcher, polls=10) == EVERYTHING
     assert broker.versions_used() == {(API_VERSIONS, 0), (METADATA, 12), (FETCH, 12)}
     assert broker.requests[(API_VERSIONS, 0)] == 3  # answered, lost, answered
@@ -403,7 +404,7 @@ def test_a_connection_closed_or_reset_when_asked_api_versions_is_retried(
     getattr(broker, failure)[API_VERSIONS] = iter([True, True])
     fetcher = open_fetcher(backoff_ms=0, api_version=None)
     fetcher.assign({SICK: None, HEALTHY: 0})
-    with structlog.testing.capture_logs() as logs:
+    with captured_logs() as logs:
         assert delivered(fetcher, polls=10) == EVERYTHING
     assert broker.versions_used() == {(API_VERSIONS, 0), (METADATA, 12), (LIST_OFFSETS, 10),
                                       (FETCH, 12)}
@@ -555,7 +556,7 @@ def test_a_close_on_a_connection_that_already_answered_the_request_is_not_a_reje
     broker.closing[FETCH] = iter([False, True, True, True])
     fetcher = open_fetcher(backoff_ms=0, api_version=None)
     fetcher.assign({SICK: 0, HEALTHY: 0})
-    with structlog.testing.capture_logs() as logs:
+    with captured_logs() as logs:
         assert delivered(fetcher, polls=20) == EVERYTHING
     rejected = ("broker fake:9092 did not answer Fetch v12 in a form we can read (it closed the "
                 "connection)")
@@ -624,7 +625,7 @@ def test_the_isolation_level_goes_to_a_broker_that_knows_it_and_aborted_transact
     decoded_with = []
     real_decode = wire_fetcher.decode_records
 
-    def decode_records(data, topic, partition, fetch_offset, check_crcs, aborted):
+    def decode_records(data, topic, partition, fetch_offset, check_crcs, aborted, **_bounds):
         decoded_with.append(aborted)
         return real_decode(data, topic, partition, fetch_offset, check_crcs, aborted)
 
@@ -675,3 +676,30 @@ def test_a_fetch_asking_what_the_last_one_asked_is_not_built_again(broker, open_
     assert broker.fetched_offsets[len(idle)] == {HEALTHY: MESSAGES - 2, SICK: MESSAGES}
     assert broker.fetched_offsets[-1] == {SICK: MESSAGES, HEALTHY: MESSAGES}
     assert broker.fetch_bodies[len(idle)] is not idle[0]
+
+
+def test_a_huge_announced_response_size_costs_memory_only_as_its_bytes_arrive():
+    """Four bytes of an HTTP server's answer ("HTTP") read as a size announce 1.2 GB."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    channel = BrokerChannel("127.0.0.1", server.getsockname()[1], client_id="t", timeout_s=5)
+    peer, _ = server.accept()
+    try:
+        channel.send(18, 0, b"")
+        peer.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+        peer.close()
+        tracemalloc.start()
+        with pytest.raises(ChannelError, match="reading from broker"):  # a close or a reset
+            channel.receive()
+        _current, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert peak < 16 * 2**20, f"{peak} bytes allocated for a 29-byte answer"
+    finally:
+        channel.close()
+        server.close()
+
+
+def test_a_broker_host_name_that_cannot_be_encoded_is_a_channel_error():
+    with pytest.raises(ChannelError, match="cannot connect to broker"):
+        BrokerChannel("a" * 64 + ".example", 9092, client_id="t", timeout_s=1)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from zkconsumer.errors import ZnodeDataError
 from zkconsumer.znodes.consumers import (
     LONG_MAX,
+    MAX_STREAMS,
     NO_OFFSET,
     ConsumerRegistration,
     SubscriptionPattern,
@@ -98,7 +99,7 @@ def test_a_registration_without_timestamp_encodes_without_one() -> None:
     assert registration.encode() == b'{"version":1,"subscription":{"t":1},"pattern":"static"}'
 
 
-@pytest.mark.parametrize("streams", [0, -1, True, "1", 1.0, 2**31])
+@pytest.mark.parametrize("streams", [0, -1, True, "1", 1.0, MAX_STREAMS + 1, 2**31])
 def test_constructors_refuse_bad_stream_counts(streams: object) -> None:
     with pytest.raises(ValueError):
         ConsumerRegistration.static({"t": streams}, TS)  # type: ignore[dict-item]
@@ -151,6 +152,16 @@ MALFORMED_REGISTRATIONS = [
         "'subscription.t' must be an integer",
     ),
     (b'{"version":1,"subscription":{"t":2147483648},"pattern":"static"}', "must be between"),
+    (b'{"version":1,"subscription":{"t":2147483647},"pattern":"static"}',
+     f"must be between 1 and {MAX_STREAMS}"),
+    (b'{"version":1,"subscription":{"t":1' + b"0" * 5000 + b'},"pattern":"static"}',
+     "not valid JSON"),
+    (b'{"version":1,"subscription":{"a/b":1},"pattern":"static"}', "subscription: topic name"),
+    (b'{"version":1,"subscription":{"":1},"pattern":"static"}', "subscription: topic name"),
+    (b'{"version":1,"subscription":{"..":1},"pattern":"static"}', "subscription: topic name"),
+    (b'{"version":1,"subscription":' + b'{"t":' * 100_000 + b"1" + b"}" * 100_000 + b',"p":1}',
+     "nested too deeply"),
+    (b"[" * 100_000, "nested too deeply"),
     (
         b'{"version":1,"subscription":{"a.*":1,"b.*":1},"pattern":"white_list"}',
         "a white_list registration needs exactly one regex in 'subscription', got 2",
@@ -248,11 +259,12 @@ def test_offsets_round_trip(offset: int) -> None:
 topics = st.from_regex(r"[a-zA-Z0-9._-]{1,40}", fullmatch=True).filter(
     lambda t: t not in (".", "..")
 )
-stream_counts = st.integers(min_value=1, max_value=2**31 - 1)
+stream_counts = st.integers(min_value=1, max_value=MAX_STREAMS)
 timestamps = st.integers(min_value=0, max_value=2**63 - 1)
 
 
-@given(st.dictionaries(topics, stream_counts, max_size=8), timestamps)
+@given(st.dictionaries(topics, st.integers(min_value=1, max_value=MAX_STREAMS // 8), max_size=8),
+       timestamps)
 def test_static_registrations_round_trip(subscription: dict[str, int], timestamp: int) -> None:
     registration = ConsumerRegistration.static(subscription, timestamp)
     encoded = registration.encode()
@@ -275,3 +287,12 @@ def test_wildcard_registrations_round_trip(
     decoded = decode(encoded)
     assert decoded == registration
     assert decoded.filter_regex == regex
+
+
+def test_a_static_registration_of_too_many_streams_in_all_is_refused_both_ways() -> None:
+    subscription = {"a": MAX_STREAMS, "b": 1}
+    with pytest.raises(ValueError, match="streams in all"):
+        ConsumerRegistration.static(subscription, 0)
+    with pytest.raises(ZnodeDataError, match="streams in all"):
+        decode(json.dumps({"version": 1, "subscription": subscription, "pattern": "static",
+                           "timestamp": "0"}).encode())

@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 
 from zkconsumer.errors import ConfigError, ZkConsumerError
 from zkconsumer.fetch.kafka_protocol import EARLIEST
 from zkconsumer.model import TopicPartition
+from zkconsumer.znodes.consumers import LONG_MAX, NO_OFFSET
+from zkconsumer.znodes.paths import check_name
 
 GroupOffsets = dict[str, dict[TopicPartition, int]]
 
@@ -22,6 +25,10 @@ JSON_VERSION = 1
 # LATEST (-1) stand for "the earliest" and "the latest" offset, as in Kafka's ListOffsets.
 _TEXT_LINE = re.compile(r"/consumers/(?P<group>[^/]+)/offsets/(?P<topic>[^/:]+)/"
                         r"(?P<partition>[0-9]+):(?P<offset>-?[0-9]+)")
+# Far beyond any export (a line per partition, 100 groups x 100 partitions is under 1 MiB), and
+# small enough to read whole: a file larger than this is not an offsets file.
+MAX_FILE_BYTES = 64 << 20
+_PARTITION_MAX = 2**31 - 1
 
 
 class OffsetFileError(ZkConsumerError):
@@ -39,6 +46,24 @@ def format_json(offsets: Mapping[str, Mapping[TopicPartition, int]]) -> str:
     return json.dumps({"version": JSON_VERSION, "offsets": entries}, indent=1) + "\n"
 
 
+def read_offsets_file(path: Path) -> GroupOffsets:
+    """The offsets in a file given to `offsets import`; OffsetFileError for one that cannot be
+    read, is too large, is not UTF-8 or is not in either format."""
+    try:
+        with path.open("rb") as file:
+            data = file.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise OffsetFileError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise OffsetFileError(f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB, not an offsets "
+                              "file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise OffsetFileError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    return parse_offsets(text, str(path))
+
+
 def parse_offsets(text: str, source: str = "input") -> GroupOffsets:
     """Either format, told apart by the first character. Blank lines are skipped; the same
     partition twice is an error rather than a silent last-one-wins."""
@@ -53,8 +78,11 @@ def parse_offsets(text: str, source: str = "input") -> GroupOffsets:
             raise OffsetFileError(f"{source} line {number}: expected "
                                   f"/consumers/<group>/offsets/<topic>/<partition>:<offset>, "
                                   f"got {line.strip()[:120]!r}")
+        where = f"{source} line {number}"
+        if len(match["partition"]) > 10 or len(match["offset"]) > 20:
+            raise OffsetFileError(f"{where}: a partition or offset with more digits than any has")
         _add(offsets, match["group"], TopicPartition(match["topic"], int(match["partition"])),
-             int(match["offset"]), f"{source} line {number}")
+             int(match["offset"]), where)
     return offsets
 
 
@@ -89,6 +117,8 @@ def offsets_from_json(text: str, option: str, source: str) -> dict[TopicPartitio
 def _parse_json(text: str, source: str) -> GroupOffsets:
     try:
         document = json.loads(text)
+        if not isinstance(document, dict):
+            raise OffsetFileError(f"{source}: not a zkconsumer offsets document (a JSON object)")
         if document.get("version") != JSON_VERSION:
             raise OffsetFileError(f"{source}: unsupported offsets document version "
                                   f"{document.get('version')!r} (expected {JSON_VERSION})")
@@ -102,11 +132,25 @@ def _parse_json(text: str, source: str) -> GroupOffsets:
             _add(offsets, values[0], TopicPartition(values[1], values[2]), values[3],
                  f"{source} offsets[{index}]")
         return offsets
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise OffsetFileError(f"{source}: not a zkconsumer offsets document ({exc})") from None
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise OffsetFileError(f"{source}: not a zkconsumer offsets document "
+                              f"({type(exc).__name__}: {str(exc)[:120]})") from None
 
 
 def _add(offsets: GroupOffsets, group: str, tp: TopicPartition, offset: int, where: str) -> None:
+    """Every value becomes a znode path or a Kafka commit: checked here, before anything is
+    read or written for the file."""
+    try:
+        check_name("group", group)
+        check_name("topic", tp.topic)
+    except ValueError as exc:
+        raise OffsetFileError(f"{where}: {exc}") from None
+    if not 0 <= tp.partition <= _PARTITION_MAX:
+        raise OffsetFileError(f"{where}: partition {tp.partition} is not a partition number "
+                              f"(0 to {_PARTITION_MAX})")
+    if not NO_OFFSET <= offset <= LONG_MAX:
+        raise OffsetFileError(f"{where}: offset {offset} is not an offset ({NO_OFFSET}, the "
+                              f"reference's \"none\", to {LONG_MAX})")
     partitions = offsets.setdefault(group, {})
     if tp in partitions:
         raise OffsetFileError(f"{where}: {group} {tp.topic}-{tp.partition} appears twice")

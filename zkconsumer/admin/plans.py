@@ -91,6 +91,13 @@ class ResetSpec:
     mode: str                  # earliest | latest | offset | shift | datetime
     value: int | None = None   # the offset, the shift, or epoch millis
 
+    def given_value(self) -> int:
+        """For the modes that need a value (offset, shift, datetime): a spec made without one
+        fails here, naming its mode, rather than in arithmetic on None."""
+        if self.value is None:
+            raise ResetError(f"reset mode {self.mode} needs a value")
+        return self.value
+
 
 def reset_targets(spec: ResetSpec, partitions: list[TopicPartition],
                   current: Mapping[TopicPartition, int], earliest: Mapping[TopicPartition, int],
@@ -109,12 +116,12 @@ def reset_targets(spec: ResetSpec, partitions: list[TopicPartition],
         elif spec.mode == "latest":
             wanted = high
         elif spec.mode == "offset":
-            wanted = spec.value
+            wanted = spec.given_value()
         elif spec.mode == "shift":
             if tp not in current:
                 raise ResetError(f"{tp} has no committed offset to shift; "
                                  "reset it to an offset, a time, earliest or latest first")
-            wanted = current[tp] + spec.value
+            wanted = current[tp] + spec.given_value()
         elif spec.mode == "datetime":
             found = (by_time or {}).get(tp)
             wanted = high if found is None else found

@@ -23,6 +23,7 @@ from zkconsumer.assignment.topic_filter import (
     Whitelist,
     normalize_filter_regex,
     topic_filter_for,
+    wildcard_filter,
 )
 
 __all__ = [
@@ -44,4 +45,5 @@ __all__ = [
     "thread_id",
     "thread_ids",
     "topic_filter_for",
+    "wildcard_filter",
 ]

@@ -67,3 +67,13 @@ def topic_filter_for(pattern_name: str, regex: str) -> TopicFilter:
     if pattern_name == Blacklist.pattern_name:
         return Blacklist(regex)
     raise ValueError(f"{pattern_name!r} is not a topic filter pattern")
+
+
+def wildcard_filter(whitelist: str | None, blacklist: str | None) -> TopicFilter:
+    """The filter of a subscription by pattern, where the caller already checked that exactly
+    one of `whitelist` and `blacklist` is set."""
+    if whitelist:
+        return Whitelist(whitelist)
+    if blacklist:
+        return Blacklist(blacklist)
+    raise ValueError("a subscription by pattern needs a whitelist or a blacklist")

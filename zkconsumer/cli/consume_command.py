@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import click
-import structlog
 from click.core import ParameterSource
 
 from zkconsumer.assignment import Blacklist, Whitelist
@@ -33,12 +34,19 @@ from zkconsumer.config import (
 )
 from zkconsumer.errors import ConfigError, ZkConsumerError
 from zkconsumer.kafka_client import kafka_client_options
-from zkconsumer.logs import LOG_FORMATS, configure_logging
-from zkconsumer.member.connector import ConsumerConnector
+from zkconsumer.logs import LOG_FORMATS, configure_logging, get_logger
+from zkconsumer.member.connector import SHUTDOWN_TIMEOUT_S, ConsumerConnector
 from zkconsumer.member.streams import ConsumerTimeout, KafkaStream
 from zkconsumer.model import Message
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
+# A SIGINT or SIGTERM ends the process within this many seconds, whatever ZooKeeper and Kafka
+# do: the streams' threads get `STREAMS_STOP_S` to finish the message in hand, the connector
+# `SHUTDOWN_TIMEOUT_S` to commit and leave, and the last second is for exiting; a process still
+# running after that (stuck while starting, say, in a connection attempt) says so in one line
+# and exits with status 1.
+STREAMS_STOP_S = 3.0
+STOP_TIMEOUT_S = STREAMS_STOP_S + SHUTDOWN_TIMEOUT_S + 1.0
 # Options that set a config key themselves, by parameter name.
 SETTING_OPTIONS = {"zookeeper": "zookeeper.connect", "group": "group.id",
                    "bootstrap_server": "bootstrap.servers", "metrics_port": "metrics.port",
@@ -96,8 +104,9 @@ class ConsumeRun:
         # what they hold, and only then commit and leave.
         for stream in self.streams:
             stream.close()
+        streams_deadline = time.monotonic() + STREAMS_STOP_S
         for thread in threads:
-            thread.join(timeout=30)
+            thread.join(timeout=max(0.0, streams_deadline - time.monotonic()))
         handler_failed = any(isinstance(e, HandlerError) for e in self._errors)
         self.connector.shutdown(commit=not handler_failed)
         if self._errors:
@@ -143,8 +152,8 @@ def build_config(zookeeper: str | None, group: str | None, consumer_config: Path
     given = {"zookeeper": zookeeper, "group": group, "bootstrap_server": bootstrap_server,
              "metrics_port": None if metrics_port is None else str(metrics_port),
              "metrics_host": metrics_host}
-    options = {key: Setting(given[name], sources.get(name, "--" + name.replace("_", "-")))
-               for name, key in SETTING_OPTIONS.items() if given[name]}
+    options = {key: Setting(value, sources.get(name, "--" + name.replace("_", "-")))
+               for name, key in SETTING_OPTIONS.items() if (value := given[name])}
     if from_beginning:
         options["auto.offset.reset"] = Setting("smallest", "--from-beginning")
     return load_config(consumer_config, properties, options=options)
@@ -188,7 +197,10 @@ def topic_selection(config: ConsumerConfig, topics: tuple[str, ...], whitelist: 
                                "topics, whitelist or blacklist in the config)")
     if topics:
         return tuple(topics)
-    return Whitelist(whitelist) if whitelist else Blacklist(blacklist)
+    if whitelist:
+        return Whitelist(whitelist)
+    assert blacklist  # exactly one kind was given, checked above
+    return Blacklist(blacklist)
 
 
 def start_streams(connector: ConsumerConnector, selection: tuple[str, ...] | TopicFilter,
@@ -221,17 +233,40 @@ def _filter_option(ctx: click.Context, param: click.Parameter, value: str | None
 
 
 @contextlib.contextmanager
-def stop_on_signals() -> Iterator[threading.Event]:
+def stop_on_signals(timeout_s: float = STOP_TIMEOUT_S) -> Iterator[threading.Event]:
     """SIGINT/SIGTERM set the event instead of killing the process, so a run ends cleanly
-    (final commit, release, deregister) even when the signal arrives while it is starting."""
+    (final commit, release, deregister) even when the signal arrives while it is starting; and
+    the first one arms a deadline, so the process ends within `timeout_s` even where a clean end
+    cannot be had (a ZooKeeper without quorum, a broker that does not answer)."""
     requested = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: requested.set())
-                for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def on_signal(signum, _frame) -> None:
+        if not requested.is_set():
+            requested.set()
+            _exit_after(timeout_s, signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield requested
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _exit_after(timeout_s: float, signal_name: str) -> None:
+    """Not cancelled once armed: an exit held up after the run (by a thread that does not
+    end) is bounded too."""
+    def give_up() -> None:
+        log.error(f"did not stop within {timeout_s:g}s of {signal_name}; exiting now without "
+                  "a clean stop (the next owners resume from the last commit)")
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(1)
+
+    timer = threading.Timer(timeout_s, give_up)
+    timer.daemon = True
+    timer.start()
 
 
 @click.command()

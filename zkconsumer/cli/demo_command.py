@@ -12,7 +12,6 @@ import threading
 from pathlib import Path
 
 import click
-import structlog
 from kafka import KafkaProducer
 
 from zkconsumer.cli.consume_command import ConsumeRun, stop_on_signals
@@ -20,6 +19,7 @@ from zkconsumer.cli.inspect_command import describe_cluster, print_cluster
 from zkconsumer.cli.message_output import FORMATS, formatter
 from zkconsumer.config import load_config
 from zkconsumer.localcluster import LocalCluster, create_topic, wait_for_broker_metadata
+from zkconsumer.logs import get_logger
 from zkconsumer.member.connector import ConsumerConnector
 from zkconsumer.zk.session import zookeeper_session
 
@@ -27,7 +27,7 @@ DEMO_TOPIC = "zkconsumer-demo"
 DEMO_GROUP = "zkconsumer-demo"
 # For the producer only: the consumer finds the broker generation in ZooKeeper by itself.
 KAFKA_API_VERSION = (0, 9)
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 @click.command()

@@ -7,7 +7,6 @@ import re
 from contextlib import ExitStack
 
 import click
-import structlog
 
 from zkconsumer.cli.admin_context import admin_config, kafka_access_for
 from zkconsumer.cli.consume_command import stop_on_signals
@@ -17,11 +16,12 @@ from zkconsumer.exporter.service import ExporterSettings, LagExporter
 from zkconsumer.exporter.status import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_SAMPLES, WindowRules
 from zkconsumer.exporter.zk_groups import GroupsCache
 from zkconsumer.kafka_client import kafka_client_options
+from zkconsumer.logs import get_logger
 from zkconsumer.metrics import MetricsServer
 from zkconsumer.topology import open_topic_source
 from zkconsumer.zk.session import connect_for
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 # Loading /consumers of a big cluster (tens of thousands of znodes) takes seconds, not minutes.
 CACHE_LOAD_TIMEOUT_S = 300

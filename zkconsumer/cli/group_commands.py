@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import click
 from kazoo.exceptions import NoNodeError
@@ -168,9 +169,10 @@ def describe_command(name, topics, status_window, zookeeper_connect, bootstrap_s
         click.echo(f"note: no topic {', '.join(missing)} in {ctx.topics_from}, so no "
                    "log end or lag for it; members subscribed to it wait until it is created",
                    err=True)
-    member_rows = [{"consumer_id": consumer_id, "pattern": registration.pattern,
-                    "subscription": dict(registration.subscription)}
-                   for consumer_id, registration in state.members.items()]
+    member_rows: list[dict[str, Any]] = [
+        {"consumer_id": consumer_id, "pattern": registration.pattern,
+         "subscription": dict(registration.subscription)}
+        for consumer_id, registration in state.members.items()]
     if as_json:
         emit_json({"group": name, "status": group_status_name(report),
                    "partitions": rows, "members": member_rows, "missing_topics": missing})

@@ -16,7 +16,7 @@ from zkconsumer.admin.offset_files import (
     format_json,
     format_text,
     offsets_to_json,
-    parse_offsets,
+    read_offsets_file,
 )
 from zkconsumer.admin.plans import (
     Change,
@@ -154,7 +154,7 @@ def export_command(groups, every, storage, topics, output, file_format, zookeepe
 def import_command(input_file, storage, dry_run, force, zookeeper_connect, bootstrap_server,
                    properties, as_json) -> None:
     """Write offsets from a file, as the file says (moving backwards is shown, not refused)."""
-    wanted = parse_offsets(input_file.read_text(), str(input_file))
+    wanted = read_offsets_file(input_file)
     with admin_context(zookeeper_connect, bootstrap_server, properties) as ctx:
         _refuse_live_groups(ctx, sorted(wanted), force)
         plans = ctx.for_each_group(
@@ -279,7 +279,7 @@ def reset_command(name, topics, mode, to_offset, shift_by, to_datetime, storage,
         chosen_topics, partitions = ctx.group_partitions(name, topics)
         log = ctx.log_offsets()
         earliest, latest = log.earliest(partitions), log.latest(partitions)
-        by_time = log.at_time(partitions, spec.value) if spec.mode == "datetime" else None
+        by_time = log.at_time(partitions, spec.given_value()) if spec.mode == "datetime" else None
         plans = []
         for chosen in storages:
             current = ctx.read_offsets(chosen, name, chosen_topics)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import click
 
@@ -12,9 +12,10 @@ def emit_json(value: object) -> None:
     click.echo(json.dumps(value, indent=2, sort_keys=True))
 
 
-def emit_table(headers: Sequence[str], rows: Sequence[Sequence[object]], err: bool = False) -> None:
+def emit_table(headers: Sequence[str], rows: Iterable[Iterable[object]],
+               err: bool = False) -> None:
     cells = [[str(h).upper() for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     for row in cells:
-        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip(),
-                   err=err)
+        padded = (cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+        click.echo("  ".join(padded).rstrip(), err=err)

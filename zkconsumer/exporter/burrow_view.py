@@ -69,7 +69,7 @@ def _group_status(cluster: str, report: GroupReport, *, every_partition: bool) -
     """Burrow counts and shows the partitions it has offsets for: so do we."""
     judged = [p for p in report.partitions if p.status != Status.NOTFOUND]
     shown = judged if every_partition else [p for p in judged if p.status != Status.OK]
-    worst = max(judged, key=lambda p: p.lag, default=None)
+    worst = max(judged, key=_judged_lag, default=None)
     return {
         "cluster": cluster,
         "group": report.group,
@@ -80,6 +80,12 @@ def _group_status(cluster: str, report: GroupReport, *, every_partition: bool) -
         "maxlag": None if worst is None else _partition(worst),
         "totallag": report.total_lag,
     }
+
+
+def _judged_lag(partition: PartitionReport) -> int:
+    """A partition is judged once its window holds an observation, which has a lag."""
+    assert partition.lag is not None
+    return partition.lag
 
 
 def _partition(partition: PartitionReport) -> dict:

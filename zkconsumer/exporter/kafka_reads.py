@@ -18,7 +18,8 @@ from kafka import KafkaAdminClient
 from kafka.errors import KafkaError
 
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.fetch import KafkaAccess, LogOffsets
+from zkconsumer.fetch import FetchError, KafkaAccess, LogOffsets
+from zkconsumer.fetch.first_contact import checked_options
 from zkconsumer.kafka_client import client_settings
 from zkconsumer.model import TopicPartition
 from zkconsumer.topology import TopicSource, TopicView
@@ -81,7 +82,9 @@ class GroupOffsetsReader:
     def _client(self) -> KafkaAdminClient:
         if self._admin is None:
             try:
-                self._admin = KafkaAdminClient(**self._settings)
+                self._admin = KafkaAdminClient(**checked_options(self._settings))
+            except FetchError as exc:  # a refused login, no broker reachable: named at once
+                raise KafkaReadError(str(exc)) from None
             except KafkaError as exc:
                 raise KafkaReadError(f"cannot reach Kafka at {self._where}: {exc}") from exc
         return self._admin

@@ -111,11 +111,9 @@ def resume_offset(zookeeper: ZookeeperOffset | None, kafka: int | None
                   ) -> tuple[int, float | None] | None:
     """The offset a member would resume at (the larger of the two, as with dual commit) and
     when it was written, if ZooKeeper's copy is that offset and so has an mtime."""
-    if zookeeper is None and kafka is None:
-        return None
-    if kafka is None or (zookeeper is not None and zookeeper.offset >= kafka):
+    if zookeeper is not None and (kafka is None or zookeeper.offset >= kafka):
         return zookeeper.offset, zookeeper.written_at
-    return kafka, None
+    return None if kafka is None else (kafka, None)
 
 
 def scan(inputs: ScanInputs, history: OffsetHistory, now: float) -> list[GroupReport]:

@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.core import Metric
 
@@ -36,11 +35,12 @@ from zkconsumer.exporter.report import (
 )
 from zkconsumer.exporter.status import WindowRules
 from zkconsumer.fetch.log_offsets import log_ends_of_each_topic
+from zkconsumer.logs import get_logger
 from zkconsumer.metrics.http_server import Reply
 from zkconsumer.model import TopicPartition
 from zkconsumer.topology import TopicView
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 # Healthy while the last good scan is at most this many intervals old.
 STALE_INTERVALS = 3

@@ -12,12 +12,12 @@ import re
 import threading
 import time
 
-import structlog
 from kazoo.client import KazooClient
 from kazoo.recipe.cache import NodeData, TreeCache, TreeEvent
 
 from zkconsumer.errors import ZkConsumerError, ZnodeDataError
 from zkconsumer.exporter.report import GroupState, ZookeeperOffset
+from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
 from zkconsumer.znodes.consumers import (
     NO_OFFSET,
@@ -27,7 +27,7 @@ from zkconsumer.znodes.consumers import (
 )
 from zkconsumer.znodes.paths import GroupPaths, parse_partition_number
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 CONSUMERS = "/consumers"
 # A scan that keeps meeting the tree mid-change gives up on this try and is made at the next.

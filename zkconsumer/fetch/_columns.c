@@ -462,7 +462,8 @@ static int parse_v2_records(Columns *self, const unsigned char *data, Py_ssize_t
                             int64_t count, int64_t base_offset, int64_t first_timestamp,
                             int64_t max_timestamp, int log_append_time, Failure *f) {
     const unsigned char *p = data, *end = data + length;
-    for (int64_t i = 0; i < count; i++) {
+    if (count < 0) return FAIL(f, -1, "a record count of %lld", (long long)count);
+    for (int64_t i = 0; i < count; i++) { /* a record takes a byte at least: the data ends it */
         int64_t size, timestamp_delta, offset_delta, header_count;
         if (varint(&p, end, &size) || size < 1 || size > end - p)
             return FAIL(f, -1, "record %lld has no valid length", (long long)i);

@@ -35,6 +35,7 @@ from zkconsumer.fetch.protocol_versions import (
     negotiate,
 )
 from zkconsumer.fetch.retry_policy import UNSUPPORTED_VERSION, error_name
+from zkconsumer.fetch.sasl import LEGACY_SASL, SaslVersions, sasl_versions
 
 # Fetch v4 (Kafka 0.11) is the first to carry an isolation level: an older broker delivers
 # aborted transactions, whatever is asked.
@@ -112,6 +113,7 @@ class BrokerVersions:
         self._unanswered = legacy_versions(api_version, UNANSWERED)
         self._read_committed = isolation_level == READ_COMMITTED
         self._versions: dict[str, Versions] = {}  # the last chosen, kept while asked again
+        self._sasl: dict[str, SaslVersions] = {}
         self._ask_again: set[str] = set()
         self._rejections = RejectedRequests()
 
@@ -127,9 +129,15 @@ class BrokerVersions:
     def offered(self, address: str, offered: Mapping[int, tuple[int, int]]) -> Versions:
         """The broker answered ApiVersions: the newest versions both sides know."""
         versions = self._versions[address] = self._chosen(address, negotiate(address, offered))
+        self._sasl[address] = sasl_versions(offered)
         self._ask_again.discard(address)
         self._rejections.clear(address, API_NAMES[API_VERSIONS])
         return versions
+
+    def sasl(self, address: str) -> SaslVersions:
+        """The versions to log in to this broker with: those its ApiVersions answer offered,
+        else those of brokers before 1.0 (a broker that answers no ApiVersions has no newer)."""
+        return self._sasl.get(address, LEGACY_SASL)
 
     def not_answered(self, address: str, failure: ChannelError | ProtocolError) -> Versions:
         """ApiVersions got no usable answer. The legacy versions if the broker left it

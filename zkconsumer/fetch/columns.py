@@ -19,10 +19,18 @@ from __future__ import annotations
 import struct
 from bisect import bisect_left
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from aiokafka import codec as aiokafka_codec
 
+from zkconsumer.fetch.decompression import (
+    CODECS,
+    DEFAULT_FETCH_BYTES,
+    EXPANSION_LIMIT,
+    ExpandsTooFar,
+    expand,
+    expansion_bound,
+)
 from zkconsumer.fetch.message_sets import CorruptMessageError, unwrap_old_lz4
 from zkconsumer.model import Message
 
@@ -30,14 +38,15 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 try:
-    from zkconsumer.fetch import _columns
+    import zkconsumer.fetch._columns as _columns
 except ImportError:  # built without a C compiler: records.py reads with aiokafka instead
     _columns = None
 
 # a v2 batch header: base offset, size, leader epoch, magic, crc, attributes, last offset
 # delta, first and max timestamp, producer id and epoch, base sequence, record count
 BATCH_HEAD = struct.Struct(">qiibIhiqqqhii")
-_BATCH_CRC_FROM = 21  # the attributes on
+BATCH_ATTRIBUTES_AT = 21  # an int16; a batch's CRC covers it and all after it
+_BATCH_CRC_FROM = BATCH_ATTRIBUTES_AT
 LOG_APPEND_TIME, TRANSACTIONAL, CONTROL = 0x08, 0x10, 0x20  # v2 batch attributes
 # a v0/v1 message: offset, size, crc, magic, attributes; v1 then has its timestamp
 _MESSAGE_HEAD = struct.Struct(">qiIbb")
@@ -46,11 +55,9 @@ _LENGTH = struct.Struct(">i")
 _MESSAGE_CRC_FROM = 16  # the magic on
 _OLD_LZ4 = 3  # codec 3 in format v0: the 0.8/0.9 brokers' framing (see message_sets)
 CODEC_MASK = 0x07  # the codec, in the attributes of every format
-# aiokafka decompresses snappy, lz4 and zstd with cramjam, gzip with the standard library
+# snappy, lz4 and zstd are decompressed with cramjam (as aiokafka does), gzip with zlib
 _CRAMJAM_CODECS = {2: ("snappy", aiokafka_codec.has_snappy), 3: ("lz4", aiokafka_codec.has_lz4),
                    4: ("zstd", aiokafka_codec.has_zstd)}
-DECOMPRESS = {1: aiokafka_codec.gzip_decode, 2: aiokafka_codec.snappy_decode,
-              3: aiokafka_codec.lz4_decode, 4: aiokafka_codec.zstd_decode}
 
 
 def compiled() -> bool:
@@ -75,17 +82,20 @@ class BatchHeader(NamedTuple):
 
 
 def decode_columns(data: bytes | memoryview, topic: str, partition: int, fetch_offset: int,
-                   check_crcs: bool = True, aborted: Any = None,
-                   control_reader: Any = None) -> DecodedColumns:
+                   check_crcs: bool = True, aborted: Any = None, control_reader: Any = None,
+                   fetch_bytes: int = DEFAULT_FETCH_BYTES) -> DecodedColumns:
     """Every complete record at or after `fetch_offset`, control records left out, as columns;
     `records.decode_records` calls this, and keeps the next offset from going below
     `fetch_offset`.
 
     `aborted` is None to read uncommitted, else the `records._AbortedTransactions` of the
-    fetch; `control_reader(entry)` reads a control batch whole, for its marker."""
+    fetch; `control_reader(entry, limit)` reads a control batch whole, for its marker,
+    decompressing at most `limit` bytes. `fetch_bytes` (fetch.message.max.bytes) bounds the
+    decompressed bytes (see `zkconsumer.fetch.decompression`): entries past the bound are
+    left for the next fetch, as if the data ended before them."""
     columns = _columns.Columns()
     decoder = _Decoder(data, topic, partition, fetch_offset, check_crcs, aborted,
-                       control_reader, columns)
+                       control_reader, columns, expansion_bound(fetch_bytes, len(data)))
     try:
         runs, complete = _columns.walk(data)
     except ValueError as exc:
@@ -94,22 +104,36 @@ def decode_columns(data: bytes | memoryview, topic: str, partition: int, fetch_o
                                   f"{problem}") from None
     next_offset = None
     for start, end, magic, codec in runs:
-        if magic == 2:
-            next_offset = decoder.batch(start, end)
-        elif codec:
-            next_offset = decoder.wrapper(start, end, magic, codec)
-        else:
-            next_offset = decoder.message_set(start, end)
+        try:
+            if magic == 2:
+                next_offset = decoder.batch(start, end)
+            elif codec:
+                next_offset = decoder.wrapper(start, end, magic, codec)
+            else:
+                next_offset = decoder.message_set(start, end)
+        except PastTheBound as exc:
+            if next_offset is None:
+                raise CorruptMessageError(f"{exc.args[0]} expands past {decoder.bound} bytes, "
+                                          f"{EXPANSION_LIMIT} times fetch.message.max.bytes "
+                                          "or the fetched bytes") from None
+            complete = start
+            break
     records = RecordColumns(columns, topic, partition, columns.count_before(fetch_offset),
                             len(columns))
     return DecodedColumns(records, next_offset, complete < len(data))
 
 
-class _Decoder:
-    """One `decode_columns` call: the data, what it is read for, and the columns filled."""
+class PastTheBound(Exception):
+    """An entry that would take the decompressed bytes of a fetch past their bound."""
 
-    def __init__(self, data: bytes, topic: str, partition: int, fetch_offset: int,
-                 check_crcs: bool, aborted: Any, control_reader: Any, columns: Any) -> None:
+
+class _Decoder:
+    """One `decode_columns` call: the data, what it is read for, the columns filled and the
+    decompressed bytes it may still hold."""
+
+    def __init__(self, data: bytes | memoryview, topic: str, partition: int, fetch_offset: int,
+                 check_crcs: bool, aborted: Any, control_reader: Any, columns: Any,
+                 bound: int) -> None:
         self.data = data
         self.topic = topic
         self.partition = partition
@@ -119,6 +143,8 @@ class _Decoder:
         self.aborted = aborted
         self.control_reader = control_reader
         self.columns = columns
+        self.bound = bound
+        self.room = bound
 
     def message_set(self, start: int, end: int) -> int:
         """Uncompressed v0/v1 messages, one entry each."""
@@ -137,14 +163,18 @@ class _Decoder:
         offset, _, crc, _, attributes = _MESSAGE_HEAD.unpack_from(data, start)
         name = f"the compressed message at offset {offset} {self.where}"
         if magic == 0 and codec == _OLD_LZ4:
-            offset, inner = unwrap_old_lz4(bytes(data[start:end]), self.topic, self.partition,
-                                           self.check_crcs)
+            try:
+                offset, inner = unwrap_old_lz4(bytes(data[start:end]), self.topic,
+                                               self.partition, self.check_crcs, self.room)
+            except ExpandsTooFar:
+                raise PastTheBound(name) from None
+            self.room -= len(inner)
             self._add_inner(inner, name, None, None)
             return offset + 1
         if self.check_crcs and _columns.crc32(data, start + _MESSAGE_CRC_FROM, end) != crc:
             raise CorruptMessageError(f"the message at offset {offset} {self.where} fails its "
                                       "CRC check")
-        payload, log_append_time = _wrapped_payload(data, start, end, magic, attributes)
+        payload, log_append_time = wrapped_payload(data, start, end, magic, attributes)
         if payload is None:
             raise CorruptMessageError(f"{name} has no valid payload")
         inner = self._decompress(codec, payload, name)
@@ -182,8 +212,9 @@ class _Decoder:
                              bool(attributes & TRANSACTIONAL), bool(attributes & CONTROL))
         if self.aborted is not None and header.is_transactional:
             try:
-                held = self.aborted.holds(self.control_reader(bytes(data[start:end]))
-                                          if header.is_control_batch else header)
+                held = self.aborted.holds(
+                    self.control_reader(bytes(data[start:end]), self.room)
+                    if header.is_control_batch else header)
             except Exception as exc:  # a control batch read whole: struct, codec and our own
                 raise CorruptMessageError(f"cannot decode {name}: {exc}") from exc
             if held:
@@ -192,6 +223,7 @@ class _Decoder:
             return next_offset
         codec = attributes & CODEC_MASK
         records_start = start + BATCH_HEAD.size
+        records: bytes | memoryview
         if codec:
             records = self._decompress(codec, memoryview(data)[records_start:end], name)
             records_start, records_end = 0, len(records)
@@ -206,20 +238,24 @@ class _Decoder:
         return next_offset
 
     def _decompress(self, codec: int, payload: memoryview, name: str) -> bytes:
-        decompress = DECOMPRESS.get(codec)
-        if decompress is None:
+        """The payload decompressed, counted against the bound."""
+        if codec not in CODECS:
             raise CorruptMessageError(f"cannot decode {name}: unknown compression codec {codec}")
         try:
-            return decompress(bytes(payload))
+            expanded = expand(codec, payload, self.room)
+        except ExpandsTooFar:
+            raise PastTheBound(name) from None
         except Exception as exc:  # each codec library raises its own error types
             if codec in _CRAMJAM_CODECS and not _CRAMJAM_CODECS[codec][1]():
                 raise CorruptMessageError(f"cannot read {name}: it is compressed with "
                                           f"{_CRAMJAM_CODECS[codec][0]}, which needs cramjam "
                                           "(pip install cramjam)") from exc
             raise CorruptMessageError(f"cannot decode {name}: {exc}") from exc
+        self.room -= len(expanded)
+        return expanded
 
 
-def _wrapped_payload(data: bytes, start: int, end: int, magic: int, attributes: int
+def wrapped_payload(data: bytes | memoryview, start: int, end: int, magic: int, attributes: int
                      ) -> tuple[memoryview | None, int | None]:
     """The value of the compressed message data[start:end] (None if its lengths do not fit
     it), and its timestamp if the broker set it for all it holds (log append time), else None."""
@@ -234,6 +270,8 @@ def _wrapped_payload(data: bytes, start: int, end: int, magic: int, attributes: 
     if cursor + _LENGTH.size > end:
         return None, None
     (key_length,) = _LENGTH.unpack_from(data, cursor)
+    if key_length < -1:
+        return None, None
     cursor += _LENGTH.size + max(key_length, 0)
     if cursor + _LENGTH.size > end:
         return None, None
@@ -246,13 +284,15 @@ def _wrapped_payload(data: bytes, start: int, end: int, magic: int, attributes: 
 
 def offset_at(records: Sequence[Message], index: int) -> int:
     """A record's offset, in a list of tuples or in columns (without making the tuple)."""
-    return records[index].offset if type(records) is list else records.offset_at(index)
+    if type(records) is list:
+        return records[index].offset
+    return cast(RecordColumns, records).offset_at(index)
 
 
 def count_before(records: Sequence[Message], offset: int) -> int:
     """How many records (in offset order) are before `offset`."""
     if type(records) is not list:
-        return records.count_before(offset)
+        return cast(RecordColumns, records).count_before(offset)
     return bisect_left(range(len(records)), offset, key=lambda i: records[i].offset)
 
 

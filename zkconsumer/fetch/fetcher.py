@@ -2,8 +2,9 @@
 
 Both take the same kafka-python settings, built once from the legacy keys and `kafka.*`
 properties, and offer the same three calls (`assign`, `poll`, `close`) to the fetch loop. The
-wire fetcher is more than twice as fast; kafka-python covers what it does not (SASL, and any
-kafka-python option a user passes through). `fetch.backend` forces either one.
+wire fetcher is more than twice as fast, SASL (PLAIN, SCRAM-SHA-256/512) and TLS included;
+kafka-python covers what it does not (GSSAPI, OAUTHBEARER, and any other kafka-python option a
+user passes through). `fetch.backend` forces either one.
 """
 
 from __future__ import annotations
@@ -11,15 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import structlog
-
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ConfigError
 from zkconsumer.fetch.kafka_python_fetcher import KafkaPythonFetcher
 from zkconsumer.fetch.settings import kafka_consumer_settings
 from zkconsumer.fetch.wire_fetcher import WireFetcher, wire_unsupported_reason
+from zkconsumer.logs import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def open_fetcher(config: ConsumerConfig, bootstrap_servers: str,

@@ -69,7 +69,7 @@ def frame_request(api_key: int, version: int, correlation_id: int, client_id: st
     return _INT32.pack(len(header) + len(body)) + header + body
 
 
-def response_correlation_id(payload: bytes) -> int:
+def response_correlation_id(payload: bytes | bytearray) -> int:
     return _INT32.unpack_from(payload, 0)[0]
 
 
@@ -78,12 +78,12 @@ def response_correlation_id(payload: bytes) -> int:
 API_VERSIONS_REQUEST = b""  # v0 has an empty body; every broker from 0.10 on answers it
 
 
-def decode_api_versions(payload: bytes) -> dict[int, tuple[int, int]]:
+def decode_api_versions(payload: bytes | bytearray) -> dict[int, tuple[int, int]]:
     """Per API key, the (lowest, highest) version the broker speaks."""
     reader = _Reader(payload, flexible=False)  # its response header is never flexible
     error = reader.int16()
     offered = {}
-    for _ in range(reader.array_length()):
+    for _ in range(reader.array_length(_API_RANGE.size)):
         api_key, lowest, highest = reader.unpack(_API_RANGE)
         offered[api_key] = (lowest, highest)
     reader.expect_end()
@@ -119,7 +119,7 @@ def metadata_request(topics: list[str], version: int = 0) -> bytes:
     return writer.build()
 
 
-def decode_metadata(payload: bytes, version: int = 0) -> Metadata:
+def decode_metadata(payload: bytes | bytearray, version: int = 0) -> Metadata:
     reader = _Reader(payload, version >= _FIRST_FLEXIBLE[METADATA])
     if version >= 3:
         reader.int32()  # throttle time
@@ -190,7 +190,7 @@ def list_offsets_request(times: Mapping[TopicPartition, int], version: int = 0,
     return writer.build()
 
 
-def decode_list_offsets(payload: bytes, version: int = 0
+def decode_list_offsets(payload: bytes | bytearray, version: int = 0
                         ) -> dict[TopicPartition, tuple[int, int | None]]:
     """Per partition: (error code, offset or None)."""
     reader = _Reader(payload, version >= _FIRST_FLEXIBLE[LIST_OFFSETS])
@@ -202,15 +202,15 @@ def decode_list_offsets(payload: bytes, version: int = 0
         for _ in range(reader.array_length()):
             partition, error = reader.unpack(_PARTITION_AND_ERROR)
             if version == 0:
-                offsets = [reader.int64() for _ in range(reader.array_length())]
-                offset = offsets[0] if offsets else None
+                offsets = [reader.int64() for _ in range(reader.array_length(_INT64.size))]
+                offset = offsets[0] if offsets else -1
             else:
                 _timestamp, offset = reader.unpack(_TIMESTAMP_AND_OFFSET)
                 if version >= 4:
                     reader.int32()  # leader epoch
-                offset = offset if offset >= 0 else None
             reader.end_struct()
-            result[TopicPartition(topic, partition)] = (error, offset)
+            # No offset is no position to fetch from.
+            result[TopicPartition(topic, partition)] = (error, offset if offset >= 0 else None)
         reader.end_struct()
     reader.end_struct()
     reader.expect_end()
@@ -269,7 +269,7 @@ def fetch_request(max_wait_ms: int, min_bytes: int, offsets: Mapping[TopicPartit
     return writer.build()
 
 
-def decode_fetch(version: int, payload: bytes) -> FetchResponse:
+def decode_fetch(version: int, payload: bytes | bytearray) -> FetchResponse:
     reader = _Reader(payload, version >= _FIRST_FLEXIBLE[FETCH])
     if version >= 1:
         reader.int32()  # throttle time
@@ -366,9 +366,12 @@ class _Writer:
 
 class _Reader:
     """A cursor over a response body, after the response header (v0, or v1 with tagged fields
-    for a flexible version), in either encoding; any read past the end is a ProtocolError."""
+    for a flexible version), in either encoding. The bytes come from the network: any read past
+    the end, a length or count that the rest of the response cannot hold, a negative length
+    other than null's -1, or a string that is not UTF-8 is a ProtocolError, found before
+    anything is allocated or looped over for it."""
 
-    def __init__(self, payload: bytes, flexible: bool) -> None:
+    def __init__(self, payload: bytes | bytearray, flexible: bool) -> None:
         self._payload = payload
         self._flexible = flexible
         self._position = 4  # after the correlation id
@@ -395,9 +398,10 @@ class _Reader:
     def int64(self) -> int:
         return self.unpack(_INT64)[0]
 
-    def take(self, size: int) -> bytes:
-        if size < 0 or self._position + size > len(self._payload):
-            raise ProtocolError("response ends inside a field")
+    def take(self, size: int) -> bytes | bytearray:
+        if size < 0 or size > self._remaining():
+            raise ProtocolError(f"response ends inside a field: {size} bytes announced at byte "
+                                f"{self._position}, {self._remaining()} left")
         start = self._position
         self._position += size
         return self._payload[start:self._position]
@@ -405,13 +409,25 @@ class _Reader:
     def skip(self, size: int) -> None:
         self.take(size)
 
-    def array_length(self) -> int:
-        """-1 for a null array, which holds nothing."""
-        return self._length(_INT32)
+    def array_length(self, item_size: int = 1) -> int:
+        """-1 for a null array, which holds nothing. `item_size` is the least an item takes
+        (every item takes a byte at least), so that a count the rest of the response cannot
+        hold fails at once rather than after that many reads."""
+        count = self._length(_INT32)
+        if count * item_size > self._remaining():
+            raise ProtocolError(f"response announces {count} items of {item_size}+ bytes at byte "
+                                f"{self._position}, {self._remaining()} bytes left")
+        return count
 
     def nullable_string(self) -> str | None:
         size = self._length(_INT16)
-        return None if size < 0 else str(self.take(size), "utf-8")
+        if size < 0:
+            return None
+        try:
+            return str(self.take(size), "utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProtocolError(f"response has a string that is not UTF-8 ({exc.reason}) "
+                                f"before byte {self._position}") from None
 
     def string(self) -> str:
         text = self.nullable_string()
@@ -431,7 +447,7 @@ class _Reader:
         return memoryview(self._payload)[start:self._position]
 
     def aborted_transactions(self) -> list[tuple[int, int]] | None:
-        count = self.array_length()
+        count = self.array_length(_ABORTED_TRANSACTION.size)
         if count < 0:
             return None
         aborted = []
@@ -441,12 +457,12 @@ class _Reader:
         return aborted
 
     def skip_int32_array(self) -> None:
-        self.skip(4 * max(0, self.array_length()))
+        self.skip(_INT32.size * max(0, self.array_length(_INT32.size)))
 
     def end_struct(self) -> None:
         """Skip the tagged fields that close every structure of a flexible version."""
         if self._flexible:
-            for _ in range(self._unsigned_varint()):
+            for _ in range(self._tagged_field_count()):
                 self._unsigned_varint()  # tag
                 self.skip(self._unsigned_varint())
 
@@ -457,9 +473,21 @@ class _Reader:
                                 "after its last field")
 
     def _length(self, classic: struct.Struct) -> int:
-        if self._flexible:
-            return self._unsigned_varint() - 1
-        return self.unpack(classic)[0]
+        """A length or count; -1 is null, and nothing is shorter."""
+        length = self._unsigned_varint() - 1 if self._flexible else self.unpack(classic)[0]
+        if length < -1:
+            raise ProtocolError(f"response has a length of {length} before byte {self._position}")
+        return length
+
+    def _tagged_field_count(self) -> int:
+        count = self._unsigned_varint()
+        if count * 2 > self._remaining():  # a tag and a size at least
+            raise ProtocolError(f"response announces {count} tagged fields at byte "
+                                f"{self._position}, {self._remaining()} bytes left")
+        return count
+
+    def _remaining(self) -> int:
+        return len(self._payload) - self._position
 
     def _unsigned_varint(self) -> int:
         value = shift = 0

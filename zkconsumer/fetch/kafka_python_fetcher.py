@@ -1,5 +1,6 @@
 """Fetching the partitions a member owns with kafka-python in manual-assignment mode: the
-backend for settings the wire fetcher does not cover (SASL, or any other kafka-python option).
+backend for settings the wire fetcher does not cover (SASL with GSSAPI or OAUTHBEARER, or any
+other kafka-python option).
 
 kafka-python does the hard parts of fetching: it follows leaders as they move, reconnects after
 broker restarts, retries the errors Kafka calls retriable and resolves out-of-range offsets by
@@ -17,16 +18,16 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-import structlog
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.errors import BrokerResponseError, IllegalStateError, KafkaError
 
 from zkconsumer.fetch.errors import FetchError
 from zkconsumer.fetch.retry_policy import RetryWarnings, error_name, is_retriable
+from zkconsumer.logs import get_logger
 from zkconsumer.model import Message, TopicPartition
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 # kafka-python's poll cannot be woken from another thread, so a poll is made of short slices and
 # `wakeup` ends it at the next slice.

@@ -39,12 +39,21 @@ UTF-8 (`new String(bytes, UTF_8)`): one producer writing such a key would stop t
 that batch on every restart. Only such a batch is read again, by a slow reader of our own
 (`_LenientBatch`) that decodes keys as Java does; the fast path does not change.
 
+Fetched bytes are untrusted (issue 24): a malformed entry of any kind is a `CorruptMessageError`
+naming topic, partition and offset, never a read out of bounds. aiokafka's compiled reader does
+not check everything it reads (its `decode_varint` reads wherever it is pointed; the messages in
+a v0/v1 wrapper are read without length checks), so it is handed nothing unchecked: compressed
+entries are decompressed within the bound of `zkconsumer.fetch.decompression` and a wrapper's
+messages checked first, and `_LenientBatch` reads its varints with a reader of its own.
+`tests/fuzz` holds the fuzzing harness that found what it missed.
+
 Pure: bytes in, messages out.
 """
 
 from __future__ import annotations
 
 import struct
+from bisect import bisect_left
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
@@ -53,9 +62,16 @@ from aiokafka.errors import UnsupportedCodecError
 from aiokafka.record.default_records import DefaultRecordBatch
 from aiokafka.record.legacy_records import LegacyRecordBatch
 from aiokafka.record.memory_records import MemoryRecords
-from aiokafka.record.util import decode_varint
 
 from zkconsumer.fetch import columns
+from zkconsumer.fetch.decompression import (
+    CODECS,
+    DEFAULT_FETCH_BYTES,
+    EXPANSION_LIMIT,
+    ExpandsTooFar,
+    expand,
+    expansion_bound,
+)
 from zkconsumer.fetch.message_sets import CorruptMessageError, unwrap_old_lz4
 from zkconsumer.model import Message
 
@@ -63,12 +79,18 @@ from zkconsumer.model import Message
 # and magic; then v0/v1 have the attributes, where v2 has its crc.
 _ENTRY_HEAD = struct.Struct(">8xi4xbb")  # size, magic, attributes (v0/v1)
 _OFFSET = struct.Struct(">q")
+_LENGTH = struct.Struct(">i")  # of a v0/v1 key or value
+_TIMESTAMP_SIZE = 8  # in a v1 message, before its key
+_LONG_BITS = (1 << 64) - 1
 _MAGIC_AT = 16
 _LOG_OVERHEAD = 12  # offset and size, before each entry
 _SMALLEST_ENTRY = 14  # a v0 message: crc, magic, attributes and two null lengths
 _SMALLEST_BATCH = 49  # a v2 batch header
 _LZ4 = 3
 _OLD_LZ4 = 0x100  # no magic byte: the run kind of a v0 LZ4 message, which aiokafka refuses
+_NO_RUN = 0x200  # no magic byte either: before the first run
+_CODEC_MASK = columns.CODEC_MASK
+_BATCH_CODEC_AT = columns.BATCH_ATTRIBUTES_AT + 1  # the low byte of a v2 batch's attributes
 _CONTROL_KEY = struct.Struct(">hh")  # version, type
 _ABORT = 0
 
@@ -83,8 +105,8 @@ _NOTHING = DecodedSet((), None, False)
 
 
 def decode_records(data: bytes | memoryview, topic: str, partition: int, fetch_offset: int,
-                   check_crcs: bool = True, aborted: Sequence[tuple[int, int]] | None = None
-                   ) -> DecodedSet:
+                   check_crcs: bool = True, aborted: Sequence[tuple[int, int]] | None = None,
+                   fetch_bytes: int = DEFAULT_FETCH_BYTES) -> DecodedSet:
     """Every complete record at or after `fetch_offset`, control records left out.
 
     A broker answers with whole batches (and whole compressed v0/v1 wrappers), so records
@@ -94,45 +116,110 @@ def decode_records(data: bytes | memoryview, topic: str, partition: int, fetch_o
     `aborted` None reads uncommitted: every record is delivered. A sequence reads committed:
     the (producer id, first offset) pairs of the aborted transactions the fetch response lists,
     whose records are left out.
+
+    `fetch_bytes`, the fetch.message.max.bytes asked with, bounds the bytes decompressed
+    (`zkconsumer.fetch.decompression`): entries past the bound are left for the next fetch, as
+    a cut entry is, and one that alone goes past it is corrupt. Malformed data of any kind is a
+    `CorruptMessageError` naming the entry.
     """
     if not data:
         return _NOTHING  # an idle partition's answer: most answers, for a member that keeps up
     transactions = None if aborted is None else _AbortedTransactions(aborted)
+    messages: Sequence[Message]
     if columns.compiled():
         messages, next_offset, truncated = columns.decode_columns(
-            data, topic, partition, fetch_offset, check_crcs, transactions, _LenientBatch)
+            data, topic, partition, fetch_offset, check_crcs, transactions, _LenientBatch,
+            fetch_bytes)
     else:
-        reader = _Reader(topic, partition, fetch_offset, check_crcs, transactions)
+        reader = _Reader(topic, partition, fetch_offset, check_crcs, transactions,
+                         expansion_bound(fetch_bytes, len(data)))
         next_offset, truncated = reader.read(bytes(data))  # aiokafka's reader takes bytes only
         messages = reader.messages
-        if messages and messages[0].offset < fetch_offset:
-            messages = [m for m in messages if m.offset >= fetch_offset]
+        if reader.messages and reader.messages[0].offset < fetch_offset:
+            messages = [m for m in reader.messages if m.offset >= fetch_offset]
     if next_offset is not None and next_offset < fetch_offset:
         next_offset = fetch_offset
     return DecodedSet(messages, next_offset, truncated)
 
 
 class _Reader:
-    """One `decode_records` call: what it reads for, and the messages read so far."""
+    """One `decode_records` call: what it reads for, the messages read so far and the
+    decompressed bytes it may still hold."""
 
     def __init__(self, topic: str, partition: int, fetch_offset: int, check_crcs: bool,
-                 aborted: _AbortedTransactions | None) -> None:
+                 aborted: _AbortedTransactions | None, bound: int) -> None:
         self.topic = topic
         self.partition = partition
         self.fetch_offset = fetch_offset
         self.check_crcs = check_crcs
         self.aborted = aborted
         self.messages: list[Message] = []
+        self.bound = bound
+        self.room = bound
 
     def read(self, data: bytes) -> tuple[int | None, bool]:
-        """Reads every complete entry: the offset after the last, and whether `data` ends
-        inside an entry."""
-        runs, complete = _runs(data, self.topic, self.partition)
+        """Reads every complete entry within the bound: the offset after the last, and
+        whether `data` ends (or the bound leaves it) inside an entry."""
+        runs, complete, compressed = _runs(data, self.topic, self.partition)
         next_offset = None
         for start, end, magic in runs:
-            run = data[start:end]
-            next_offset = self._read_old_lz4(run) if magic == _OLD_LZ4 else self._read_run(run)
+            if magic == _OLD_LZ4:
+                try:
+                    next_offset = self._read_old_lz4(data[start:end])
+                    continue
+                except ExpandsTooFar:
+                    within = start
+            else:
+                within = self._checked(data, start, end, compressed)
+                if within > start:
+                    next_offset = self._read_run(data[start:within])
+            if within < end:
+                if next_offset is None:
+                    raise CorruptMessageError(
+                        f"the entry at offset {_offset(data, within)} of {self.topic}-"
+                        f"{self.partition} expands past {self.bound} bytes, {EXPANSION_LIMIT} "
+                        "times fetch.message.max.bytes or the fetched bytes")
+                return next_offset, True
         return next_offset, complete < len(data)
+
+    def _checked(self, data: bytes, start: int, end: int, compressed: list[int]) -> int:
+        """Where the entries of data[start:end] end whose decompressed bytes fit what is left
+        of the bound, those bytes counted against it. aiokafka's compiled reader decompresses
+        without a bound, and reads the messages inside a v0/v1 wrapper without checking their
+        lengths (past the end of the data: a crash), so each compressed entry is decompressed
+        here first, within the bound, and a wrapper's messages checked. What does not
+        decompress here is refused here, as the compiled decoder refuses it (aiokafka's
+        codecs read some damaged framings differently). `compressed`: where the compressed
+        entries start."""
+        for position in compressed[bisect_left(compressed, start):bisect_left(compressed, end)]:
+            following = position + _LOG_OVERHEAD + _ENTRY_HEAD.unpack_from(data, position)[0]
+            codec, payload = _compressed_payload(data, position, following)
+            if codec in CODECS and payload is not None:
+                is_batch = data[position + _MAGIC_AT] == 2
+                try:
+                    inner = expand(codec, payload, self.room)
+                except ExpandsTooFar:
+                    return position
+                except Exception as exc:  # each codec library raises its own error types
+                    kind = "record batch" if is_batch else "compressed message"
+                    raise self._corrupt(f"the {kind} at offset {_offset(data, position)} of "
+                                        f"{self.topic}-{self.partition}", exc) from exc
+                self.room -= len(inner)
+                if not is_batch:
+                    self._check_wrapped(inner, _offset(data, position))
+        return end
+
+    def _check_wrapped(self, inner: bytes, wrapper_offset: int) -> None:
+        """The checks of `_columns.c`'s message set parser, on the message set inside a v0/v1
+        wrapper: complete uncompressed messages of format v0/v1 whose lengths fit them."""
+        position = 0
+        while position < len(inner):
+            problem = _malformed_message(inner, position)
+            if problem:
+                raise CorruptMessageError(
+                    f"cannot decode the compressed message at offset {wrapper_offset} of "
+                    f"{self.topic}-{self.partition}: its message at byte {position} {problem}")
+            position += _LOG_OVERHEAD + _ENTRY_HEAD.unpack_from(inner, position)[0]
 
     def _read_run(self, run: bytes) -> int:
         """Entries of one format (aiokafka's compiled MemoryRecords reads no mix of formats)."""
@@ -178,7 +265,7 @@ class _Reader:
         while messages and messages[-1].offset >= batch.base_offset:
             messages.pop()
         try:
-            lenient = _LenientBatch(_entry_at(run, batch.base_offset))
+            lenient = _LenientBatch(_entry_at(run, batch.base_offset), self.room)
             if (self.aborted is not None and lenient.is_transactional
                     and self.aborted.holds(lenient)):
                 return
@@ -194,7 +281,8 @@ class _Reader:
 
     def _read_old_lz4(self, wrapper: bytes) -> int:
         wrapper_offset, inner = unwrap_old_lz4(wrapper, self.topic, self.partition,
-                                               self.check_crcs)
+                                               self.check_crcs, self.room)
+        self.room -= len(inner)
         inner_next_offset, truncated = self.read(inner)
         if inner_next_offset is None or truncated:
             raise CorruptMessageError(f"the compressed message at offset {wrapper_offset} of "
@@ -214,15 +302,18 @@ class _Reader:
         return CorruptMessageError(f"cannot decode {what}: {error}")
 
 
-def _runs(data: bytes, topic: str, partition: int) -> tuple[list[tuple[int, int, int]], int]:
+def _runs(data: bytes, topic: str, partition: int
+          ) -> tuple[list[tuple[int, int, int]], int, list[int]]:
     """The complete entries as runs of one format, (start, end, magic), each format-v0 LZ4
-    message a run of its own with magic `_OLD_LZ4`; and where the complete entries end.
-    Checks what aiokafka's reader takes on trust: each entry's size and magic."""
+    message a run of its own with magic `_OLD_LZ4`; where the complete entries end; and where
+    the compressed ones start. Checks what aiokafka's reader takes on trust: each entry's size
+    and magic."""
     head = _ENTRY_HEAD.unpack_from
     end = len(data)
     runs = []
+    compressed = []
     run_start = position = 0
-    run_magic = None
+    run_magic = _NO_RUN
     smallest = _SMALLEST_ENTRY
     while position + _ENTRY_HEAD.size <= end:
         size, magic, attributes = head(data, position)
@@ -239,10 +330,13 @@ def _runs(data: bytes, topic: str, partition: int) -> tuple[list[tuple[int, int,
         if size < smallest:
             raise CorruptMessageError(f"the entry at offset {_offset(data, position)} of {topic}-"
                                       f"{partition} is too short ({size} bytes)")
+        if (attributes & _CODEC_MASK or magic == 2) and (
+                magic != 2 or data[position + _BATCH_CODEC_AT] & _CODEC_MASK):
+            compressed.append(position)
         position = following
     if run_start < position:
         runs.append((run_start, position, run_magic))
-    return runs, position
+    return runs, position, compressed
 
 
 def _smallest_entry(data: bytes, position: int, topic: str, partition: int) -> int:
@@ -254,6 +348,43 @@ def _smallest_entry(data: bytes, position: int, topic: str, partition: int) -> i
         return _SMALLEST_ENTRY
     raise CorruptMessageError(f"the entry at offset {_offset(data, position)} of {topic}-"
                               f"{partition} is in an unknown format (magic {magic})")
+
+
+def _compressed_payload(data: bytes, start: int, end: int) -> tuple[int, memoryview | None]:
+    """The codec of the entry data[start:end] and its compressed payload (None if its lengths
+    do not fit it)."""
+    magic = data[start + _MAGIC_AT]
+    if magic == 2:
+        codec = data[start + _BATCH_CODEC_AT] & columns.CODEC_MASK
+        return codec, memoryview(data)[start + columns.BATCH_HEAD.size:end]
+    attributes = data[start + _MAGIC_AT + 1]
+    return attributes & columns.CODEC_MASK, columns.wrapped_payload(data, start, end, magic,
+                                                                    attributes)[0]
+
+
+def _malformed_message(data: bytes, position: int) -> str | None:
+    """What is wrong with the v0/v1 message at data[position:], if anything."""
+    left = len(data) - position
+    if left < _LOG_OVERHEAD + _SMALLEST_ENTRY:
+        return "is cut short"
+    size, magic, attributes = _ENTRY_HEAD.unpack_from(data, position)
+    if not _SMALLEST_ENTRY <= size <= left - _LOG_OVERHEAD:
+        return f"has a size of {size} bytes, with {left - _LOG_OVERHEAD} left"
+    if magic > 1:
+        return f"is in an unknown format (magic {magic})"
+    if attributes & columns.CODEC_MASK:
+        return "is compressed inside a compressed message"
+    end = position + _LOG_OVERHEAD + size
+    cursor = position + _ENTRY_HEAD.size + (_TIMESTAMP_SIZE if magic == 1 else 0)
+    for field in ("key", "value"):
+        if cursor + _LENGTH.size > end:
+            return "is cut short"
+        (length,) = _LENGTH.unpack_from(data, cursor)
+        cursor += _LENGTH.size
+        if not -1 <= length <= end - cursor:
+            return f"has a {field} of {length} bytes, with {end - cursor} left"
+        cursor += max(length, 0)
+    return None
 
 
 def _offset(data: bytes, position: int) -> int:
@@ -283,10 +414,11 @@ class _LenientBatch:
     """A v2 record batch read in pure Python, for what aiokafka's reader refuses: header keys
     that are not UTF-8, decoded as Java's consumer does, with U+FFFD for what does not decode.
     It offers what `_Reader` and `_AbortedTransactions` use of aiokafka's batch, and reads
-    records the same way; its CRC was checked by aiokafka's. About five times slower than
-    aiokafka's on 100-byte records with one header each."""
+    records the same way, every length checked against the data; its CRC was checked by
+    aiokafka's. About five times slower than aiokafka's on 100-byte records with one header
+    each."""
 
-    def __init__(self, entry: bytes) -> None:
+    def __init__(self, entry: bytes, limit: int) -> None:
         (self.base_offset, _, _, magic, _, attributes, last_offset_delta, self._first_timestamp,
          self._max_timestamp, self.producer_id, _, _, self._count) = columns.BATCH_HEAD.unpack_from(
             entry)
@@ -298,46 +430,74 @@ class _LenientBatch:
         self._log_append_time = bool(attributes & columns.LOG_APPEND_TIME)
         self._codec = attributes & columns.CODEC_MASK
         self._records = entry[columns.BATCH_HEAD.size:]
+        self._limit = limit  # of decompressed bytes
 
     def __iter__(self) -> Iterator[_Record]:
         data = self._records
         if self._codec:
-            data = columns.DECOMPRESS[self._codec](data)
-        position = 0
-        for _ in range(self._count):
-            length, position = decode_varint(data, position)
-            end = position + length
+            data = expand(self._codec, data, self._limit)
+        if self._count < 0:
+            raise ValueError(f"a record count of {self._count}")
+        position, end = 0, len(data)
+        for _ in range(self._count):  # each record takes a byte at least: the data ends it
+            length, position = _varint(data, position, end)
+            if not 0 < length <= end - position:
+                raise ValueError(f"a record of {length} bytes, with {end - position} left")
+            record_end = position + length
             position += 1  # record attributes: none in use
-            timestamp_delta, position = decode_varint(data, position)
-            offset_delta, position = decode_varint(data, position)
-            key, position = _nullable_bytes(data, position)
-            value, position = _nullable_bytes(data, position)
-            header_count, position = decode_varint(data, position)
+            timestamp_delta, position = _varint(data, position, record_end)
+            offset_delta, position = _varint(data, position, record_end)
+            key, position = _nullable_bytes(data, position, record_end)
+            value, position = _nullable_bytes(data, position, record_end)
+            header_count, position = _varint(data, position, record_end)
+            if header_count < 0:
+                raise ValueError(f"a header count of {header_count}")
             headers = []
-            for _ in range(header_count):
-                key_length, position = decode_varint(data, position)
-                if key_length < 0:
-                    raise ValueError(f"a header key of {key_length} bytes")
-                header_key = data[position:position + key_length].decode("utf-8", "replace")
-                header_value, position = _nullable_bytes(data, position + key_length)
-                headers.append((header_key, header_value))
-            if position != end:
-                raise ValueError(f"a record of {length} bytes holds {length + position - end}")
-            yield _Record(self.base_offset + offset_delta,
+            for _ in range(header_count):  # each header takes two bytes at least
+                header_key, position = _nullable_bytes(data, position, record_end)
+                if header_key is None:
+                    raise ValueError("a header key of negative length")
+                header_value, position = _nullable_bytes(data, position, record_end)
+                headers.append((header_key.decode("utf-8", "replace"), header_value))
+            if position != record_end:
+                raise ValueError(f"a record has {record_end - position} bytes after its headers")
+            yield _Record(_as_long(self.base_offset + offset_delta),
                           self._max_timestamp if self._log_append_time
-                          else self._first_timestamp + timestamp_delta,
+                          else _as_long(self._first_timestamp + timestamp_delta),
                           key, value, headers)
-        if position != len(data):
-            raise ValueError(f"{len(data) - position} bytes after the last record")
+        if position != end:
+            raise ValueError(f"{end - position} bytes after the last record")
 
 
-def _nullable_bytes(data: bytes, position: int) -> tuple[bytes | None, int]:
-    """Varint length (-1: null), then the bytes; and the position after them."""
-    length, position = decode_varint(data, position)
-    if length < 0:
+def _varint(data: bytes, position: int, end: int) -> tuple[int, int]:
+    """A zigzag varint of 64 bits at most (as Java's reader keeps them) read from
+    data[position:end], and the position after it. Ours, for this slow path, because
+    aiokafka's `decode_varint` reads wherever it is pointed, past the end of the data too."""
+    value = shift = 0
+    while position < end and shift < 64:
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            value &= _LONG_BITS
+            return (value >> 1) ^ -(value & 1), position
+        shift += 7
+    raise ValueError("a varint runs past the end of its record")
+
+
+def _as_long(value: int) -> int:
+    """A sum wrapped around as Java's long does (and the compiled decoder)."""
+    return ((value + (1 << 63)) & _LONG_BITS) - (1 << 63)
+
+
+def _nullable_bytes(data: bytes, position: int, end: int) -> tuple[bytes | None, int]:
+    """Varint length (-1: null), then the bytes, all inside data[:end]; and the position
+    after them."""
+    length, position = _varint(data, position, end)
+    if length == -1:
         return None, position
-    if position + length > len(data):
-        raise ValueError("a field runs past the end of the batch")
+    if not 0 <= length <= end - position:
+        raise ValueError(f"a field of {length} bytes, with {end - position} left in its record")
     return bytes(data[position:position + length]), position + length
 
 
@@ -371,4 +531,8 @@ class _AbortedTransactions:
 
 def _is_abort_marker(control_batch: DefaultRecordBatch | _LenientBatch) -> bool:
     marker = next(iter(control_batch), None)
-    return marker is not None and _CONTROL_KEY.unpack_from(marker.key)[1] == _ABORT
+    if marker is None:
+        return False
+    if marker.key is None or len(marker.key) < _CONTROL_KEY.size:
+        raise ValueError("a control record without a version and type in its key")
+    return _CONTROL_KEY.unpack_from(marker.key)[1] == _ABORT

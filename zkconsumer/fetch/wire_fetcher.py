@@ -15,8 +15,11 @@ closing a connection before it answered that request on it, is asked again a few
 the member fails with one line naming the broker and the request. `broker_versions` keeps that
 bookkeeping; this module is the fetch loop around it.
 
-It covers PLAINTEXT and SSL. Anything else (SASL, or a kafka-python option it does not know)
-makes the connector choose the kafka-python backend instead: see `fetcher.py`.
+It covers PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL with the mechanisms PLAIN, SCRAM-SHA-256
+and SCRAM-SHA-512 (see `sasl`): every connection logs in right after ApiVersions, and a refused
+login fails the member at once with one line, since no retry can cure a wrong password. Anything
+else (GSSAPI, OAUTHBEARER, or a kafka-python option it does not know) makes the connector choose
+the kafka-python backend instead: see `fetcher.py`.
 
 Transient trouble (a broker restarting, a leader moving, a connection dropping, an error code
 Kafka calls retriable, or an unknown server error) sets the partitions concerned aside until
@@ -32,13 +35,11 @@ import selectors
 import socket
 import ssl
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-import structlog
-
 from zkconsumer.fetch import kafka_protocol as protocol
-from zkconsumer.fetch.broker_channel import BrokerChannel, ChannelError
+from zkconsumer.fetch.broker_channel import BrokerChannel, ChannelError, sasl_login
 from zkconsumer.fetch.broker_versions import BrokerVersions, Connection, Trouble
 from zkconsumer.fetch.errors import FetchError
 from zkconsumer.fetch.message_sets import CorruptMessageError
@@ -50,9 +51,16 @@ from zkconsumer.fetch.retry_policy import (
     error_name,
     is_retriable,
 )
+from zkconsumer.fetch.sasl import (
+    SASL_SECURITY_PROTOCOLS,
+    WIRE_MECHANISMS,
+    SaslExchange,
+    credentials_from,
+)
+from zkconsumer.logs import get_logger
 from zkconsumer.model import Message, TopicPartition
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 # The kafka-python options this fetcher honours; any other one chooses the kafka-python backend.
 WIRE_OPTIONS = frozenset({
@@ -61,8 +69,10 @@ WIRE_OPTIONS = frozenset({
     "connections_max_idle_ms", "retry_backoff_ms", "auto_offset_reset", "receive_buffer_bytes",
     "check_crcs", "security_protocol", "ssl_cafile", "ssl_certfile", "ssl_keyfile",
     "ssl_password", "ssl_check_hostname", "ssl_crlfile", "ssl_ciphers", "isolation_level",
+    "sasl_mechanism", "sasl_plain_username", "sasl_plain_password",
 })
-WIRE_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL")
+WIRE_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", *SASL_SECURITY_PROTOCOLS)
+_TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 ISOLATION_LEVELS = {"read_uncommitted": protocol.READ_UNCOMMITTED,
                     "read_committed": protocol.READ_COMMITTED}
 _IDLE_S = 0.01
@@ -87,7 +97,7 @@ class WireFetcher:
     """
 
     def __init__(self, settings: Mapping[str, Any]) -> None:
-        self._addresses = _parse_servers(settings["bootstrap_servers"])
+        self._addresses = parse_servers(settings["bootstrap_servers"])
         self._isolation_level = ISOLATION_LEVELS[settings.get("isolation_level",
                                                               "read_uncommitted")]
         self._versions = BrokerVersions(settings.get("api_version"), self._isolation_level)
@@ -104,9 +114,10 @@ class WireFetcher:
         self._check_crcs = settings.get("check_crcs", True)
         self._receive_buffer_bytes = settings.get("receive_buffer_bytes") or 0
         try:
-            self._ssl_context = _ssl_context(settings)
+            self._ssl_context = ssl_context_for(settings)
         except (OSError, ValueError) as exc:
             raise FetchError(f"cannot set up TLS for Kafka: {exc}") from exc
+        self._credentials = credentials_from(settings)
         # None: reset before fetching. In fetch order: a partition that got data moves last, so
         # that a response filled up (Fetch v3+) cannot starve the partitions asked for after it.
         self._positions: dict[TopicPartition, int | None] = {}
@@ -153,7 +164,7 @@ class WireFetcher:
                                  if tp in wanted}
         self._settle(self._troubled - wanted)
 
-    def poll(self, timeout_ms: int) -> dict[TopicPartition, list[Message]]:
+    def poll(self, timeout_ms: int) -> dict[TopicPartition, Sequence[Message]]:
         if not self._positions:
             return {}
         deadline = time.monotonic() + timeout_ms / 1000.0
@@ -226,10 +237,10 @@ class WireFetcher:
                 self._isolation_level))
         return last[1]
 
-    def _collect(self, deadline: float) -> dict[TopicPartition, list[Message]]:
+    def _collect(self, deadline: float) -> dict[TopicPartition, Sequence[Message]]:
         """Wait for the first answers, up to the deadline, and ask each broker that answered
         for more at once, so that it prepares the next response while this one is consumed."""
-        results: dict[TopicPartition, list[Message]] = {}
+        results: dict[TopicPartition, Sequence[Message]] = {}
         if not self._in_flight:
             # Every partition waits for a leader or a reset: nothing can arrive before the next
             # metadata refresh, unless a wake-up comes.
@@ -283,7 +294,7 @@ class WireFetcher:
             pass
 
     def _absorb(self, fetched: protocol.FetchedPartition, offsets: Mapping[TopicPartition, int],
-                results: dict[TopicPartition, list[Message]],
+                results: dict[TopicPartition, Sequence[Message]],
                 errors: dict[int, list[TopicPartition]]) -> None:
         """Take one partition's answer: its messages into `results`, a retriable error code
         into `errors`, to be set aside once the whole response is read."""
@@ -308,7 +319,7 @@ class WireFetcher:
             aborted = fetched.aborted or []
         try:
             decoded = decode_records(fetched.records, tp.topic, tp.partition, asked,
-                                     self._check_crcs, aborted)
+                                     self._check_crcs, aborted, fetch_bytes=self._max_bytes)
         except CorruptMessageError as exc:
             raise FetchError(str(exc)) from exc
         if decoded.next_offset is not None:
@@ -486,17 +497,27 @@ class WireFetcher:
 
     def _open(self, host: str, port: int) -> Connection:
         """A connection to the broker, in the versions known for its address or else in those
-        its ApiVersions answer gives. ChannelError: the connection failed, that answer
-        included."""
+        its ApiVersions answer gives, logged in if SASL is set. ChannelError: the connection
+        failed, that answer included; SaslLoginError (a FetchError): the login was refused."""
         channel = self._connect(host, port)
         try:
             versions = self._versions.known(channel.address)
-            if versions is None:
-                return self._ask_versions(channel, host, port)
+            connection = (Connection(channel, versions) if versions is not None
+                          else self._ask_versions(channel, host, port))
         except (ChannelError, FetchError):
             channel.close()
             raise
-        return Connection(channel, versions)
+        if self._credentials is not None:
+            try:
+                sasl_login(connection.channel, SaslExchange(
+                    connection.address, self._credentials,
+                    self._versions.sasl(connection.address)))
+            except (ChannelError, FetchError):
+                connection.close()
+                raise
+            log.debug("logged in", broker=connection.address,
+                      mechanism=self._credentials.mechanism, user=self._credentials.username)
+        return connection
 
     def _ask_versions(self, channel: BrokerChannel, host: str, port: int) -> Connection:
         """Ask the broker which versions it speaks. One that leaves the question unanswered
@@ -563,6 +584,10 @@ def wire_unsupported_reason(settings: Mapping[str, Any]) -> str | None:
     protocol_name = settings.get("security_protocol", "PLAINTEXT")
     if protocol_name not in WIRE_SECURITY_PROTOCOLS:
         return f"kafka.security.protocol={protocol_name}"
+    mechanism = settings.get("sasl_mechanism")
+    if (protocol_name in SASL_SECURITY_PROTOCOLS and mechanism is not None
+            and mechanism not in WIRE_MECHANISMS):
+        return f"kafka.sasl.mechanism={mechanism}"
     foreign = sorted(set(settings) - WIRE_OPTIONS)
     if foreign:
         return "kafka." + foreign[0].replace("_", ".")
@@ -576,7 +601,7 @@ def _note_error(errors: dict[int, list[TopicPartition]], code: int, tp: TopicPar
     errors.setdefault(code, []).append(tp)
 
 
-def _parse_servers(servers: str) -> list[tuple[str, int]]:
+def parse_servers(servers: str) -> list[tuple[str, int]]:
     addresses = []
     for server in servers.split(","):
         host, _, port = server.strip().rpartition(":")
@@ -584,9 +609,9 @@ def _parse_servers(servers: str) -> list[tuple[str, int]]:
     return addresses
 
 
-def _ssl_context(settings: Mapping[str, Any]) -> ssl.SSLContext | None:
+def ssl_context_for(settings: Mapping[str, Any]) -> ssl.SSLContext | None:
     """The same TLS set-up kafka-python makes from the same options."""
-    if settings.get("security_protocol", "PLAINTEXT") != "SSL":
+    if settings.get("security_protocol", "PLAINTEXT") not in _TLS_PROTOCOLS:
         return None
     context = ssl.create_default_context(cafile=settings.get("ssl_cafile"))
     context.check_hostname = bool(settings.get("ssl_check_hostname", True))

@@ -1,4 +1,5 @@
-"""A real ZooKeeper and Kafka 0.9.0.1 on loopback, for development, demos and tests.
+"""A real ZooKeeper and Kafka 0.9.0.1 on loopback, for development, demos and tests; and a
+ZooKeeper ensemble from Debian's zookeeper package (3.8), for the faults of production ensembles.
 
 Kafka 0.9.0.1 is the last line that ships the original ZooKeeper consumer and its tools, so the
 same bundle gives us a broker to consume from and the reference implementation to compare with.
@@ -12,6 +13,7 @@ from zkconsumer.localcluster.cluster import (
     TlsKeystore,
     make_self_signed_keystore,
 )
+from zkconsumer.localcluster.ensemble import EnsembleError, ZookeeperEnsemble
 from zkconsumer.localcluster.java import JavaNotFoundError, find_java
 from zkconsumer.localcluster.tcp_proxy import TcpProxy
 from zkconsumer.localcluster.topics import (
@@ -25,10 +27,12 @@ __all__ = [
     "BrokerProcess",
     "BundleError",
     "ClusterError",
+    "EnsembleError",
     "JavaNotFoundError",
     "LocalCluster",
     "TcpProxy",
     "TlsKeystore",
+    "ZookeeperEnsemble",
     "add_partition",
     "create_topic",
     "default_cache_dir",

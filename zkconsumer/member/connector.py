@@ -11,18 +11,18 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-import structlog
 from kazoo.exceptions import KazooException, NoAuthError
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
 from zkconsumer.assignment import TopicFilter, make_consumer_id
 from zkconsumer.config import ConsumerConfig
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.errors import ZkConsumerError, describe_error
 from zkconsumer.fetch import KafkaAccess, open_fetcher, resolve_kafka_access
 from zkconsumer.kafka_client import kafka_client_options
+from zkconsumer.logs import get_logger
 from zkconsumer.member.committer import OffsetCommitter
 from zkconsumer.member.fetch_loop import FetchLoop
 from zkconsumer.member.rebalancer import (
@@ -37,15 +37,22 @@ from zkconsumer.member.zk_membership import ZookeeperMembership
 from zkconsumer.metrics import MemberMetrics, MemberSources, MetricsServer
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import OffsetTracker, open_offset_store
+from zkconsumer.throttled_log import RepeatedCondition
 from zkconsumer.topology import MetadataRefresher, open_topic_source
 from zkconsumer.zk.registry import wait_for_brokers
 from zkconsumer.zk.session import ZookeeperAccessDeniedError, connect_for
 from zkconsumer.znodes.consumers import ConsumerRegistration
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 # How long a starting member waits for a broker to (re-)register before it gives up.
 BROKER_WAIT_S = 60.0
+# `shutdown` takes about this long at most, whatever ZooKeeper does: while the ensemble has no
+# quorum every ZooKeeper call waits for it, so what is not done by then (the final commit, the
+# release, the deregistration) is said in one line and left to the session's expiry, after which
+# the next owners resume from the last commit. Of it, closing the clients gets the last second.
+SHUTDOWN_TIMEOUT_S = 6.0
+_CLOSING_S = 1.0
 # Start-up survives a ZooKeeper server restart or a lost connection (retried for about 15 s
 # with backoff); a ZooKeeper that stays away is reported, not waited for forever.
 def _startup_retry() -> KazooRetry:
@@ -105,10 +112,11 @@ class ConsumerConnector:
                     stream_for=lambda tp, thread: streams[_thread_index(thread)])
         return streams
 
-    def commit_offsets(self) -> dict[TopicPartition, int]:
+    def commit_offsets(self, in_hand: bool = True) -> dict[TopicPartition, int]:
         """Commit the positions delivered so far (last delivered offset + 1) for owned
-        partitions, counting the message each stream handed out last as done with."""
-        return self._committer.commit(in_hand=True)
+        partitions, counting the message each stream handed out last as done with (with
+        `in_hand=False`, only what each stream counts as consumed already)."""
+        return self._committer.commit(in_hand=in_hand)
 
     def owned_partitions(self) -> dict[TopicPartition, str]:
         """The partitions this member owns and delivers from, with their thread ids (see
@@ -148,13 +156,15 @@ class ConsumerConnector:
             self._gate.raise_failure()
         return reached is State.STABLE
 
-    def shutdown(self, commit: bool = True) -> None:
-        """Final commit (when auto commit is on), release every partition, leave the group.
+    def shutdown(self, commit: bool = True, timeout: float = SHUTDOWN_TIMEOUT_S) -> None:
+        """Final commit (when auto commit is on), release every partition, leave the group;
+        within about `timeout` seconds, whatever ZooKeeper does (see `SHUTDOWN_TIMEOUT_S`).
 
         `commit=False` skips every commit, for callers that could not process what was delivered.
         """
         if self._state.state is State.CLOSED:
             return
+        deadline = time.monotonic() + timeout
         self._state.handle(Event.CLOSE_REQUESTED)
         if self._started:
             self._stop_auto_commit.set()
@@ -162,21 +172,15 @@ class ConsumerConnector:
             self._fetch_loop.stop()
             for stream in self._streams:
                 stream.close()
-            self._worker.join(timeout=60)
+            # A rebalance notices the stop between two attempts; one blocked on ZooKeeper does
+            # not, and leaving must not wait for it all the time there is.
+            self._worker.join(timeout=max(0.0, deadline - time.monotonic()) / 2)
             # After a session expiry the owners are gone and others may have moved on: a
             # commit now could rewind them.
-            commit = commit and not self._session_lost
-            try:
-                if commit and self.config.auto_commit_enable:
-                    self._committer.commit()
-                self._rebalancer.release_all(commit=commit)
-                self._membership.deregister()
-            except (ZkConsumerError, KazooException) as exc:
-                self._log.error("clean shutdown incomplete", error=str(exc))
-            finally:
-                self._fetcher.close()
-                self._offset_store.close()
-                self._membership.topics.close()
+            self._leave_group(commit and not self._session_lost, deadline - _CLOSING_S)
+            self._fetcher.close()
+            self._offset_store.close()
+            self._membership.topics.close()
         self._stop_metrics_server()
         self._zk.remove_listener(self._on_session_state)  # closing reports LOST, not an expiry
         self._zk.stop()
@@ -227,13 +231,13 @@ class ConsumerConnector:
             _startup_retry()(self._membership.register)
             self._zk.add_listener(self._on_session_state)
             _startup_retry()(self._membership.watch,
-                             lambda: self._state.handle(Event.GROUP_CHANGED), topics, wildcard)
+                             self._group_changed, topics, wildcard)
             opened.pop_all()
         if not topic_source.watched_in_zookeeper:
             self._refresher = MetadataRefresher(
                 topic_source, config.topic_metadata_refresh_interval_ms / 1000.0,
                 self._membership.interest, lambda: self._membership.last_view,
-                lambda: self._state.handle(Event.GROUP_CHANGED))
+                self._group_changed)
             self._refresher.start()
         self._worker = threading.Thread(target=self._work, name="zkconsumer-member", daemon=True)
         self._started = True
@@ -251,7 +255,7 @@ class ConsumerConnector:
         self._committer = OffsetCommitter(
             self._offset_store, OffsetTracker(), lambda: self._streams,
             lambda: self._ownership.claims, owner_checks=self._membership.owner_checks,
-            may_commit=lambda: self._gate.delivering and not self._session_lost)
+            may_commit=self._may_commit)
         self._fetch_loop = FetchLoop(self._fetcher, config.fetch_wait_max_ms, self._fail,
                                      self._committer.reset_to)
         self._rebalancer = Rebalancer(
@@ -262,12 +266,59 @@ class ConsumerConnector:
             membership=self._membership, fetch_loop=self._fetch_loop, committer=self._committer,
             offset_store=self._offset_store, stream_for=stream_for,
             auto_commit=config.auto_commit_enable, callbacks=self._callbacks,
-            ownership=self._ownership, observe=self._metrics.observe_rebalance)
+            ownership=self._ownership, observe=self._metrics.observe_rebalance,
+            stopping=lambda: self._state.state in (State.CLOSED, State.FAILED))
         self._metrics.watch(MemberSources(
             streams=lambda: self._streams, owned=self._ownership.delivering,
             positions=self._committer.positions, high_watermark=self._fetcher.high_watermark,
             queued_bytes=self._fetch_loop.queued_bytes))
         self._fetcher.observe_fetch = self._metrics.observe_fetch
+
+    def _leave_group(self, commit: bool, deadline: float) -> None:
+        """Commit, release and deregister, on a thread of its own that is given up on at
+        `deadline`: during a quorum loss a ZooKeeper call waits for the ensemble, which may not
+        come back. Closing the session then ends the wait; the znodes go when it expires."""
+        steps: list[tuple[str, Callable[[], object]]] = [
+            ("the release of the owned partitions",
+             lambda: self._rebalancer.release_all(commit=commit)),
+            ("the deregistration", self._membership.deregister)]
+        if commit and self.config.auto_commit_enable:
+            steps.insert(0, ("the final commit", self._final_commit))
+        done: list[str] = []
+        failures: list[BaseException] = []
+
+        def leave() -> None:
+            try:
+                for name, step in steps:
+                    if step() is not False:
+                        done.append(name)
+            except Exception as exc:  # noqa: BLE001 - reported below, in one line
+                failures.append(exc)
+
+        leaving = threading.Thread(target=leave, name="zkconsumer-leave", daemon=True)
+        leaving.start()
+        leaving.join(timeout=max(0.0, deadline - time.monotonic()))
+        missed = [name for name, _ in steps if name not in done]
+        if not missed:
+            return
+        report = self._log.error if failures else self._log.warning
+        report("stopped without finishing with ZooKeeper", not_done=", ".join(missed),
+               cause=describe_error(failures[0]) if failures else
+               "ZooKeeper did not answer in time",
+               then="the next owners resume from the last commit; this member's znodes go "
+                    "when its session expires")
+
+    def _final_commit(self) -> bool:
+        """False when the session cannot be trusted, so nothing could be committed."""
+        if not self._may_commit():
+            return False
+        self._committer.commit()
+        return True
+
+    def _may_commit(self) -> bool:
+        """Not while the ZooKeeper connection is suspended or the session lost: the owner
+        znodes may be someone else's by now (see `_on_session_state`)."""
+        return self._gate.delivering and not self._session_lost
 
     def _kafka_access(self) -> KafkaAccess:
         """`bootstrap.servers` when set: those brokers need not be in this ZooKeeper at all."""
@@ -296,11 +347,14 @@ class ConsumerConnector:
                     f"a change to group {self.config.group_id}"))
             except KazooException as exc:
                 # A dropped connection: the session listener reports expiry; otherwise retry.
-                self._log.warning("rebalance interrupted by ZooKeeper", error=repr(exc))
+                self._log.warning("rebalance interrupted by ZooKeeper", error=describe_error(exc))
                 time.sleep(min(1.0, self.config.rebalance_backoff_ms / 1000.0))
-                self._state.handle(Event.GROUP_CHANGED)
+                self._group_changed()
             except Exception as exc:  # noqa: BLE001 - any other failure ends the member loudly
                 self._fail(exc)
+
+    def _group_changed(self) -> None:
+        self._state.handle(Event.GROUP_CHANGED)
 
     def _on_session_state(self, state: KazooState) -> None:
         """Runs on kazoo's thread: only record what happened, never block.
@@ -335,9 +389,10 @@ class ConsumerConnector:
         if state in (State.REBALANCING, State.STABLE):
             return True, (f"registered in group {self.config.group_id} as "
                           f"{self.consumer_id} ({state.value})")
-        if state is State.FAILED:
-            return False, f"failed: {_one_line(self._gate.failure)}"
-        return False, {State.NEW: "not registered yet",
+        failure = self._gate.failure
+        if state is State.FAILED and failure is not None:
+            return False, f"failed: {_one_line(failure)}"
+        return False, {State.NEW: "not registered yet", State.FAILED: "failed",
                        State.EXPIRED: "ZooKeeper session expired; registering again",
                        State.CLOSED: "shut down"}[state]
 
@@ -359,6 +414,8 @@ class ConsumerConnector:
 
     def _auto_commit(self) -> None:
         interval = self.config.auto_commit_interval_ms / 1000.0
+        failing = RepeatedCondition(self._log, "auto commit failed; retrying at each interval",
+                                    "auto commit works again")
         while not self._stop_auto_commit.wait(interval):
             try:
                 self._committer.commit(retry=False)
@@ -367,11 +424,12 @@ class ConsumerConnector:
                     f"committing offsets of group {self.config.group_id}"))
                 return
             except (ZkConsumerError, KazooException) as exc:
-                self._log.warning("auto commit failed; retrying at the next interval",
-                                  error=str(exc))
+                failing.occurred(error=describe_error(exc))
+                continue
             except Exception as exc:  # noqa: BLE001 - not transient: the member ends loudly
                 self._fail(exc)
                 return
+            failing.cleared()
 
     def _fail(self, exc: BaseException) -> None:
         """Any thread may report the member's failure; the worker thread then leaves the
@@ -404,8 +462,9 @@ class ConsumerConnector:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text if isinstance(exc, ZkConsumerError) else f"{type(exc).__name__}: {text}"
+    if isinstance(exc, ZkConsumerError):
+        return " ".join(str(exc).split()) or type(exc).__name__
+    return describe_error(exc)
 
 
 def _thread_index(thread_id: str) -> int:

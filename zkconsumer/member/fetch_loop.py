@@ -11,18 +11,18 @@ The bytes of each chunk queued are tallied per topic here, once per chunk, for t
 
 from __future__ import annotations
 
+import functools
 import operator
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 
-import structlog
-
 from zkconsumer.fetch.columns import RecordColumns, offset_at
+from zkconsumer.logs import get_logger
 from zkconsumer.member.streams import Chunk, Claim, KafkaStream
 from zkconsumer.model import Message, TopicPartition
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _KEY = operator.itemgetter(3)
 _VALUE = operator.itemgetter(4)
@@ -146,11 +146,10 @@ class FetchLoop:
                         continue
                     stream, claim = route
                     if stream.offer(Chunk(tp, messages, claim),
-                                    lambda tp=tp, claim=claim: self._still_routed(tp, claim)):
+                                    functools.partial(self._still_routed, tp, claim)):
                         self._queued_bytes[tp.topic] = \
                             self._queued_bytes.get(tp.topic, 0) + payload_bytes(messages)
-        except Exception as exc:  # noqa: BLE001 - reported to the connector, which fails loudly
-            log.error("fetching failed", error=str(exc))
+        except Exception as exc:  # noqa: BLE001 - the connector logs it once and fails loudly
             self._on_error(exc)
 
     def _report_resets(self, fetched: Mapping[TopicPartition, list]) -> None:

@@ -10,11 +10,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-import structlog
-
+from zkconsumer.logs import get_logger
 from zkconsumer.member.plan import GroupSnapshot
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 MISSING_TOPIC_REMINDER_S = 60.0
 

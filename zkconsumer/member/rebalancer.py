@@ -5,11 +5,12 @@ offsets), then claim what is new in one transaction. A claim that finds a partit
 waits on that owner znode (up to `rebalance.backoff.ms`) and starts a new attempt from a fresh
 read of the group; after `rebalance.max.retries` attempts the member gives up, owning nothing.
 
-Unlike the reference, it never gives up before a crashed owner's ephemeral znodes could have
-expired: a member killed without a clean stop holds its partitions for up to a session timeout
-(plus a server tick) after it died, and it may die well after our rebalance began. Failing the
+Unlike the reference, it never gives up while a contested owner znode's session may still turn
+out to be a dead member's: a member killed without a clean stop holds its partitions until its
+session expires, and a ZooKeeper leader change gives that session a fresh timeout. Failing the
 survivors for it is the reference's most common ConsumerRebalanceFailedException, so the
-`crashed_owner_grace_ms` the connector passes covers two session timeouts.
+attempts are followed by a wait measured per owner session and leader epoch (see `owner_wait`),
+of `crashed_owner_grace_ms` (two session timeouts, as the connector passes it).
 """
 
 from __future__ import annotations
@@ -18,21 +19,22 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-import structlog
 from kazoo.exceptions import KazooException, SessionExpiredError
 
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.errors import ZkConsumerError, describe_error
+from zkconsumer.logs import get_logger
 from zkconsumer.member.missing_topics import (
     MISSING_TOPIC_REMINDER_S,
     MissingTopicsNotice,
     missing_topics,
 )
+from zkconsumer.member.owner_wait import OwnerWait
 from zkconsumer.member.plan import plan_rebalance, target_for_member
 from zkconsumer.member.streams import Claim, KafkaStream
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.store import OffsetStoreError
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 PartitionCallback = Callable[[Mapping[TopicPartition, str]], None]
 
@@ -73,10 +75,11 @@ class Rebalancer:
                  auto_commit: bool, callbacks: RebalanceCallbacks, ownership: Ownership,
                  sleep: Callable[[float], None] = time.sleep,
                  missing_topic_reminder_s: float = MISSING_TOPIC_REMINDER_S,
-                 observe: Callable[[bool, float], None] = lambda _succeeded, _seconds: None
-                 ) -> None:
+                 observe: Callable[[bool, float], None] = lambda _succeeded, _seconds: None,
+                 stopping: Callable[[], bool] = lambda: False) -> None:
         """`observe(succeeded, seconds)` is told how each rebalance ended and how long it took
-        (the metrics)."""
+        (the metrics); `stopping()` true ends a rebalance between two attempts (the member is
+        leaving, and waiting for others' owners would only delay that)."""
         self.consumer_id = consumer_id
         self.ownership = ownership
         self._strategy = strategy
@@ -94,19 +97,23 @@ class Rebalancer:
         self._sleep = sleep
         self._missing_topics = MissingTopicsNotice(consumer_id, missing_topic_reminder_s)
         self._observe = observe
+        self._stopping = stopping
 
     def rebalance(self) -> None:
         started = time.monotonic()
         try:
-            self._rebalance(started)
+            completed = self._rebalance(started)
         except BaseException:
             self._observe(False, time.monotonic() - started)
             raise
-        self._observe(True, time.monotonic() - started)
+        self._observe(completed, time.monotonic() - started)
 
-    def _rebalance(self, started: float) -> None:
+    def _rebalance(self, started: float) -> bool:
+        """True once done; False when the member began to leave first."""
         contested: list[TopicPartition] = []
         store_error: OffsetStoreError | None = None
+        owners = OwnerWait(self._crashed_owner_grace_s)
+        told: list[TopicPartition] = []
         attempt = 0
         while True:
             attempt += 1
@@ -130,18 +137,26 @@ class Rebalancer:
                          members=len(snapshot.members),
                          ms=round((time.monotonic() - started) * 1000))
                 self._missing_topics.update(missing_topics(snapshot, self.consumer_id))
-                return
-            if attempt >= self._max_attempts and \
-                    time.monotonic() - started >= self._crashed_owner_grace_s:
+                return True
+            now = time.monotonic()
+            if store_error is None:
+                owners.observe(self._membership.owners_seen(contested), now)
+            if self._stopping():
+                return False
+            if attempt >= self._max_attempts and (
+                    owners.may_give_up(now) if store_error is None
+                    else now - started >= self._crashed_owner_grace_s):
                 break
             if store_error is not None:
                 log.warning("committed offsets unreadable; claims released, retrying",
-                            attempt=attempt, error=str(store_error),
+                            attempt=attempt, error=describe_error(store_error),
                             retry_in_ms=round(self._backoff_s * 1000))
                 self._sleep(self._backoff_s)
                 continue
-            log.info("partitions still owned by others; waiting for their release",
-                     attempt=attempt, contested=[str(tp) for tp in contested[:5]])
+            if contested != told:  # said once per set of contested partitions, not per attempt
+                told = contested
+                log.info("partitions still owned by others; waiting for their release",
+                         attempt=attempt, contested=[str(tp) for tp in contested[:5]])
             self._membership.wait_for_owners_gone(contested, self._backoff_s)
         self.release_all()
         if store_error is not None:
@@ -152,7 +167,9 @@ class Rebalancer:
         raise RebalanceFailedError(
             f"consumer {self.consumer_id} could not claim its partitions after "
             f"{attempt} rebalance attempts (still owned by others: "
-            f"{', '.join(str(tp) for tp in contested[:5])}); it released everything and stopped"
+            f"{', '.join(str(tp) for tp in contested[:5])}, each by a session that stayed alive "
+            f"for {self._crashed_owner_grace_s:g}s without letting go); it released everything "
+            "and stopped"
         )
 
     def _release_half_released(self) -> None:
@@ -185,7 +202,7 @@ class Rebalancer:
             # Releasing anyway costs re-delivery from the last commit; holding on would stall
             # the whole group for as long as the store is away.
             log.warning("offsets of released partitions not committed; their next owner "
-                        "resumes from the last commit", error=str(exc),
+                        "resumes from the last commit", error=describe_error(exc),
                         partitions=len(partitions))
         self._membership.release(partitions)
         self._committer.released(set(partitions))

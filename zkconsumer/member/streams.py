@@ -24,11 +24,12 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, cast
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.fetch.columns import RecordColumns, offset_at
+from zkconsumer.member.async_streams import AsyncBatches, AsyncMessages, BlockingCalls
 from zkconsumer.model import Message, TopicPartition
 
 if TYPE_CHECKING:  # pyarrow is optional: only arrow_batches() needs it
@@ -57,7 +58,7 @@ class Chunk(NamedTuple):
     claim: Claim
 
 
-_NO_CHUNK: tuple[None, None, list[Message]] = (None, None, [])
+_NO_CHUNK: tuple[None, None, Sequence[Message]] = (None, None, [])
 
 
 class StreamsClosed(Exception):
@@ -107,28 +108,47 @@ class DeliveryGate:
         raise ZkConsumerError(f"{type(reason).__name__}: {reason}") from reason
 
 
+def _take_in_hand(stream: _PythonCursor) -> Message | None:
+    """The next message of the chunk in hand if it may be delivered now, else None; asking
+    for it says the one before is done, so the stream resumes at it."""
+    partition, claim, messages = stream._chunk
+    index = stream._index
+    if index < len(messages) and stream._claims.get(partition) is claim \
+            and stream._gate.delivering and not stream._stopping:
+        message = messages[index]
+        stream._index = index + 1
+        stream.positions[partition] = message.offset
+        return message
+    return None
+
+
 class _PythonCursor:
     """A stream's per-message fast path; `_cursor.Cursor` does the same in C where the
     extension was built (the per-call cost of this method was a third of consuming a
     message), and the tests hold both to the same behaviour."""
 
+    if TYPE_CHECKING:  # what it reads of `KafkaStream`, which sets them
+        _chunk: tuple[Any, Any, Sequence[Message]]
+        _index: int
+        _claims: dict[TopicPartition, Claim]
+        _gate: DeliveryGate
+        _stopping: bool
+        positions: dict[TopicPartition, int]
+
+        def _next_slowly(self) -> Message: ...
+
     def __next__(self) -> Message:
-        partition, claim, messages = self._chunk
-        index = self._index
-        if index < len(messages) and self._claims.get(partition) is claim \
-                and self._gate.delivering and not self._stopping:
-            message = messages[index]
-            self._index = index + 1
-            # Asking for this message says the one before is done: resume here.
-            self.positions[partition] = message.offset
-            return message
-        return self._next_slowly()
+        message = _take_in_hand(self)
+        return message if message is not None else self._next_slowly()
 
 
-try:
-    from zkconsumer.member._cursor import Cursor as _Cursor
-except ImportError:  # built without a C compiler
+if TYPE_CHECKING:  # the compiled cursor has no stubs: typed as the one it stands for
     _Cursor = _PythonCursor
+else:
+    try:
+        from zkconsumer.member._cursor import Cursor as _Cursor
+    except ImportError:  # built without a C compiler
+        _Cursor = _PythonCursor
 
 
 class KafkaStream(_Cursor):
@@ -140,12 +160,13 @@ class KafkaStream(_Cursor):
     connector's failure (e.g. rebalance attempts exhausted) if it failed.
     """
 
-    def __init__(self, name: str, max_chunks: int, timeout_ms: int, claims: dict,
-                 gate: DeliveryGate) -> None:
+    def __init__(self, name: str, max_chunks: int, timeout_ms: int,
+                 claims: dict[TopicPartition, Claim], gate: DeliveryGate) -> None:
         self.name = name
         # Consumed positions (offset + 1) per partition, read by the committer.
         self.positions: dict[TopicPartition, int] = {}
         self._queue: queue.Queue[Chunk] = queue.Queue(maxsize=max_chunks)
+        self._timeout_ms = timeout_ms
         self._timeout_s = None if timeout_ms < 0 else timeout_ms / 1000.0
         self._claims = claims
         self._gate = gate
@@ -155,10 +176,12 @@ class KafkaStream(_Cursor):
         # out. Written by the consuming thread only, a new chunk before its index moves (and
         # the index back to 0 before a chunk is left), so another thread that reads the chunk,
         # the index and the chunk again sees a consistent pair.
-        self._chunk: tuple[TopicPartition | None, Claim | None, Sequence[Message]] = _NO_CHUNK
+        # (partition, claim, messages), or (None, None, []) between chunks
+        self._chunk: tuple[Any, Any, Sequence[Message]] = _NO_CHUNK
         self._index = 0
         # Messages handed out of the chunks left behind, per topic (see `handed_out`).
         self._handed_out: dict[str, int] = {}
+        self._async_calls = BlockingCalls(name)  # where `async for` waits
 
     def __repr__(self) -> str:
         return f"KafkaStream({self.name})"
@@ -179,30 +202,41 @@ class KafkaStream(_Cursor):
         self.positions[partition] = message.offset
         return message
 
-    def batches(self) -> Iterator[list[Message]]:
+    def __aiter__(self) -> AsyncMessages:
+        """`async for message in stream`: the same messages, with the same at-least-once rule,
+        without blocking the event loop (see `async_streams`)."""
+        return AsyncMessages(self, self._async_calls)
+
+    def next_if_in_hand(self) -> Message | None:
+        """The next message if handing it out cannot wait (it is in the chunk in hand and may
+        be delivered), counting the one before as consumed as `next()` does; else None. Never
+        waits, whatever a rebalance or the gate does meanwhile: it is called on an event loop."""
+        return _take_in_hand(self)
+
+    def mark_consumed_unless_waiting(self) -> None:
+        """`mark_consumed()`, unless an `async for` wait is pending: the message it may have
+        taken has reached no coroutine yet, so it is not done with."""
+        if not self._async_calls.waiting:
+            self.mark_consumed()
+
+    def batches(self) -> Batches[list[Message]]:
         """Whole chunks as fetched: one list per partition per fetch (after a partly read chunk,
         its rest). A batch counts as consumed when the next one is asked for. After a
-        `ConsumerTimeout`, call `batches()` again to go on."""
-        for batch in self._batches(columnar=False):
-            yield batch if type(batch) is list else list(batch)
+        `ConsumerTimeout`, call `batches()` again to go on. Iterate it with `for` or, in an
+        asyncio application, `async for`."""
+        return Batches(self, columnar=False, kind="batch",
+                       convert=lambda batch: batch if type(batch) is list else list(batch))
 
-    def arrow_batches(self) -> Iterator[pa.RecordBatch]:
+    def arrow_batches(self) -> Batches[pa.RecordBatch]:
         """`batches()` as Arrow record batches (columns key, value, topic, partition, offset,
         timestamp, headers; see `zkconsumer.arrow_records`), counted as consumed exactly as
         batches are. Records the compiled decoder read become Arrow columns without a Python
         object each. Needs pyarrow (the `arrow` extra)."""
         from zkconsumer.arrow_records import record_batch
 
-        for batch in self._batches(columnar=True):
-            yield batch.record_batch() if isinstance(batch, RecordColumns) else record_batch(batch)
-
-    def _batches(self, columnar: bool) -> Iterator[Sequence[Message]]:
-        while True:
-            try:
-                batch = self._next_batch(columnar)
-            except StreamsClosed:
-                return
-            yield batch
+        return Batches(self, columnar=True, kind="Arrow batch",
+                       convert=lambda batch: batch.record_batch()
+                       if isinstance(batch, RecordColumns) else record_batch(batch))
 
     def mark_consumed(self) -> None:
         """Count the message (or batch) handed out last as consumed, so the next commit covers
@@ -240,7 +274,7 @@ class KafkaStream(_Cursor):
             self._leave_chunk()
             self._load(self._next_chunk(deadline), columnar)
 
-    def _deliverable(self, partition: TopicPartition | None, claim: Claim | None) -> bool:
+    def _deliverable(self, partition: TopicPartition, claim: Claim) -> bool:
         return self._claims.get(partition) is claim and self._gate.delivering \
             and not self._stopping
 
@@ -263,7 +297,8 @@ class KafkaStream(_Cursor):
             self._chunk = (chunk.partition, chunk.claim, chunk.messages)
             self._index = 0
             if not columnar and type(chunk.messages) is not list:
-                self._chunk = (chunk.partition, chunk.claim, chunk.messages.messages())
+                self._chunk = (chunk.partition, chunk.claim,
+                               cast(RecordColumns, chunk.messages).messages())
 
     def _wait_for_delivery(self, deadline: float | None) -> None:
         """The current chunk cannot be handed out now. While only the gate is closed (ZooKeeper
@@ -278,8 +313,11 @@ class KafkaStream(_Cursor):
         self._raise_if_failed()
         wait = _POLL_S if deadline is None else min(_POLL_S, deadline - time.monotonic())
         if wait <= 0:
-            raise ConsumerTimeout(f"no message within {self._timeout_s * 1000:.0f} ms")
+            raise self._timed_out()
         self._gate.open.wait(wait)
+
+    def _timed_out(self) -> ConsumerTimeout:
+        return ConsumerTimeout(f"no message within {self._timeout_ms} ms")
 
     def _deadline(self) -> float | None:
         return None if self._timeout_s is None else time.monotonic() + self._timeout_s
@@ -294,7 +332,7 @@ class KafkaStream(_Cursor):
                 pass
             wait = _POLL_S if deadline is None else min(_POLL_S, deadline - time.monotonic())
             if wait <= 0:
-                raise ConsumerTimeout(f"no message within {self._timeout_s * 1000:.0f} ms")
+                raise self._timed_out()
             try:
                 return self._queue.get(timeout=wait)
             except queue.Empty:
@@ -329,7 +367,7 @@ class KafkaStream(_Cursor):
 
     # -- feeding side -----------------------------------------------------------------------
 
-    def offer(self, chunk: Chunk, keep_trying) -> bool:
+    def offer(self, chunk: Chunk, keep_trying: Callable[[], bool]) -> bool:
         """Queue a chunk, waiting while the queue is full and `keep_trying()` stays true."""
         while keep_trying():
             try:
@@ -348,3 +386,30 @@ class KafkaStream(_Cursor):
                 self._queue.get_nowait()
             except queue.Empty:
                 return
+
+
+BatchT = TypeVar("BatchT")
+
+
+class Batches(Generic[BatchT]):
+    """A stream's chunks, for `for` and `async for` alike; each batch is made by `convert`."""
+
+    def __init__(self, stream: KafkaStream, columnar: bool, kind: str,
+                 convert: Callable[[Sequence[Message]], BatchT]) -> None:
+        self._stream = stream
+        self._columnar = columnar
+        self._kind = kind
+        self._convert = convert
+
+    def __iter__(self) -> Batches[BatchT]:
+        return self
+
+    def __next__(self) -> BatchT:
+        try:
+            batch = self._stream._next_batch(self._columnar)
+        except StreamsClosed:
+            raise StopIteration from None
+        return self._convert(batch)
+
+    def __aiter__(self) -> AsyncBatches:
+        return AsyncBatches(self.__next__, self._stream._async_calls, self._kind)

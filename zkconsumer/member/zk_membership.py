@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Collection, Mapping
 
-import structlog
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
     KazooException,
@@ -22,6 +21,8 @@ from kazoo.exceptions import (
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.logs import get_logger
+from zkconsumer.member.owner_wait import OwnersSeen, leader_epoch
 from zkconsumer.member.plan import GroupSnapshot
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.store import OwnerCheck
@@ -31,7 +32,7 @@ from zkconsumer.zk.session import current_session
 from zkconsumer.znodes.consumers import ConsumerRegistration, decode_owner, encode_owner
 from zkconsumer.znodes.paths import BROKER_IDS, BROKER_TOPICS, GroupPaths, topic_path
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 # The version of an owner znode this member created (see `ZookeeperMembership.claim`).
 CLAIMED_OWNER_VERSION = 1
@@ -206,7 +207,7 @@ class ZookeeperMembership:
                 transaction.create(path, data, ephemeral=True)
                 transaction.set_data(path, data, version=0)
             results = transaction.commit()
-            conflicts = [tp for tp, result in zip(ordered, results[::2])
+            conflicts = [tp for tp, result in zip(ordered, results[::2], strict=True)
                          if isinstance(result, NodeExistsError)]
             if not conflicts:
                 _raise_first_failure(results)
@@ -281,6 +282,18 @@ class ZookeeperMembership:
         for path, version in mine:
             transaction.delete(path, version)
         _raise_first_failure(transaction.commit())
+
+    def owners_seen(self, partitions: Collection[TopicPartition]) -> OwnersSeen:
+        """Which session owns each of these owner znodes now (all read at once), and the leader
+        epoch of the answers."""
+        requests = {tp: self.zk.exists_async(self.paths.owner(tp.topic, tp.partition))
+                    for tp in partitions}
+        sessions = {}
+        for tp, request in requests.items():
+            stat = request.get()
+            if stat is not None:
+                sessions[tp] = stat.ephemeralOwner
+        return OwnersSeen(sessions, leader_epoch(self.zk.last_zxid))
 
     def wait_for_owners_gone(self, partitions: Collection[TopicPartition], timeout_s: float) -> bool:
         """Block until none of these owner znodes exists, or the timeout; True if all are gone.

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.logs import get_logger
 from zkconsumer.model import format_address
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _TEXT = "text/plain; charset=utf-8"
 # How often the serving thread looks whether it is asked to stop: `stop` waits that long at

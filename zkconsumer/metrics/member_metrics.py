@@ -237,6 +237,7 @@ def _result(succeeded: bool) -> str:
 
 
 def _plain(family: Metric) -> Any:
+    wanted: dict[str, str | None]
     if family.type == "histogram":
         wanted = {family.name + "_count": "count", family.name + "_sum": "sum"}
     elif family.type == "counter":

@@ -17,6 +17,8 @@ import kafka.errors as kafka_errors
 from kafka import KafkaConsumer, OffsetAndMetadata
 from kafka import TopicPartition as KafkaTopicPartition
 
+from zkconsumer.fetch.errors import FetchError
+from zkconsumer.fetch.first_contact import checked_options
 from zkconsumer.kafka_client import client_settings
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.retry import RetryPolicy, call_with_retries, describe_error
@@ -59,7 +61,10 @@ class KafkaOffsetStore:
             # request timeout, which offsets.channel.socket.timeout.ms may set very low.
             fetch_max_wait_ms=min(500, request_timeout_ms - 1))
         try:
-            self._consumer = KafkaConsumer(**options)
+            self._consumer = KafkaConsumer(**checked_options(options))
+        except FetchError as exc:  # a refused login, no broker reachable: named at once
+            raise OffsetStoreError(f"cannot open the offsets client of group {group}: "
+                                   f"{exc}") from None
         except kafka_errors.KafkaError as exc:
             raise OffsetStoreError(f"cannot open the offsets client of group {group} on "
                                    f"{self._where}: {describe_error(exc)}") from exc

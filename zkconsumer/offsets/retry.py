@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-import structlog
-
+from zkconsumer.errors import describe_error
+from zkconsumer.logs import get_logger
 from zkconsumer.offsets.store import OffsetStoreError
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 T = TypeVar("T")
 
@@ -70,13 +70,3 @@ def call_with_retries(
             log.warning("offset storage call failed, retrying", what=what, attempt=attempt,
                         error=describe_error(exc), retry_in_s=delay)
             sleep(delay)
-
-
-def describe_error(exc: BaseException) -> str:
-    """One line naming the error type, without kafka-python's habit of appending ': None'."""
-    name = type(exc).__name__
-    text = " ".join(str(exc).split())
-    text = text.removesuffix(": None")
-    if not text or text == "None":
-        return name
-    return text if name in text else f"{name}: {text}"

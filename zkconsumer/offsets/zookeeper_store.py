@@ -9,18 +9,19 @@ transactions instead of one synchronous round trip per znode.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import cast
 
-import structlog
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError, RolledBackError, RuntimeInconsistency
 
+from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.store import OwnerCheck
 from zkconsumer.zk.session import current_session
 from zkconsumer.znodes.consumers import NO_OFFSET, decode_offset, encode_offset
 from zkconsumer.znodes.paths import GroupPaths
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 # A transaction travels as one request, which ZooKeeper rejects beyond jute.maxbuffer (1 MB by
 # default). 200 ops with the longest legal names (249-character topic and group) stay near
@@ -160,4 +161,4 @@ class ZookeeperOffsetStore:
                 self._existing.add(path)
             else:
                 raise failure
-        raise failure
+        raise cast(Exception, failure)  # both attempts failed: the loop set it

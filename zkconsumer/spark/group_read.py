@@ -14,6 +14,7 @@ way someone else is consuming, and committing would skip or re-read their messag
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from zkconsumer.admin.offset_files import offsets_to_json
 from zkconsumer.model import TopicPartition
@@ -21,16 +22,20 @@ from zkconsumer.spark.options import SourceOptions
 from zkconsumer.spark.planning import GroupClients, ReadPlan, plan_read
 from zkconsumer.spark.source import register
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
 
 class GroupRead:
-    def __init__(self, spark, options: Mapping[str, str], read_plan: ReadPlan) -> None:
+    def __init__(self, spark: SparkSession, options: Mapping[str, str], read_plan: ReadPlan
+                 ) -> None:
         self._spark = spark
         self._options = dict(options)
         self._parsed = SourceOptions.parse(self._options)
         self.read_plan = read_plan
 
     @classmethod
-    def plan(cls, spark, options: Mapping[str, str]) -> GroupRead:
+    def plan(cls, spark: SparkSession, options: Mapping[str, str]) -> GroupRead:
         """Fix the offsets to read now: from the group's committed ones to the log ends (or
         as `startingOffsets`/`endingOffsets` say)."""
         return cls(spark, options, plan_read(SourceOptions.parse(dict(options))))
@@ -46,7 +51,7 @@ class GroupRead:
     def record_count(self) -> int:
         return sum(self.read_plan.ends[tp] - self.read_plan.starts[tp] for tp in self.read_plan.ends)
 
-    def load(self):
+    def load(self) -> DataFrame:
         """The planned offsets, pinned, so the DataFrame reads the same data however often
         it is evaluated."""
         register(self._spark)

@@ -7,13 +7,13 @@ This is the only part of the data source that talks to ZooKeeper; executors get 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
 from kazoo.client import KazooClient
 
-from zkconsumer.assignment import Blacklist, Whitelist
+from zkconsumer.assignment import wildcard_filter
 from zkconsumer.errors import ConfigError, ZkConsumerError
 from zkconsumer.fetch import (
     KafkaAccess,
@@ -23,6 +23,7 @@ from zkconsumer.fetch import (
 )
 from zkconsumer.fetch.kafka_protocol import EARLIEST, LATEST
 from zkconsumer.kafka_client import kafka_client_options
+from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import open_offset_store
 from zkconsumer.spark.commit_guard import check_commit
@@ -32,7 +33,7 @@ from zkconsumer.zk.group_state import read_owners
 from zkconsumer.zk.registry import read_brokers
 from zkconsumer.zk.session import connect_for
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,7 @@ def _partitions_in(view: TopicView, options: SourceOptions) -> list[TopicPartiti
             raise ConfigError("topics", ",".join(config.topics),
                               f"unknown topic(s): {', '.join(missing)}", SOURCE)
     else:
-        topic_filter = Whitelist(config.whitelist) if config.whitelist else \
-            Blacklist(config.blacklist)
+        topic_filter = wildcard_filter(config.whitelist, config.blacklist)
         topics = [t for t in view.all_topics
                   if topic_filter.allows(t, config.exclude_internal_topics)]
     return sorted(TopicPartition(topic, partition) for topic in topics
@@ -101,16 +101,14 @@ class GroupClients:
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self.zk = connect_for(options.config)
-        self._store = None
         self._log: LogOffsets | None = None
-        self._topics: TopicSource | None = None
-        try:
+        with ExitStack() as undo:
+            undo.callback(self._close_session)
             self._topics = _topic_source(self.zk, options)
+            undo.callback(self._topics.close)
             self.access = kafka_access(self.zk, options)
             self._store = open_offset_store(options.config, self.zk, *self.access)
-        except BaseException:
-            self.close()
-            raise
+            undo.pop_all()  # all open: close() closes them from here on
 
     def __enter__(self) -> GroupClients:
         return self
@@ -150,9 +148,13 @@ class GroupClients:
         return changed
 
     def close(self) -> None:
-        for client in (self._log, self._store, self._topics):
-            if client is not None:
-                client.close()
+        if self._log is not None:
+            self._log.close()
+        self._store.close()
+        self._topics.close()
+        self._close_session()
+
+    def _close_session(self) -> None:
         self.zk.stop()
         self.zk.close()
 
@@ -188,17 +190,17 @@ def resolve_starts(options: SourceOptions, partitions: list[TopicPartition],
     spec = options.starting
     starts = {}
     for tp in partitions:
-        if spec == "earliest":
-            wanted = earliest[tp]
-        elif spec == "latest":
-            wanted = latest[tp]
-        elif spec == "group":
-            wanted = committed.get(tp, reset[tp])
-        else:
+        if isinstance(spec, dict):
             wanted = spec.get(tp, committed.get(tp, reset[tp]))
             wanted = {EARLIEST: earliest[tp], LATEST: latest[tp]}.get(wanted, wanted)
             if strict and tp in spec and wanted < earliest[tp]:
                 wanted = _deleted_start(options, tp, wanted, earliest[tp])
+        elif spec == "earliest":
+            wanted = earliest[tp]
+        elif spec == "latest":
+            wanted = latest[tp]
+        else:  # "group"
+            wanted = committed.get(tp, reset[tp])
         if not earliest[tp] <= wanted <= latest[tp]:
             log.warning("the group's offset is outside the log; auto.offset.reset decides",
                         partition=str(tp), offset=wanted, log_start=earliest[tp],
@@ -224,7 +226,7 @@ def resolve_ends(options: SourceOptions, partitions: list[TopicPartition],
     spec = options.ending
     ends = {}
     for tp in partitions:
-        wanted = latest[tp] if spec == "latest" else spec.get(tp, latest[tp])
+        wanted = spec.get(tp, latest[tp]) if isinstance(spec, dict) else latest[tp]  # "latest"
         if wanted in (LATEST, EARLIEST):
             wanted = latest[tp] if wanted == LATEST else starts[tp]
         ends[tp] = max(starts[tp], min(wanted, latest[tp]))

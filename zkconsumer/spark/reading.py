@@ -11,12 +11,13 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-import structlog
+import pyarrow.compute as pc
 
 from zkconsumer.arrow_records import as_text, record_batch
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.fetch import LogOffsets, fetcher_for
 from zkconsumer.fetch.columns import RecordColumns, count_before, offset_at
+from zkconsumer.logs import get_logger
 from zkconsumer.model import Message, TopicPartition
 from zkconsumer.spark.planning import ReadPlan
 from zkconsumer.spark.ranges import OffsetRange
@@ -28,7 +29,7 @@ POLL_MS = 500
 # counted in polls: a poll ends early whenever a broker answers, even with nothing.
 STALL_LIMIT_S = 60.0
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def schema_ddl(decode_utf8: bool) -> str:
@@ -155,5 +156,23 @@ def for_spark(batch: pa.RecordBatch, schema: pa.Schema, decode_utf8: bool) -> pa
         keys, values = as_text(keys), as_text(values)
     return pa.RecordBatch.from_arrays([
         keys, values, batch.column("topic"), batch.column("partition"), batch.column("offset"),
-        batch.column("timestamp").cast(pa.timestamp("us", tz="UTC")),
+        _in_microseconds(batch.column("timestamp")),
     ], schema=schema)
+
+
+# Milliseconds that microseconds in an int64 can hold: about 292,000 years either side of 1970.
+_MICROSECONDS_HOLD_MS = (2**63 - 1) // 1000
+
+
+def _in_microseconds(millis: pa.Array) -> pa.Array:
+    """Spark's timestamps are microseconds. A record's timestamp is whatever its producer wrote;
+    one too far out to convert (no clock's reading, but a bad producer's) is null, not a failed
+    query."""
+    as_numbers = millis.cast(pa.int64())
+    bounds = pc.min_max(as_numbers)
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    if low is not None and (high > _MICROSECONDS_HOLD_MS or low < -_MICROSECONDS_HOLD_MS):
+        unconvertible = pc.or_(pc.greater(as_numbers, _MICROSECONDS_HOLD_MS),
+                               pc.less(as_numbers, -_MICROSECONDS_HOLD_MS))
+        millis = pc.if_else(unconvertible, pa.scalar(None, millis.type), millis)
+    return millis.cast(pa.timestamp("us", tz="UTC"))

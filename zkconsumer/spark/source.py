@@ -12,6 +12,8 @@ options fail before any Spark job starts.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -28,6 +30,9 @@ from zkconsumer.spark.planning import GroupClients, plan_read, selected_partitio
 from zkconsumer.spark.ranges import OffsetRange, cap_total, split_ranges
 from zkconsumer.spark.reading import read_range, schema_ddl
 from zkconsumer.zk.session import session_for
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 class RangePartition(InputPartition):
@@ -68,12 +73,13 @@ class GroupBatchReader(DataSourceReader):
         self._max_records = options.max_records_per_partition
         self._plan = plan_read(options)
 
-    def partitions(self) -> list[RangePartition]:
+    def partitions(self) -> list[InputPartition]:
         ranges = split_ranges(self._plan.starts, self._plan.ends, self._max_records)
-        return [RangePartition(r) for r in ranges] or [RangePartition(None)]
+        # Spark wants at least one partition, even for no data
+        return [RangePartition(r) for r in ranges] or [InputPartition(None)]
 
-    def read(self, partition: RangePartition):
-        if partition.offsets is None:   # Spark wants at least one partition, even for no data
+    def read(self, partition: InputPartition):
+        if not isinstance(partition, RangePartition):   # the one for no data
             return iter(())
         return read_range(self._plan, partition.offsets, self._decode, self._fail_on_data_loss)
 
@@ -143,12 +149,13 @@ class GroupStreamReader(DataSourceStreamReader):
         ranges = split_ranges(starts, ends, self._options.max_records_per_partition)
         return [RangePartition(r) for r in ranges]
 
-    def read(self, partition: RangePartition):
+    def read(self, partition: InputPartition):
+        assert isinstance(partition, RangePartition)  # as `partitions()` made it
         return read_range(self._plan, partition.offsets, self._options.decode_utf8,
                           self._options.fail_on_data_loss)
 
 
-def _to_offset_dict(offsets: dict[TopicPartition, int]) -> dict:
+def _to_offset_dict(offsets: Mapping[TopicPartition, int]) -> dict:
     return json.loads(offsets_to_json(offsets))
 
 
@@ -156,6 +163,6 @@ def _from_offset_dict(document: dict) -> dict[TopicPartition, int]:
     return offsets_from_json(json.dumps(document), "offset", "Spark checkpoint")
 
 
-def register(spark) -> None:
+def register(spark: SparkSession) -> None:
     """Make `spark.read.format("zkconsumer")` (and `readStream`) available in this session."""
     spark.dataSource.register(ZkConsumerDataSource)

@@ -13,12 +13,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Collection
 
-import structlog
-
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.logs import get_logger
 from zkconsumer.topology.sources import TopicSource, TopicView
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 Interest = tuple[bool, Collection[str]]  # (whether a filter subscribes, the topics subscribed)
 

@@ -10,16 +10,16 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-import structlog
 from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.fetch.retry_policy import RetryWarnings
 from zkconsumer.kafka_client import LazyConsumer, client_settings
+from zkconsumer.logs import get_logger
 from zkconsumer.zk.registry import list_topics, read_topic
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class TopicMetadataError(ZkConsumerError):
@@ -27,7 +27,8 @@ class TopicMetadataError(ZkConsumerError):
 
 
 class TopicView(Protocol):
-    all_topics: Sequence[str]
+    @property
+    def all_topics(self) -> Sequence[str]: ...
 
     def partitions(self, topic: str) -> list[int] | None:
         """The topic's partition numbers, sorted; None for a topic that does not exist."""

@@ -77,7 +77,7 @@ def committed_partitions(zk: KazooClient, group: str) -> list[TopicPartition]:
     paths = GroupPaths(group)
     topics = sorted(_children(zk, paths.offsets))
     requests = [(topic, zk.get_children_async(paths.offsets_topic(topic))) for topic in topics]
-    found = []
+    found: list[TopicPartition] = []
     for topic, request in requests:
         try:
             names = request.get()

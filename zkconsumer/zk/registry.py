@@ -10,10 +10,10 @@ import functools
 import threading
 import time
 
-import structlog
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from zkconsumer.logs import get_logger
 from zkconsumer.znodes.brokers import BrokerRegistration
 from zkconsumer.znodes.paths import (
     BROKER_IDS,
@@ -25,7 +25,7 @@ from zkconsumer.znodes.paths import (
 )
 from zkconsumer.znodes.topics import PartitionState, TopicPartitions
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def _children(zk: KazooClient, path: str) -> list[str]:
@@ -57,9 +57,9 @@ def wait_for_brokers(zk: KazooClient, timeout_s: float) -> dict[int, BrokerRegis
     while True:
         changed = threading.Event()
         try:
-            zk.get_children(BROKER_IDS, watch=lambda _event: changed.set())
+            zk.get_children(BROKER_IDS, watch=lambda _event, wake=changed: wake.set())
         except NoNodeError:
-            zk.exists(BROKER_IDS, watch=lambda _event: changed.set())
+            zk.exists(BROKER_IDS, watch=lambda _event, wake=changed: wake.set())
         brokers = read_brokers(zk)
         remaining = deadline - time.monotonic()
         if brokers or remaining <= 0:

@@ -4,15 +4,30 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import AuthFailedError
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.retry import KazooRetry
 from kazoo.security import make_acl, make_digest_acl
 
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.zk.polling_handler import PollingHandler
+
+# A lost connection is retried about once a second for as long as it takes, as the Java client
+# does. kazoo's default backoff doubles up to an hour: a member then came back seconds after the
+# ensemble served again, by which time its session had expired (after a short outage) or not for
+# half a minute (after a long one).
+RECONNECT_MAX_DELAY_S = 1.0
+
+
+def reconnect_retry() -> KazooRetry:
+    """Reconnection attempts: forever, 0.1 s at first, then about once a second (with jitter,
+    so a group's members do not all arrive at once)."""
+    return KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_jitter=0.3,
+                      max_delay=RECONNECT_MAX_DELAY_S)
 
 
 class ZookeeperUnreachableError(ZkConsumerError):
@@ -37,7 +52,7 @@ def connect(connect_string: str, *, timeout_s: float = 6.0, session_timeout_s: f
     authenticates, and every znode it creates gets an ACL that lets only that user change it
     (and everyone read it if `world_readable`).
     """
-    options = {}
+    options: dict[str, Any] = {}
     if digest:
         options["auth_data"] = [("digest", digest)]
     if sasl:
@@ -45,6 +60,7 @@ def connect(connect_string: str, *, timeout_s: float = 6.0, session_timeout_s: f
         options["sasl_options"] = {"mechanism": mechanism.upper(), "username": user,
                                    "password": password}
     client = KazooClient(hosts=connect_string, timeout=session_timeout_s, handler=PollingHandler(),
+                         connection_retry=reconnect_retry(),
                          default_acl=_acl_for(digest, sasl, world_readable), **options)
     try:
         client.start(timeout=timeout_s)
@@ -68,7 +84,7 @@ def connect_for(config: ConsumerConfig) -> KazooClient:
     sasl = None
     if config.zookeeper_sasl_username:
         sasl = (config.zookeeper_sasl_mechanism, config.zookeeper_sasl_username,
-                config.zookeeper_sasl_password)
+                config.zookeeper_sasl_password or "")
     return connect(config.zookeeper_connect.connect_string,
                    timeout_s=config.zookeeper_connection_timeout_ms / 1000.0,
                    session_timeout_s=config.zookeeper_session_timeout_ms / 1000.0,

@@ -49,6 +49,11 @@ _ESCAPES = {
 }
 
 LONG_MAX = 2**63 - 1
+# Every member lists every other member's thread ids to assign partitions, so a registration's
+# stream count is memory in each of them: 2^31-1 written by one member would exhaust them all.
+# `zkconsumer consume` allows 1024 streams; no process runs more threads than this, per topic
+# or, for a static registration, in all.
+MAX_STREAMS = 10_000
 # The reference's "invalid offset"; a stored -1 makes its fetcher fall back to auto.offset.reset,
 # so callers should treat it like a missing offsets znode.
 NO_OFFSET = -1
@@ -74,6 +79,9 @@ class ConsumerRegistration:
         for topic, streams in subscription.items():
             check_name("topic", topic)
             _check_streams(streams)
+        if sum(subscription.values()) > MAX_STREAMS:
+            raise ValueError(f"{sum(subscription.values())} streams in all, more than "
+                             f"{MAX_STREAMS}")
         return cls(1, dict(subscription), SubscriptionPattern.STATIC, str(timestamp_ms))
 
     @classmethod
@@ -108,7 +116,8 @@ class ConsumerRegistration:
             )
         counts = fields.obj("subscription")
         subscription = {
-            name: counts.check_int(name, value, minimum=1) for name, value in counts.items()
+            name: counts.check_int(name, value, minimum=1, maximum=MAX_STREAMS)
+            for name, value in counts.items()
         }
         if not subscription:
             pattern = SubscriptionPattern.STATIC  # as the reference reads it, whatever it says
@@ -117,6 +126,11 @@ class ConsumerRegistration:
                 f"a {pattern} registration needs exactly one regex in 'subscription', "
                 f"got {len(subscription)}"
             )
+        if pattern == SubscriptionPattern.STATIC:
+            _check_topic_names(fields, subscription)
+            if sum(subscription.values()) > MAX_STREAMS:  # the thread ids every member lists
+                raise fields.fail(f"'subscription' asks for {sum(subscription.values())} "
+                                  f"streams in all, more than {MAX_STREAMS}")
         return cls(
             1 if version is None else version, subscription, pattern, _read_timestamp(fields)
         )
@@ -138,9 +152,20 @@ class ConsumerRegistration:
 
 
 def _check_streams(streams: int) -> int:
-    if not isinstance(streams, int) or isinstance(streams, bool) or not 1 <= streams <= 2**31 - 1:
-        raise ValueError(f"a stream count must be a positive 32-bit integer, got {streams!r}")
+    if not isinstance(streams, int) or isinstance(streams, bool) or not 1 <= streams <= MAX_STREAMS:
+        raise ValueError(f"a stream count must be an integer from 1 to {MAX_STREAMS}, "
+                         f"got {streams!r}")
     return streams
+
+
+def _check_topic_names(fields: JsonObject, subscription: Mapping[str, int]) -> None:
+    """Subscribed topics become znode paths in every member and tool reading the group; a name
+    no topic can have ("", "a/b") would fail there, far from the registration that holds it."""
+    for topic in subscription:
+        try:
+            check_name("topic", topic)
+        except ValueError as exc:
+            raise fields.fail(f"subscription: {exc}") from None
 
 
 def _read_timestamp(fields: JsonObject) -> str | None:

@@ -56,6 +56,8 @@ class JsonObject:
             value = json.loads(text, parse_constant=_reject_constant)
         except ValueError as exc:
             raise ZnodeDataError(path, f"not valid JSON ({exc})") from None
+        except RecursionError:  # arrays or objects nested thousands deep
+            raise ZnodeDataError(path, "JSON nested too deeply") from None
         if not isinstance(value, dict):
             raise ZnodeDataError(path, f"expected a JSON object, got {_kind(value)}")
         return cls(path, value)

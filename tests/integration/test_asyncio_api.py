@@ -1,0 +1,93 @@
+"""The asyncio API on the real cluster: streams consumed by coroutines without holding up the
+event loop, and a cancelled consumer that commits what it consumed and nothing more."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from support.kafka import produce
+from support.offsets import zookeeper_offsets
+
+from zkconsumer import AsyncConsumerConnector, TopicPartition
+
+pytestmark = pytest.mark.integration
+
+
+def _config(cluster, group: str) -> dict[str, str]:
+    """Auto-commits only on leaving (the interval is longer than any test): what is committed
+    is what the shutdown found consumed."""
+    return {"zookeeper.connect": cluster.zookeeper_connect, "group.id": group,
+            "auto.offset.reset": "smallest", "auto.commit.interval.ms": "600000"}
+
+
+def test_two_streams_consumed_by_coroutines_while_a_timer_keeps_ticking(
+        cluster, zk, topic_factory, unique_name):
+    topics = [topic_factory(partitions=2), topic_factory(partitions=2)]
+    for topic in topics:
+        produce(cluster, topic, [b"%s-%d" % (topic.encode(), i) for i in range(2000)],
+                partitions=2)
+
+    async def scenario() -> tuple[dict[str, int], float]:
+        lateness: list[float] = []
+        done = asyncio.Event()
+
+        async def tick() -> None:
+            due = time.monotonic() + 0.01
+            while not done.is_set():
+                await asyncio.sleep(max(0.0, due - time.monotonic()))
+                lateness.append(time.monotonic() - due)
+                due += 0.01
+
+        async def consume(stream, topic: str) -> int:
+            count = 0
+            async for message in stream:
+                assert message.topic == topic
+                count += 1
+                if count == 2000:
+                    return count
+            return count
+
+        ticker = asyncio.ensure_future(tick())
+        async with AsyncConsumerConnector(_config(cluster, unique_name("aio"))) as connector:
+            streams = await connector.create_message_streams({topic: 1 for topic in topics})
+            counts = await asyncio.gather(*(consume(streams[t][0], t) for t in topics))
+        done.set()
+        await ticker
+        return dict(zip(topics, counts, strict=True)), max(lateness)
+
+    counts, worst_lateness = asyncio.run(scenario())
+    assert counts == dict.fromkeys(topics, 2000)
+    assert worst_lateness < 0.05, f"a tick was {worst_lateness * 1000:.0f} ms late"
+
+
+def test_a_cancelled_consumer_commits_what_it_consumed_and_not_the_message_in_hand(
+        cluster, zk, topic_factory, unique_name):
+    topic = topic_factory(partitions=1)
+    produce(cluster, topic, [b"m%d" % i for i in range(50)], partitions=1)
+    group = unique_name("aio-cancel")
+
+    async def scenario() -> int:
+        handling = asyncio.Event()
+        seen: list[int] = []
+
+        async def consume() -> None:
+            async with AsyncConsumerConnector(_config(cluster, group)) as connector:
+                (stream,) = (await connector.create_message_streams({topic: 1}))[topic]
+                async for message in stream:
+                    seen.append(message.offset)
+                    if message.offset == 9:
+                        handling.set()
+                        await asyncio.Event().wait()  # handling it when cancelled
+
+        task = asyncio.ensure_future(consume())
+        await handling.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return seen[-1]
+
+    assert asyncio.run(scenario()) == 9
+    # Offsets 0-8 were consumed; 9 was being handled: the next member starts there.
+    assert zookeeper_offsets(zk, group) == {TopicPartition(topic, 0): 9}

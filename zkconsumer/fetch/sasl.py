@@ -1,0 +1,348 @@
+"""Logging in to a broker with SASL: PLAIN and SCRAM-SHA-256/512, as protocol state.
+
+A SASL listener takes no request but ApiVersions before the login: the client names its
+mechanism (SaslHandshake), then trades tokens with the broker until the mechanism is satisfied.
+Brokers from 1.0 on (SaslHandshake v1) carry each token in a SaslAuthenticate request, whose
+answer has an error code and message; those from 0.10.0 to 0.11 (SaslHandshake v0) take the
+tokens as bare length-prefixed frames and reject a login by closing the connection.
+
+SCRAM (RFC 5802, with the hashes of RFC 7677) never sends the password: the client proves it
+knows the salted password, and checks the broker's signature in turn, so a front that does not
+know the password cannot pass for the broker.
+
+Pure: the encodings and the mechanisms' steps, no sockets; `sasl_login` in `broker_channel`
+drives one exchange over a connection.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import struct
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple, TypeVar
+
+from zkconsumer.errors import ConfigError
+from zkconsumer.fetch.errors import FetchError
+
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED = 33, 34, 58
+SASL_SECURITY_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+_SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+WIRE_MECHANISMS = ("PLAIN", *_SCRAM_HASHES)
+# Kafka refuses SCRAM credentials stored with fewer iterations; a broker asking for fewer is
+# not one to trust with a proof.
+_MIN_SCRAM_ITERATIONS = 4096
+_ERROR_NAMES = {UNSUPPORTED_SASL_MECHANISM: "UNSUPPORTED_SASL_MECHANISM",
+                ILLEGAL_SASL_STATE: "ILLEGAL_SASL_STATE",
+                SASL_AUTHENTICATION_FAILED: "SASL_AUTHENTICATION_FAILED"}
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+Payload = bytes | bytearray  # a response as the channel reads it, correlation id first
+_Answer = TypeVar("_Answer")
+
+
+class SaslLoginError(FetchError):
+    """The broker refused the login, or the login cannot be made: no retry can cure it."""
+
+
+class SaslProtocolError(ValueError):
+    """A SASL answer did not parse."""
+
+
+class Credentials(NamedTuple):
+    mechanism: str
+    username: str
+    password: str
+
+    def __repr__(self) -> str:
+        return f"Credentials({self.mechanism!r}, {self.username!r}, '***')"
+
+
+class SaslVersions(NamedTuple):
+    """SaslHandshake's version, and SaslAuthenticate's (None: the bare frames of
+    SaslHandshake v0)."""
+
+    handshake: int
+    authenticate: int | None
+
+
+LEGACY_SASL = SaslVersions(0, None)
+
+
+def sasl_versions(offered: Mapping[int, tuple[int, int]]) -> SaslVersions:
+    """The versions to log in with, from a broker's ApiVersions answer; v2 of SaslAuthenticate
+    (flexible encoding) adds nothing a login needs."""
+    if SASL_HANDSHAKE not in offered:
+        return LEGACY_SASL
+    handshake = min(1, offered[SASL_HANDSHAKE][1])
+    if handshake < 1 or SASL_AUTHENTICATE not in offered:
+        return SaslVersions(handshake, None)
+    return SaslVersions(handshake, min(1, offered[SASL_AUTHENTICATE][1]))
+
+
+def credentials_from(settings: Mapping[str, Any]) -> Credentials | None:
+    """The login the kafka-python settings ask for; None without SASL. Only called for a
+    mechanism the wire client speaks, or none (see `wire_fetcher.wire_unsupported_reason`):
+    Kafka's own default is GSSAPI and kafka-python has none, so none is not guessed."""
+    if settings.get("security_protocol", "PLAINTEXT") not in SASL_SECURITY_PROTOCOLS:
+        return None
+    mechanism = settings.get("sasl_mechanism")
+    if mechanism is None:
+        raise ConfigError("kafka.sasl.mechanism", "<unset>",
+                          f"{settings['security_protocol']} needs one: "
+                          f"{', '.join(WIRE_MECHANISMS)}, GSSAPI or OAUTHBEARER")
+    for key in ("sasl_plain_username", "sasl_plain_password"):
+        if not settings.get(key):
+            raise ConfigError("kafka." + key.replace("_", "."), "<unset>",
+                              f"SASL {mechanism} needs it")
+    return Credentials(mechanism, settings["sasl_plain_username"],
+                       settings["sasl_plain_password"])
+
+
+# -- the requests ----------------------------------------------------------------------------
+
+def handshake_request(mechanism: str) -> bytes:
+    return _string(mechanism)
+
+
+def decode_handshake(payload: Payload) -> tuple[int, list[str]]:
+    """(error code, the mechanisms the broker enables)."""
+    reader = _Reader(payload)
+    error = reader.int16()
+    mechanisms = [reader.string() for _ in range(reader.int32())]
+    reader.expect_end()
+    return error, mechanisms
+
+
+def authenticate_request(token: bytes) -> bytes:
+    return _INT32.pack(len(token)) + token
+
+
+def decode_authenticate(payload: Payload) -> tuple[int, str | None, bytes]:
+    """(error code, error message, the broker's token); v1's session lifetime is not used."""
+    reader = _Reader(payload)
+    error = reader.int16()
+    message = reader.nullable_string()
+    token = reader.blob()
+    return error, message, token
+
+
+def error_text(code: int) -> str:
+    return f"error {code} {_ERROR_NAMES.get(code, 'UNKNOWN')}"
+
+
+# -- the mechanisms --------------------------------------------------------------------------
+
+class PlainClient:
+    """RFC 4616: one token with the user name and password; the broker's empty answer ends it."""
+
+    def __init__(self, credentials: Credentials) -> None:
+        self._credentials = credentials
+        self.done = False
+
+    def first_token(self) -> bytes:
+        return b"\0" + self._credentials.username.encode() + b"\0" + \
+            self._credentials.password.encode()
+
+    def next_token(self, challenge: bytes) -> bytes | None:
+        self.done = True
+        return None
+
+
+class ScramClient:
+    """RFC 5802 without channel binding (the gs2 header "n,,"), as Kafka speaks it: the first
+    message names the user with a fresh nonce, the second proves the password against the salt
+    and iteration count the broker sent, and the broker's last message must carry the signature
+    only a holder of the stored keys can make."""
+
+    def __init__(self, credentials: Credentials, nonce: str | None = None) -> None:
+        self._hash = _SCRAM_HASHES[credentials.mechanism]
+        self._credentials = credentials
+        self._nonce = nonce or base64.b64encode(secrets.token_bytes(24)).decode()
+        self._first_bare = f"n={_sasl_name(credentials.username)},r={self._nonce}"
+        self._server_signature: bytes | None = None
+        self.done = False
+
+    def first_token(self) -> bytes:
+        return f"n,,{self._first_bare}".encode()
+
+    def next_token(self, challenge: bytes) -> bytes | None:
+        if self._server_signature is None:
+            return self._final_message(challenge.decode(errors="replace"))
+        self._verify(challenge.decode(errors="replace"))
+        self.done = True
+        return None
+
+    def _final_message(self, server_first: str) -> bytes:
+        fields = _scram_fields(server_first)
+        nonce, salt, iterations = fields.get("r", ""), fields.get("s"), fields.get("i", "")
+        if not nonce.startswith(self._nonce) or len(nonce) == len(self._nonce):
+            raise SaslLoginError("the broker's SCRAM nonce does not extend ours")
+        if salt is None or not iterations.isdigit():
+            raise SaslLoginError("the broker's first SCRAM message has no salt or iterations")
+        if int(iterations) < _MIN_SCRAM_ITERATIONS:
+            raise SaslLoginError(f"the broker asks for {iterations} SCRAM iterations, fewer "
+                                 f"than the minimum of {_MIN_SCRAM_ITERATIONS}")
+        salted = hashlib.pbkdf2_hmac(self._hash, self._credentials.password.encode(),
+                                     base64.b64decode(salt), int(iterations))
+        client_key = self._hmac(salted, b"Client Key")
+        stored_key = hashlib.new(self._hash, client_key).digest()
+        without_proof = f"c=biws,r={nonce}"
+        auth_message = f"{self._first_bare},{server_first},{without_proof}".encode()
+        signature = self._hmac(stored_key, auth_message)
+        proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+        self._server_signature = self._hmac(self._hmac(salted, b"Server Key"), auth_message)
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+    def _verify(self, server_final: str) -> None:
+        fields = _scram_fields(server_final)
+        if "e" in fields:
+            raise SaslLoginError(f"the broker ended SCRAM with error {fields['e']}")
+        verifier = fields.get("v", "")
+        if not hmac.compare_digest(verifier.encode(),
+                                   base64.b64encode(self._server_signature or b"")):
+            raise SaslLoginError("the broker's SCRAM signature is wrong: it does not hold this "
+                                 "user's credentials")
+
+    def _hmac(self, key: bytes, message: bytes) -> bytes:
+        return hmac.new(key, message, self._hash).digest()
+
+
+def mechanism_client(credentials: Credentials, nonce: str | None = None
+                     ) -> PlainClient | ScramClient:
+    if credentials.mechanism == "PLAIN":
+        return PlainClient(credentials)
+    return ScramClient(credentials, nonce)
+
+
+class SaslExchange:
+    """One login to one broker: what to send next, and what each answer means.
+
+    `handshake()` gives the SaslHandshake body; `handshake_answered` checks the answer and
+    gives the first token; each broker token goes to `token_answered`, which gives the next
+    token or None once the login is complete. Failures raise SaslLoginError naming the broker,
+    the mechanism and the user: one line, the password never in it.
+    """
+
+    def __init__(self, address: str, credentials: Credentials, versions: SaslVersions,
+                 nonce: str | None = None) -> None:
+        self.address = address
+        self.versions = versions
+        self._credentials = credentials
+        self._mechanism = mechanism_client(credentials, nonce)
+
+    def handshake(self) -> bytes:
+        return handshake_request(self._credentials.mechanism)
+
+    def handshake_answered(self, payload: Payload) -> bytes:
+        error, enabled = self._parsed(decode_handshake, payload, "SaslHandshake")
+        if error == UNSUPPORTED_SASL_MECHANISM:
+            raise self.failure(f"the broker does not enable this mechanism (it enables "
+                               f"{', '.join(enabled) or 'none'})")
+        if error:
+            raise self.failure(f"SaslHandshake answered {error_text(error)}")
+        return self._mechanism.first_token()
+
+    def authenticate_answered(self, payload: Payload) -> bytes | None:
+        """A SaslAuthenticate answer: its error, or its token for the mechanism."""
+        error, message, token = self._parsed(decode_authenticate, payload, "SaslAuthenticate")
+        if error:
+            raise self.failure(f"{message or 'authentication failed'} ({error_text(error)})")
+        return self.token_answered(token)
+
+    def token_answered(self, token: bytes) -> bytes | None:
+        try:
+            return self._mechanism.next_token(token)
+        except SaslLoginError as exc:
+            raise self.failure(str(exc)) from None
+
+    def closed(self, reason: str) -> SaslLoginError:
+        """The broker closed the connection during the login: with bare frames (SaslHandshake
+        v0) that is how it rejects credentials."""
+        if self.versions.authenticate is None:
+            return self.failure(f"the broker closed the connection ({reason}); with "
+                                "SaslHandshake v0 that is how it rejects a login, most often "
+                                "for a wrong user name or password")
+        return self.failure(f"the broker closed the connection ({reason})")
+
+    def failure(self, reason: str) -> SaslLoginError:
+        return SaslLoginError(f"SASL login to broker {self.address} failed "
+                              f"(mechanism {self._credentials.mechanism}, user "
+                              f"{self._credentials.username}): {reason}")
+
+    @property
+    def done(self) -> bool:
+        return self._mechanism.done
+
+    def _parsed(self, decode: Callable[[Payload], _Answer], payload: Payload, what: str
+                ) -> _Answer:
+        try:
+            return decode(payload)
+        except SaslProtocolError as exc:
+            raise self.failure(f"its {what} answer does not parse ({exc})") from None
+
+
+# -- small codecs ----------------------------------------------------------------------------
+
+def _sasl_name(name: str) -> str:
+    return name.replace("=", "=3D").replace(",", "=2C")
+
+
+def _scram_fields(message: str) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    for part in message.split(","):
+        key, separator, value = part.partition("=")
+        if separator and len(key) == 1:
+            fields.setdefault(key, value)
+    return fields
+
+
+def _string(text: str) -> bytes:
+    encoded = text.encode()
+    return _INT16.pack(len(encoded)) + encoded
+
+
+class _Reader:
+    """Reads a response body after its correlation id."""
+
+    def __init__(self, payload: Payload) -> None:
+        self._payload = payload
+        self._offset = 4
+
+    def int16(self) -> int:
+        return self._unpack(_INT16)
+
+    def int32(self) -> int:
+        return self._unpack(_INT32)
+
+    def string(self) -> str:
+        text = self.nullable_string()
+        if text is None:
+            raise SaslProtocolError("a null string where one is required")
+        return text
+
+    def nullable_string(self) -> str | None:
+        size = self.int16()
+        return None if size < 0 else self._take(size).decode(errors="replace")
+
+    def blob(self) -> bytes:
+        size = self.int32()
+        return b"" if size < 0 else self._take(size)
+
+    def expect_end(self) -> None:
+        if self._offset != len(self._payload):
+            raise SaslProtocolError(f"{len(self._payload) - self._offset} bytes left over")
+
+    def _unpack(self, layout: struct.Struct) -> int:
+        return layout.unpack(self._take(layout.size))[0]
+
+    def _take(self, size: int) -> bytes:
+        end = self._offset + size
+        if size < 0 or end > len(self._payload):
+            raise SaslProtocolError("the answer ends early")
+        chunk = bytes(self._payload[self._offset:end])
+        self._offset = end
+        return chunk
