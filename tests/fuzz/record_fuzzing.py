@@ -127,7 +127,8 @@ def marker(offset: int, producer_id: int, commit: bool) -> bytes:
     return v2_batch(offset, [record], producer_id=producer_id, transactional=True, control=True)
 
 
-def _varint(value: int) -> bytes:
+def varint(value: int) -> bytes:
+    """A zig-zag varint, as v2 record fields are written; values past 64 bits too."""
     zigzag = (value << 1) ^ (value >> 63) if -(1 << 63) <= value < (1 << 63) else value << 1
     zigzag &= (1 << 70) - 1
     out = bytearray()
@@ -144,11 +145,11 @@ def hostile_control_batch(producer_id: int = 7, base_offset: int = 0) -> bytes:
     """The batch of issue 24: transactional and control bits set, one record (an ABORT marker)
     with one header whose key length is 2^34, far past the batch; CRC and size right, so only
     the record's own lengths are wrong."""
-    body = (b"\x00" + _varint(0) + _varint(0)
-            + _varint(4) + struct.pack(">hh", 0, 0)  # key: version 0, ABORT
-            + _varint(6) + struct.pack(">hi", 0, 0)  # value: version 0, coordinator epoch
-            + _varint(1) + _varint(1 << 34) + b"hk" + _varint(-1))
-    record = _varint(len(body)) + body
+    body = (b"\x00" + varint(0) + varint(0)
+            + varint(4) + struct.pack(">hh", 0, 0)  # key: version 0, ABORT
+            + varint(6) + struct.pack(">hi", 0, 0)  # value: version 0, coordinator epoch
+            + varint(1) + varint(1 << 34) + b"hk" + varint(-1))
+    record = varint(len(body)) + body
     batch = bytearray(struct.pack(">qiibIhiqqqhii", base_offset, 0, 0, 2, 0,
                                   TRANSACTIONAL | CONTROL, 0, TIMESTAMP, TIMESTAMP, producer_id,
                                   0, 0, 1) + record)
@@ -231,7 +232,7 @@ def _signed_again(data: bytearray) -> bytes:
 
 def _set_varint(rng: random.Random, data: bytearray) -> None:
     position = rng.randrange(len(data))
-    encoded = _varint(rng.choice(HUGE + (rng.randrange(-300, 300),)))
+    encoded = varint(rng.choice(HUGE + (rng.randrange(-300, 300),)))
     if rng.random() < 0.5:
         data[position:position + 1] = encoded  # a one-byte varint replaced
     else:

@@ -18,6 +18,7 @@ import struct
 import threading
 from collections.abc import Callable
 
+from fuzz.record_fuzzing import hostile_control_batch, varint
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataResponse
@@ -30,46 +31,23 @@ PRODUCER_ID = 4242
 _TIMESTAMP = 1_700_000_000_000
 # Where a v2 batch header keeps the fields rewritten here, and its size.
 _LENGTH_AT, _CRC_AT, _ATTRIBUTES_AT, _COUNT_AT, _HEADER_SIZE = 8, 17, 21, 57, 61
-_TRANSACTIONAL, _CONTROL = 0x10, 0x20
-_ABORT_MARKER_KEY = struct.pack(">hh", 0, 0)  # control record key: version 0, ABORT
-_ABORT_MARKER_VALUE = struct.pack(">hi", 0, 0)  # version 0, coordinator epoch
 
 
-def _varint(value: int) -> bytes:
-    """A zig-zag varint, as record fields are written."""
-    value = (value << 1) ^ (value >> 63)
-    encoded = bytearray()
-    while value >= 0x80:
-        encoded.append(value & 0x7F | 0x80)
-        value >>= 7
-    encoded.append(value)
-    return bytes(encoded)
-
-
-def _signed(head: bytes, records: bytes, base_offset: int, count: int,
-            set_attributes: int = 0) -> bytes:
+def _signed(head: bytes, records: bytes, base_offset: int, count: int) -> bytes:
     """A batch of this header and these record bytes, its offset, count, length and CRC set."""
     batch = bytearray(head[:_HEADER_SIZE] + records)
     struct.pack_into(">q", batch, 0, base_offset)
     struct.pack_into(">i", batch, _LENGTH_AT, len(batch) - 12)
-    (attributes,) = struct.unpack_from(">h", batch, _ATTRIBUTES_AT)
-    struct.pack_into(">h", batch, _ATTRIBUTES_AT, attributes | set_attributes)
     struct.pack_into(">i", batch, _COUNT_AT, count)
     struct.pack_into(">I", batch, _CRC_AT, crc32c(bytes(batch[_ATTRIBUTES_AT:])))
     return bytes(batch)
 
 
 def control_batch_with_huge_header_key(base_offset: int) -> bytes:
-    """A transaction marker (transactional and control bits) of `PRODUCER_ID` whose one record
-    has a header whose key length is 2^34: far past the end of the batch."""
-    builder = DefaultRecordBatchBuilder(2, 0, True, PRODUCER_ID, 0, 0, 1 << 20)
-    builder.append(0, _TIMESTAMP, _ABORT_MARKER_KEY, _ABORT_MARKER_VALUE, [])
-    record = (b"\x00" + _varint(0) + _varint(0)  # attributes, timestamp and offset deltas
-              + _varint(len(_ABORT_MARKER_KEY)) + _ABORT_MARKER_KEY
-              + _varint(len(_ABORT_MARKER_VALUE)) + _ABORT_MARKER_VALUE
-              + _varint(1) + _varint(2**34))  # one header, its key 2^34 bytes long
-    return _signed(builder.build(), _varint(len(record)) + record, base_offset, 1,
-                   _TRANSACTIONAL | _CONTROL)
+    """The batch of issue 24, as the fuzzing harness builds it: a transaction marker
+    (transactional and control bits) of `PRODUCER_ID` whose one record has a header whose key
+    length is 2^34, far past the end of the batch."""
+    return hostile_control_batch(PRODUCER_ID, base_offset)
 
 
 def batch_with_huge_record_length(base_offset: int) -> bytes:
@@ -79,7 +57,7 @@ def batch_with_huge_record_length(base_offset: int) -> bytes:
     built = builder.build()
     records = built[_HEADER_SIZE:]
     length_size = next(i for i, byte in enumerate(records) if byte < 0x80) + 1
-    return _signed(built, _varint(2**31 - 1) + records[length_size:], base_offset, 1)
+    return _signed(built, varint(2**31 - 1) + records[length_size:], base_offset, 1)
 
 
 class HostileBroker:
