@@ -12,9 +12,10 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
@@ -27,6 +28,7 @@ from zkconsumer.localcluster.processes import (
     free_port,
     is_alive,
     log_tail,
+    port_was_taken,
     spawn,
     stop_process,
 )
@@ -44,6 +46,14 @@ OFFSETS_TOPIC_PARTITIONS = 4
 
 class ClusterError(ZkConsumerError):
     """The local cluster could not be started, found or stopped."""
+
+
+class PortTaken(ClusterError):
+    """A server stopped at start-up because another process bound its port first."""
+
+
+START_ATTEMPTS = 3
+T = TypeVar("T")
 
 
 @dataclass
@@ -210,11 +220,16 @@ class LocalCluster:
     # -- servers ---------------------------------------------------------------------------
 
     def start_zookeeper(self, port: int | None = None) -> ServerProcess:
-        """Start ZooKeeper on a free port, or on `port` (a restart, which clients must find at
-        the address they know; the data dir keeps sessions and znodes across it)."""
+        """Start ZooKeeper on a free port (another one if that is taken before ZooKeeper binds
+        it), or on `port` (a restart, which clients must find at the address they know; the
+        data dir keeps sessions and znodes across it)."""
+        if port is not None:
+            return self._start_zookeeper_on(port)
+        return _on_another_port_if_taken(lambda: self._start_zookeeper_on(free_port()))
+
+    def _start_zookeeper_on(self, port: int) -> ServerProcess:
         data_dir = self.work_dir / "zookeeper"
         data_dir.mkdir(parents=True, exist_ok=True)
-        port = port or free_port()
         config = self.work_dir / "zookeeper.properties"
         settings = (f"dataDir={data_dir}\nclientPort={port}\nclientPortAddress=127.0.0.1\n"
                     "maxClientCnxns=0\ntickTime=2000\n")
@@ -229,11 +244,12 @@ class LocalCluster:
             jvm_options = f"-Djava.security.auth.login.config={jaas}"
         config.write_text(settings)
         log_file = self.work_dir / "logs" / "zookeeper.out"
+        log_start = _size(log_file)
         process = self._spawn("zookeeper-server-start.sh", config, log_file, heap="-Xmx256M",
                               jvm_options=jvm_options)
         self.zookeeper = ServerProcess(port=port, pid=process.pid, log_file=str(log_file))
         self._save()
-        self._wait(lambda: _zookeeper_answers(port), self.zookeeper, "ZooKeeper")
+        self._wait(lambda: _zookeeper_answers(port), self.zookeeper, "ZooKeeper", log_start)
         return self.zookeeper
 
     def add_broker(self, broker_id: int | None = None,
@@ -251,10 +267,22 @@ class LocalCluster:
                                overrides=dict(overrides or {}))
         if ssl_keystore is not None:
             broker.ssl_port = free_port()
+        if ssl_keystore is not None:
             broker.ssl_keystore = str(ssl_keystore.keystore)
             broker.ssl_password = ssl_keystore.password
         self.brokers[broker_id] = broker
-        return self.start_broker(broker_id)
+
+        def move_to_free_ports() -> None:
+            broker.port = free_port()
+            if broker.ssl_port:
+                broker.ssl_port = free_port()
+
+        try:
+            return _on_another_port_if_taken(lambda: self.start_broker(broker_id),
+                                             move_to_free_ports)
+        except ClusterError:
+            del self.brokers[broker_id]
+            raise
 
     def start_broker(self, broker_id: int) -> BrokerProcess:
         """(Re)start a known broker on its own port and data folder; waits for its registration."""
@@ -271,12 +299,14 @@ class LocalCluster:
             # its session expires; a successor started before then refuses to run ("already
             # registered"), and the stale znode would look like the new broker being ready.
             _wait_until_gone(zk, broker_path(broker_id), STALE_REGISTRATION_TIMEOUT_S)
+            log_start = _size(log_file)
             process = self._spawn("kafka-server-start.sh", config, log_file, heap="-Xmx512M",
                                   log_dir=self.work_dir / "logs" / f"kafka-{broker_id}")
             broker.pid = process.pid
             broker.log_file = str(log_file)
             self._save()
-            self._wait(lambda: _broker_registered(zk, broker), broker, f"Kafka broker {broker_id}")
+            self._wait(lambda: _broker_registered(zk, broker), broker, f"Kafka broker {broker_id}",
+                       log_start)
         finally:
             zk.stop()
             zk.close()
@@ -358,9 +388,17 @@ class LocalCluster:
             )
         return path
 
-    def _wait(self, ready, server: ServerProcess, name: str) -> None:
+    def _wait(self, ready, server: ServerProcess, name: str, log_start: int) -> None:
+        """Wait until `ready()`; `log_start` is where this start's lines begin in the log
+        (servers append to it), so an old start's failure is never taken for this one's. A
+        broker that could not bind its port does not always exit (0.9 hangs in its shutdown),
+        so a taken port is read from the log and the server stopped here."""
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
+            if port_was_taken(Path(server.log_file), log_start):
+                self._stop(server, graceful=False, timeout=10.0)
+                raise PortTaken(f"{name} could not bind its port: "
+                                f"{log_tail(Path(server.log_file))}")
             if not self._alive(server):
                 raise ClusterError(
                     f"{name} exited during start-up: {log_tail(Path(server.log_file))}"
@@ -406,6 +444,24 @@ def _zookeeper_answers(port: int) -> bool:
             return sock.recv(16) == b"imok"
     except OSError:
         return False
+
+
+def _on_another_port_if_taken(start: Callable[[], T],
+                              move: Callable[[], None] = lambda: None) -> T:
+    """`start()`, again after `move()` when the port was taken before the server bound it."""
+    for _ in range(START_ATTEMPTS - 1):
+        try:
+            return start()
+        except PortTaken:
+            move()
+    return start()
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _wait_until_gone(zk: KazooClient, path: str, timeout_s: float) -> None:

@@ -19,13 +19,21 @@ from pathlib import Path
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.localcluster.java import find_java
-from zkconsumer.localcluster.processes import free_port, is_alive, log_tail, spawn, stop_process
+from zkconsumer.localcluster.processes import (
+    free_port,
+    is_alive,
+    log_tail,
+    port_was_taken,
+    spawn,
+    stop_process,
+)
 
 # Where Debian's package puts the server and the libraries its manifest names.
 PACKAGE_JAR = Path("/usr/share/java/zookeeper.jar")
 LOGGING_JAR = Path("/usr/share/java/slf4j-simple.jar")
 SERVER_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 START_TIMEOUT_S = 60.0
+START_ATTEMPTS = 3
 
 
 class EnsembleError(ZkConsumerError):
@@ -75,16 +83,24 @@ class ZookeeperEnsemble:
 
     @classmethod
     def start(cls, work_dir: Path, size: int = 3, tick_ms: int = 1000) -> ZookeeperEnsemble:
-        """Start every server and wait until the ensemble serves; on failure stop them all."""
-        ensemble = cls(work_dir, size, tick_ms)
-        try:
-            for server_id in ensemble.servers:
-                ensemble.start_server(server_id, wait=False)
-            ensemble.wait_until_serving()
-        except BaseException:
-            ensemble.stop()
-            raise
-        return ensemble
+        """Start every server and wait until the ensemble serves; on failure stop them all.
+        When another process took one of the chosen ports first, all start again on others."""
+        for attempt in range(1, START_ATTEMPTS + 1):
+            ensemble = cls(work_dir, size, tick_ms)
+            try:
+                for server_id in ensemble.servers:
+                    ensemble.start_server(server_id, wait=False)
+                ensemble.wait_until_serving()
+                return ensemble
+            except EnsembleError:
+                taken = any(port_was_taken(server.log_file) for server in ensemble.servers.values())
+                ensemble.stop(remove_data=True)
+                if not taken or attempt == START_ATTEMPTS:
+                    raise
+            except BaseException:
+                ensemble.stop()
+                raise
+        raise EnsembleError("unreachable: the last attempt returns or raises")
 
     @property
     def connect_string(self) -> str:

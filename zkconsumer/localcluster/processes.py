@@ -8,6 +8,8 @@ reused for something else is never signalled.
 from __future__ import annotations
 
 import os
+import random
+import re
 import signal
 import socket
 import subprocess
@@ -23,11 +25,51 @@ _JVM_OPTIONS = {
 }
 
 
+_EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_LOWEST_CHOSEN_PORT = 10000
+_PORT_TRIES = 50
+
+
 def free_port() -> int:
-    """A TCP port on loopback that nothing listens on right now."""
+    """A TCP port on loopback that nothing listens on right now, chosen below the system's
+    ephemeral range when there is room: a port from that range (what binding to port 0 gives)
+    can be taken by any outgoing connection in the time a JVM needs to start and bind it."""
+    lowest_ephemeral = _lowest_ephemeral_port()
+    if lowest_ephemeral - _LOWEST_CHOSEN_PORT >= 1000:
+        for _ in range(_PORT_TRIES):
+            port = random.randrange(_LOWEST_CHOSEN_PORT, lowest_ephemeral)
+            if _bindable(port):
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def _lowest_ephemeral_port() -> int:
+    try:
+        return int(_EPHEMERAL_RANGE_FILE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def port_was_taken(log_file: Path, since: int = 0) -> bool:
+    """True when a server's log, from byte `since` on, says its port was bound by another."""
+    try:
+        with open(log_file, "rb") as log:
+            log.seek(since)
+            text = log.read().decode(errors="replace")
+    except OSError:
+        return False
+    return "Address already in use" in text
 
 
 def bundle_environment(heap: str, log_dir: Path, log4j_config: Path | None = None) -> dict[str, str]:
@@ -109,9 +151,15 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
 
 
 def log_tail(log_file: Path, lines: int = 5) -> str:
-    """The last lines of a server log, for error messages when a server dies at start-up."""
+    """The last lines of a server log, for error messages when a server dies at start-up.
+    Java stack frames are left out: they would fill the tail and hide the exception's line."""
     try:
         text = log_file.read_text(errors="replace")
     except OSError:
         return ""
-    return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
+    kept = [line.strip() for line in text.strip().splitlines()
+            if line.strip() and not _STACK_FRAME.match(line)]
+    return " | ".join(kept[-lines:])
+
+
+_STACK_FRAME = re.compile(r"\s+(at |\.\.\. \d+ more)")
