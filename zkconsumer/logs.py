@@ -138,7 +138,10 @@ def configure_logging(log_format: str = "console", level: str = "info") -> None:
     root.handlers[:] = [handler]
     root.setLevel(numeric_level)
     # kazoo and kafka-python warn on every reconnect attempt; zkconsumer logs connection state
-    # itself, once per change, so their chatter is only shown when debugging.
-    library_level = numeric_level if numeric_level <= logging.DEBUG else logging.ERROR
-    for noisy in ("kazoo", "kafka"):
-        logging.getLogger(noisy).setLevel(library_level)
+    # itself, once per change, so their chatter is only shown when debugging. kafka-python
+    # logs its own retries at error level too ("Bootstrap failed", a refused connection), each
+    # of which zkconsumer reports in its own line when it matters, so only its critical lines
+    # are left.
+    debugging = numeric_level <= logging.DEBUG
+    logging.getLogger("kazoo").setLevel(numeric_level if debugging else logging.ERROR)
+    logging.getLogger("kafka").setLevel(numeric_level if debugging else logging.CRITICAL)

@@ -13,6 +13,7 @@ import time
 import pytest
 from click.testing import CliRunner
 from kafka import KafkaConsumer
+from support.exporter import ExporterProcess
 from support.kafka import produce as produce_on_cluster
 from support.sasl_front import (
     KAFKA_0_9_VERSIONS,
@@ -312,3 +313,19 @@ def test_admin_commands_migrate_and_describe_through_a_sasl_listener(
             for row in json.loads(described.stdout)["partitions"]}
     assert rows[0] == (5, 5)
     assert PASSWORD not in migrated.output + described.output
+
+
+def test_a_wrong_password_ends_the_exporter_at_start_with_one_line(front, cluster, tmp_path):
+    exporter = ExporterProcess(tmp_path, "--zookeeper", cluster.zookeeper_connect,
+                               "--bootstrap-server", front.bootstrap_servers,
+                               *as_options(sasl_properties("SCRAM-SHA-512", WRONG_PASSWORD)))
+    try:
+        assert exporter.process.wait(timeout=FAIL_FAST_S + 5) == 1
+    finally:
+        exporter.kill()
+    output = exporter.log.read_text()
+    errors = [line for line in output.splitlines()
+              if line.startswith("error:") or '"level": "error"' in line]
+    assert len(errors) == 1 and errors[0].startswith("error:"), output
+    assert "SCRAM-SHA-512" in errors[0] and "SASL_AUTHENTICATION_FAILED" in errors[0]
+    assert WRONG_PASSWORD not in output

@@ -3,6 +3,8 @@ last known view standing in while Kafka cannot be asked."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from kafka.errors import KafkaConnectionError
 from support.waiting import wait_until
@@ -79,9 +81,15 @@ class FlakyConsumer:
     def __init__(self) -> None:
         self.topics_by_name = {"orders": {0, 1}, "creating": set(), self.INTERNAL: {0}}
         self.failing = False
+        self.answering = threading.Event()  # cleared: a broker that takes requests, answers none
+        self.answering.set()
+        self.requests = 0
         self._cluster = self
 
     def topics(self, exclude_internal_topics: bool = True):
+        if exclude_internal_topics:
+            self.requests += 1
+        self.answering.wait()
         if self.failing:
             raise KafkaConnectionError("broker down")
         return {t for t in self.topics_by_name
@@ -96,17 +104,18 @@ class FakeClient:
 
     def __init__(self, consumer) -> None:
         self.consumer = consumer
+        self.closed = threading.Event()
 
     def get(self):
         return self.consumer
 
     def close(self) -> None:
-        return None
+        self.closed.set()
 
 
 @pytest.fixture
 def kafka_topics():
-    topics = KafkaTopics("k:9092")
+    topics = KafkaTopics("k:9092", stale_after_s=0.05)
     consumer = FlakyConsumer()
     topics._client = FakeClient(consumer)
     return topics, consumer
@@ -132,6 +141,35 @@ def test_unreachable_metadata_gives_the_last_view_once_one_was_read(kafka_topics
     first = topics.view()
     consumer.failing = True
     assert topics.view() is first
+
+
+def test_a_broker_that_stops_answering_holds_no_caller_past_the_stale_bound(kafka_topics):
+    topics, consumer = kafka_topics
+    first = topics.view()
+    consumer.answering.clear()
+    consumer.topics_by_name["orders"] = {0, 1, 2}
+    try:
+        assert topics.view() is first, "the last view while the broker does not answer"
+        assert topics.view() is first
+        assert consumer.requests == 2, "callers share the read under way instead of piling up"
+    finally:
+        consumer.answering.set()
+    wait_until(lambda: topics.view().partitions("orders") == [0, 1, 2], timeout=10,
+               message="the late answer serving the next view")
+
+
+def test_closing_never_waits_for_a_read_under_way_and_closes_the_client_when_it_ends(
+        kafka_topics):
+    topics, consumer = kafka_topics
+    topics.view()
+    consumer.answering.clear()
+    topics.view()
+    topics.close()
+    assert not topics._client.closed.is_set(), "the reading thread still uses the client"
+    consumer.answering.set()
+    assert topics._client.closed.wait(10)
+    with pytest.raises(TopicMetadataError, match="closed"):
+        topics.view()
 
 
 def test_metadata_never_read_fails_with_the_brokers_named(kafka_topics):

@@ -15,7 +15,11 @@ from zkconsumer.exporter.kafka_reads import ClusterReads
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
 from zkconsumer.exporter.status import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_SAMPLES, WindowRules
 from zkconsumer.exporter.zk_groups import GroupsCache
-from zkconsumer.kafka_client import kafka_client_options
+from zkconsumer.fetch.brokers import KafkaAccess
+from zkconsumer.fetch.errors import FetchError
+from zkconsumer.fetch.first_contact import checked_options
+from zkconsumer.fetch.sasl import SaslLoginError
+from zkconsumer.kafka_client import client_settings, kafka_client_options
 from zkconsumer.logs import get_logger
 from zkconsumer.metrics import MetricsServer
 from zkconsumer.topology import open_topic_source
@@ -82,6 +86,7 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
         groups = GroupsCache(zk, group_regex)
         opened.callback(_quietly, groups.close)
         access = kafka_access_for(zk, client_options, config.kafka_api_version, bootstrap_server)
+        _check_login(access, client_options)
         topics = open_topic_source(zk, bootstrap_server, access.api_version, client_options)
         opened.callback(_quietly, topics.close)
         reads = ClusterReads(access, topics, client_options)
@@ -98,6 +103,19 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
                      groups=group_regex or "all")
             stop_requested.wait()
     log.info("exporter stopped")
+
+
+def _check_login(access: KafkaAccess, client_options: dict) -> None:
+    """A refused Kafka login ends the exporter at start, in one line: no scan could succeed
+    with those credentials. Kafka out of reach is only said: it may yet come back, and each
+    scan tries again."""
+    try:
+        checked_options(client_settings(client_options, access.bootstrap_servers,
+                                        access.api_version))
+    except SaslLoginError:
+        raise
+    except FetchError as exc:
+        log.warning("Kafka cannot be asked yet; every scan tries again", error=str(exc))
 
 
 def _quietly(close) -> None:

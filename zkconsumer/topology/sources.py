@@ -7,7 +7,7 @@ it, so one decision never mixes two moments of the cluster.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from kafka.errors import KafkaError
@@ -79,58 +79,123 @@ class _MetadataView:
         return self._partitions.get(topic)
 
 
+# Once a view was read, a caller waits this long for a fresh answer before it decides from the
+# last one. A broker that accepts connections but does not answer would otherwise hold a
+# rebalance for a whole request timeout with the member's partitions still claimed, long enough
+# for the members waiting on them to give up.
+STALE_VIEW_AFTER_S = 3.0
+
+
+class _Reading:
+    """One metadata read on a thread of its own, which callers may stop waiting for."""
+
+    def __init__(self, read: Callable[[], _MetadataView]) -> None:
+        self._read = read
+        self._done = threading.Event()
+        self.view: _MetadataView | None = None
+        self.error: Exception | None = None
+        threading.Thread(target=self._run, name="zkconsumer-topic-metadata", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self.view = self._read()
+        except Exception as exc:  # handed to every caller waiting for this read
+            self.error = exc
+        finally:
+            self._done.set()
+
+    def wait(self, timeout_s: float | None) -> bool:
+        return self._done.wait(timeout_s)
+
+
 class KafkaTopics:
     """Every topic and its partitions from one Kafka metadata request.
 
     Internal topics are listed too (kafka-python leaves them out by default): the group's own
     `exclude.internal.topics` decides, as it does with the registry. While the brokers cannot
-    be reached, kafka-python answers from the metadata it last had, and a request that times
-    out gives the last view again with a (throttled) warning, as a registry member keeps its
-    last state while a broker is away; the next check that gets through rebalances if anything
-    changed. Only a source that never answered fails. Safe from any thread.
+    be reached, kafka-python answers from the metadata it last had, and a request that fails
+    or is slower than `stale_after_s` gives the last view again with a (throttled) warning, as
+    a registry member keeps its last state while a broker is away; the next check that gets
+    through rebalances if anything changed. Only a source that never answered fails (after the
+    client's own request timeout). One read at a time, on a thread of its own that callers
+    share: safe from any thread.
     """
 
     watched_in_zookeeper = False
 
     def __init__(self, bootstrap_servers: str, api_version: tuple[int, ...] | None = None,
                  client_options: Mapping[str, Any] | None = None,
-                 request_timeout_ms: int = 30000) -> None:
+                 request_timeout_ms: int = 30000,
+                 stale_after_s: float = STALE_VIEW_AFTER_S) -> None:
         self._client = LazyConsumer(
             client_settings(client_options or {}, bootstrap_servers, api_version,
                             request_timeout_ms=request_timeout_ms), TopicMetadataError)
-        self._lock = threading.Lock()
+        self._stale_after_s = stale_after_s
+        self._lock = threading.Lock()  # guards the fields below
         self._last: _MetadataView | None = None
+        self._reading: _Reading | None = None
+        self._read_under_way = False
+        self._closed = False
         self._warnings = RetryWarnings(log)
 
     def view(self) -> TopicView:
         with self._lock:
-            try:
-                found = self._read()
-            except (KafkaError, TopicMetadataError) as exc:
-                if self._last is None:
-                    if isinstance(exc, TopicMetadataError):
-                        raise
-                    raise TopicMetadataError(f"cannot read topic metadata from Kafka at "
-                                             f"{self._client.where}: {exc}") from exc
-                self._warnings.report("metadata", "topic metadata unreadable; using the last "
-                                      "known", error=str(exc))
-                return self._last
-            # A topic still being created has no partitions yet: it does not exist until it has.
-            self._last = _MetadataView({topic: numbers for topic, numbers in found.items()
-                                        if numbers})
-            return self._last
+            if self._closed:
+                raise TopicMetadataError(f"the topic source for {self._client.where} is closed")
+            if self._reading is None or not self._read_under_way:
+                self._read_under_way = True
+                self._reading = _Reading(self._read)
+            reading, last = self._reading, self._last
+        if last is None:
+            reading.wait(None)
+        elif not reading.wait(self._stale_after_s):
+            self._warnings.report("metadata", "topic metadata slow to answer; using the last "
+                                  "known", waited_s=self._stale_after_s)
+            return last
+        if reading.view is not None:
+            return reading.view
+        exc = reading.error
+        if not isinstance(exc, (KafkaError, TopicMetadataError)):
+            raise TopicMetadataError(f"cannot read topic metadata from Kafka at "
+                                     f"{self._client.where}: {exc!r}") from exc
+        if last is None:
+            if isinstance(exc, TopicMetadataError):
+                raise exc
+            raise TopicMetadataError(f"cannot read topic metadata from Kafka at "
+                                     f"{self._client.where}: {exc}") from exc
+        self._warnings.report("metadata", "topic metadata unreadable; using the last known",
+                              error=str(exc))
+        return last
 
-    def _read(self) -> dict[str, list[int]]:
-        consumer = self._client.get()
-        consumer.topics()  # a fresh metadata request for every topic
-        # kafka-python keeps what it read in its cluster metadata, whose listing can include
-        # the internal topics that `topics()` leaves out.
-        cluster = consumer._cluster
-        return {topic: sorted(cluster.partitions_for_topic(topic) or ())
-                for topic in cluster.topics(exclude_internal_topics=False)}
+    def _read(self) -> _MetadataView:
+        """On the reading thread, the only one that uses the client; a `close` that came
+        meanwhile left the client to be closed here."""
+        try:
+            consumer = self._client.get()
+            consumer.topics()  # a fresh metadata request for every topic
+            # kafka-python keeps what it read in its cluster metadata, whose listing can
+            # include the internal topics that `topics()` leaves out.
+            cluster = consumer._cluster
+            # A topic still being created has no partitions yet: it does not exist until it has.
+            fresh = _MetadataView({
+                topic: numbers for topic in cluster.topics(exclude_internal_topics=False)
+                if (numbers := sorted(cluster.partitions_for_topic(topic) or ()))})
+            with self._lock:
+                self._last = fresh
+            return fresh
+        finally:
+            with self._lock:
+                self._read_under_way = False
+                closing = self._closed
+            if closing:
+                self._client.close()
 
     def close(self) -> None:
+        """Close the client now, or when the read under way ends: never waits for a broker."""
         with self._lock:
+            self._closed = True
+            busy = self._read_under_way
+        if not busy:
             self._client.close()
 
 
