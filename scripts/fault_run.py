@@ -256,6 +256,7 @@ class Run:
         self.faults: Counter = Counter()
         self.longest_unowned_s: dict[int, float] = defaultdict(float)
         self.committed: dict[TopicPartition, int] = {}
+        self.kafka_committed: dict[TopicPartition, int] = {}  # as last sampled
         self.rounds = 0
         self._stop = threading.Event()
         self._sequence = 0
@@ -376,6 +377,7 @@ class Run:
                 except Exception:  # noqa: BLE001 - the broker is down: sample again later
                     offsets = {}
                 self._check_forward("Kafka-committed offset", last_offsets, offsets)
+                self.kafka_committed = dict(last_offsets)
         finally:
             store.close()
 
@@ -681,6 +683,16 @@ class Run:
         coordinator is gone or moving, or a commit waits for a replica that is gone)."""
         with self._commits_failing(lambda worker: worker.kafka_storage):
             yield
+            self._wait_for_kafka_commits()
+
+    def _wait_for_kafka_commits(self) -> None:
+        """Brokers that are back do not take commits at once (an offsets partition is elected
+        and loaded first); until a Kafka-committed offset moves again, members on Kafka
+        storage still commit nothing, and a rebalance then hands others what they delivered
+        meanwhile. Bounded: a group that commits nothing more is the report's to find."""
+        before = dict(self.kafka_committed)
+        wait_for(lambda: any(offset > before.get(tp, -1)
+                             for tp, offset in self.kafka_committed.items()), SETTLE_S)
 
     @contextlib.contextmanager
     def group_commits_failing(self) -> Iterator[None]:
