@@ -1,16 +1,21 @@
-"""Logging a condition that repeats: one line when it starts, one summary when it ends.
+"""Logging a condition that repeats, without flooding the log.
 
 A loop that meets the same obstacle on every turn (an auto commit skipped every interval for a
-whole ZooKeeper outage) would otherwise log the same line twice a second; the interesting facts
-are when it began, when it ended, and how often it happened in between.
+whole ZooKeeper outage, a partition retried every `refresh.leader.backoff.ms`) would otherwise
+log the same line twice a second. Two policies: `RepeatedCondition` for one condition with a
+clear end (one line when it starts, one summary when it ends), `RetryWarnings` for many keyed
+conditions that come and go between retries (a warning when one starts, then at most one every
+`WARN_EVERY_S`).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
+
+WARN_EVERY_S = 30.0
 
 
 class RepeatedCondition:
@@ -49,3 +54,26 @@ class RepeatedCondition:
             lasted, times = self._clock() - self._since, self._times
             self._since, self._times = None, 0
         self._log.info(self._ended, times=times, lasted_s=round(lasted, 1), **fields)
+
+
+class RetryWarnings:
+    """Warns when a condition starts, then at most every 30 s while it lasts or keeps coming
+    back; the repeats go to debug. Something retried every `refresh.leader.backoff.ms` must
+    show in the log, not flood it, also when it clears and returns between retries."""
+
+    def __init__(self, logger: Any, clock: Callable[[], float] = time.monotonic) -> None:
+        self._log = logger
+        self._clock = clock
+        self._warned_at: dict[Hashable, float] = {}
+
+    def report(self, condition: Hashable, event: str, **fields: Any) -> bool:
+        """Log `event` for this condition; True when it went out as a warning."""
+        now = self._clock()
+        self._warned_at = {key: at for key, at in self._warned_at.items()
+                           if now - at < WARN_EVERY_S}
+        if condition in self._warned_at:
+            self._log.debug(event, **fields)
+            return False
+        self._warned_at[condition] = now
+        self._log.warning(event, **fields)
+        return True

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from support.log_capture import captured_logs
 
-from zkconsumer.fetch.retry_policy import RetryWarnings, describe_error, is_retriable
+from zkconsumer.fetch.retry_policy import describe_error, is_retriable
 from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
+from zkconsumer.throttled_log import RetryWarnings
 
 
 @pytest.mark.parametrize("code", [-1, 3, 5, 6, 7, 9, 13, 19, 56, 74, 75, 78])

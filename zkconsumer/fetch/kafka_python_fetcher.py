@@ -23,9 +23,10 @@ from kafka import TopicPartition as KafkaTopicPartition
 from kafka.errors import BrokerResponseError, IllegalStateError, KafkaError
 
 from zkconsumer.fetch.errors import FetchError
-from zkconsumer.fetch.retry_policy import RetryWarnings, error_name, is_retriable
+from zkconsumer.fetch.retry_policy import error_name, is_retriable
 from zkconsumer.logs import get_logger
 from zkconsumer.model import Message, TopicPartition
+from zkconsumer.throttled_log import RetryWarnings
 
 log = get_logger(__name__)
 

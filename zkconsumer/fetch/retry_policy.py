@@ -1,5 +1,5 @@
 """The fetchers' one rule for Kafka partition errors: retry what a retry can cure, fail on the
-rest with one clear line, and tell the log about retries without flooding it.
+rest with one clear line (the retries are told to the log through `throttled_log.RetryWarnings`).
 
 The legacy consumer outlived partition errors: it set the partition aside, found its leader
 again after `refresh.leader.backoff.ms` and went on. Failing the member instead stops every
@@ -16,10 +16,6 @@ a few times (`broker_versions.RejectedRequests`) before it fails.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Hashable
-from typing import Any
-
 from kafka.errors import kafka_errors
 
 from zkconsumer.model import TopicPartition
@@ -27,7 +23,6 @@ from zkconsumer.model import TopicPartition
 UNKNOWN_SERVER_ERROR = -1
 OFFSET_OUT_OF_RANGE = 1
 UNSUPPORTED_VERSION = 35
-WARN_EVERY_S = 30.0
 
 
 def is_retriable(code: int) -> bool:
@@ -48,26 +43,3 @@ def error_name(code: int) -> str:
 
 def describe_error(code: int, tp: TopicPartition) -> str:
     return f"Kafka error {code} {error_name(code)} for {tp}"
-
-
-class RetryWarnings:
-    """Warns when a condition starts, then at most every 30 s while it lasts or keeps coming
-    back; the repeats go to debug. Something retried every `refresh.leader.backoff.ms` must
-    show in the log, not flood it, also when it clears and returns between retries."""
-
-    def __init__(self, logger: Any, clock: Callable[[], float] = time.monotonic) -> None:
-        self._log = logger
-        self._clock = clock
-        self._warned_at: dict[Hashable, float] = {}
-
-    def report(self, condition: Hashable, event: str, **fields: Any) -> bool:
-        """Log `event` for this condition; True when it went out as a warning."""
-        now = self._clock()
-        self._warned_at = {key: at for key, at in self._warned_at.items()
-                           if now - at < WARN_EVERY_S}
-        if condition in self._warned_at:
-            self._log.debug(event, **fields)
-            return False
-        self._warned_at[condition] = now
-        self._log.warning(event, **fields)
-        return True

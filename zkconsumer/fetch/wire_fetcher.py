@@ -46,7 +46,6 @@ from zkconsumer.fetch.message_sets import CorruptMessageError
 from zkconsumer.fetch.records import decode_records
 from zkconsumer.fetch.retry_policy import (
     OFFSET_OUT_OF_RANGE,
-    RetryWarnings,
     describe_error,
     error_name,
     is_retriable,
@@ -59,6 +58,7 @@ from zkconsumer.fetch.sasl import (
 )
 from zkconsumer.logs import get_logger
 from zkconsumer.model import Message, TopicPartition
+from zkconsumer.throttled_log import RetryWarnings
 
 log = get_logger(__name__)
 
