@@ -220,6 +220,11 @@ def load_config(properties_file: str | os.PathLike[str] | None = None,
     config = _build(settings)
     for name in config.unknown_keys:
         _warn_unknown(name, settings[name].source)
+    for name, setting in settings.items():
+        key = _KEYS_BY_NAME.get(name)
+        if key is not None and key.no_effect is not None:
+            log.warning("config key accepted but has no effect", key=name,
+                        source=setting.source, why=key.no_effect)
     return config
 
 
@@ -489,6 +494,8 @@ class _Key:
     required: bool = False
     render: Callable[[Any], str] = _render
     secret: bool = False  # never echoed in errors
+    # Why a reference key is accepted (so shared properties files load) yet changes nothing.
+    no_effect: str | None = None
 
     @property
     def field(self) -> str:
@@ -503,7 +510,8 @@ _KEYS = (
     _Key("socket.timeout.ms", _int(1), 30000),
     _Key("socket.receive.buffer.bytes", _int(-1), 65536),
     _Key("fetch.message.max.bytes", _int(1), 1048576),
-    _Key("num.consumer.fetchers", _int(1), 1),
+    _Key("num.consumer.fetchers", _int(1), 1,
+         no_effect="one fetcher thread serves every broker without blocking on any"),
     _Key("auto.commit.enable", _bool, True),
     _Key("auto.commit.interval.ms", _int(1), 60000),
     _Key("queued.max.message.chunks", _int(1), 2),

@@ -574,3 +574,16 @@ def test_kafka_prefixed_managed_keys_name_our_own_key(key, instead):
     from zkconsumer.kafka_client import kafka_client_options
     with pytest.raises(ConfigError, match=f"set {instead}"):
         kafka_client_options({key: "x"})
+
+
+def test_a_reference_key_that_changes_nothing_here_is_accepted_with_a_warning_saying_why():
+    warnings = warnings_from(lambda: load_config(overrides=[
+        "group.id=g", "zookeeper.connect=z", "num.consumer.fetchers=4"], environ={}))
+    assert [(w["event"], w["key"], w["source"]) for w in warnings] == [
+        ("config key accepted but has no effect", "num.consumer.fetchers", "--property")]
+    assert "fetcher thread" in warnings[0]["why"]
+
+
+def test_a_default_that_changes_nothing_is_not_warned_about():
+    assert warnings_from(lambda: load_config(overrides=[
+        "group.id=g", "zookeeper.connect=z"], environ={})) == []
