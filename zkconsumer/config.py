@@ -221,10 +221,10 @@ def load_config(properties_file: str | os.PathLike[str] | None = None,
     for name in config.unknown_keys:
         _warn_unknown(name, settings[name].source)
     for name, setting in settings.items():
-        key = _KEYS_BY_NAME.get(name)
-        if key is not None and key.no_effect is not None:
+        known = _KEYS_BY_NAME.get(name)
+        if known is not None and known.no_effect is not None:
             log.warning("config key accepted but has no effect", key=name,
-                        source=setting.source, why=key.no_effect)
+                        source=setting.source, why=known.no_effect)
     return config
 
 
