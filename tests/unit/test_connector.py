@@ -1,5 +1,6 @@
 """ConsumerConnector with injected failures: every thread's failure ends the member loudly and
-leaves the group, and a suspended ZooKeeper connection pauses delivery and commits.
+leaves the group, a suspended ZooKeeper connection pauses delivery and commits, and a shutdown
+while the member is still starting ends the start.
 
 ZooKeeper and Kafka are in-memory stand-ins here; the same paths run on the real cluster in
 tests/integration/test_no_loss.py and test_zookeeper_cutoff.py."""
@@ -11,6 +12,7 @@ import threading
 import time
 
 import pytest
+from kazoo.exceptions import ConnectionClosedError, ConnectionLoss
 from kazoo.protocol.states import KazooState
 from support.memory_store import MemoryStore
 from support.waiting import wait_until
@@ -24,6 +26,7 @@ from zkconsumer.member.state import State
 from zkconsumer.member.streams import ConsumerTimeout
 from zkconsumer.model import Message, TopicPartition
 from zkconsumer.offsets.store import OwnerCheck
+from zkconsumer.topology import TopicMetadataError
 
 TOPIC = "t"
 A = TopicPartition(TOPIC, 0)
@@ -31,16 +34,26 @@ B = TopicPartition(TOPIC, 1)
 
 
 class FakeZooKeeper:
-    client_id = (1, b"")
+    """`client_id` is what kazoo has while connected; tests change it for a new session.
+    While `away`, calls fail as kazoo's do during an outage, and once stopped as they do then."""
 
     def __init__(self) -> None:
+        self.client_id: tuple[int, bytes] | None = (1, b"")
         self.listeners: list = []
+        self.away = False
+        self.stopped = False
+
+    def call(self) -> None:
+        if self.stopped:
+            raise ConnectionClosedError()
+        if self.away:
+            raise ConnectionLoss()
 
     def add_listener(self, listener) -> None:
         self.listeners.append(listener)
 
     def remove_listener(self, listener) -> None:
-        if listener in self.listeners:  # as kazoo's: a member that never started added none
+        if listener in self.listeners:  # as kazoo's: removing one twice is no error
             self.listeners.remove(listener)
 
     def report(self, state: KazooState) -> None:
@@ -48,7 +61,8 @@ class FakeZooKeeper:
             listener(state)
 
     def stop(self) -> None:
-        pass
+        self.stopped = True
+        self.client_id = None
 
     def close(self) -> None:
         pass
@@ -57,15 +71,19 @@ class FakeZooKeeper:
 class FakeMembership:
     """The group in a dict: this member alone, subscribed to a two-partition topic."""
 
-    def __init__(self, _zk, _group, consumer_id, registration, topics) -> None:
+    def __init__(self, zk, _group, consumer_id, registration, topics) -> None:
+        self.zk = zk
         self.topics = topics
         self.consumer_id = consumer_id
         self.registration = registration
         self.registered = False
         self.owners: dict[TopicPartition, str] = {}
         self.fail_snapshot: BaseException | None = None
+        self.register_attempts = 0
 
     def register(self) -> None:
+        self.register_attempts += 1
+        self.zk.call()
         self.registered = True
 
     def deregister(self) -> None:
@@ -98,9 +116,6 @@ class FakeMembership:
         return {tp: OwnerCheck(f"/owners/{tp}", 1, 1) for tp in partitions
                 if tp in self.owners}
 
-    def holds(self, partitions) -> bool:
-        return all(tp in self.owners for tp in partitions)
-
 
 class FakeFetcher:
     """Every assigned partition has offsets 0..99; `fail_with` makes the next poll raise."""
@@ -108,6 +123,7 @@ class FakeFetcher:
     def __init__(self) -> None:
         self.positions: dict[TopicPartition, int] = {}
         self.fail_with: BaseException | None = None
+        self.closed = False
         self._woken = threading.Event()
 
     def assign(self, positions, restart=()) -> None:
@@ -140,7 +156,7 @@ class FakeFetcher:
         self._woken.set()
 
     def close(self) -> None:
-        pass
+        self.closed = True
 
 
 @pytest.fixture
@@ -152,23 +168,31 @@ def world(monkeypatch):
         parts["membership"] = FakeMembership(*args)
         return parts["membership"]
 
-    monkeypatch.setattr(connector_module, "connect_for", lambda _config: parts["zk"])
     monkeypatch.setattr(connector_module, "wait_for_brokers", lambda *_: {0: None})
     monkeypatch.setattr(connector_module, "resolve_kafka_access",
                         lambda *_: KafkaAccess("127.0.0.1:9", None))
-    monkeypatch.setattr(connector_module, "open_fetcher", lambda *_: parts["fetcher"])
-    monkeypatch.setattr(connector_module, "open_offset_store",
-                        lambda *_, **_observers: parts["store"])
     monkeypatch.setattr(connector_module, "ZookeeperMembership", membership)
     return parts
+
+
+CONFIG = {"zookeeper.connect": "127.0.0.1:9", "group.id": "g", "consumer.id": "me",
+          "consumer.timeout.ms": "1000", "auto.commit.interval.ms": "60000"}
+
+
+def connector_in(world, **options) -> ConsumerConnector:
+    """A connector whose clients are the world's stand-ins."""
+    properties = {key: value for key, value in options.items() if "." in key}
+    callbacks = {key: value for key, value in options.items() if "." not in key}
+    return ConsumerConnector(
+        {**CONFIG, **properties}, connect_zookeeper=lambda _config: world["zk"],
+        open_fetcher=lambda *_: world["fetcher"],
+        open_offset_store=lambda *_, **_observers: world["store"], **callbacks)
 
 
 @contextlib.contextmanager
 def member(world, on_partitions_assigned=None, commit: bool = True, **properties):
     """A started connector and its one stream; shut down (with `commit`) when the test ends."""
-    config = {"zookeeper.connect": "127.0.0.1:9", "group.id": "g", "consumer.id": "me",
-              "consumer.timeout.ms": "1000", "auto.commit.interval.ms": "60000", **properties}
-    connector = ConsumerConnector(config, on_partitions_assigned=on_partitions_assigned)
+    connector = connector_in(world, on_partitions_assigned=on_partitions_assigned, **properties)
     try:
         (stream,) = connector.create_message_streams({TOPIC: 1})[TOPIC]
         yield connector, stream
@@ -255,10 +279,12 @@ def test_an_expired_session_drops_every_claim_and_the_member_claims_anew(world):
         membership = world["membership"]
         membership.registered = False  # the server dropped the session's ephemeral znodes
         membership.owners.clear()
+        world["zk"].client_id = (2, b"")
         world["zk"].report(KazooState.CONNECTED)
         wait_until(lambda: connector.state is State.STABLE and membership.registered
                    and set(membership.owners) == {A, B}, timeout=10, interval=0.01,
                    message="registering and claiming again")
+        assert connector.owned_partitions() == {A: "g_me-0", B: "g_me-0"}
         assert next(stream).offset == 0, "nothing was committed: the reset position again"
 
 
@@ -279,3 +305,119 @@ def test_a_shutdown_that_zookeeper_does_not_answer_ends_within_its_timeout(world
         assert time.monotonic() - started < 2.0
         assert membership.registered, "deregistered although the release never finished"
         assert connector.state is State.CLOSED
+
+
+# -- a shutdown while the member is still starting ----------------------------------------------
+
+def start_in_background(connector: ConsumerConnector) -> tuple[threading.Event, list]:
+    """`create_message_streams` on a thread of its own: done, and what it returned or raised."""
+    done = threading.Event()
+    outcome: list = []
+
+    def start() -> None:
+        try:
+            outcome.append(connector.create_message_streams({TOPIC: 1}))
+        except BaseException as exc:  # noqa: BLE001 - what the test looks at
+            outcome.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=start, daemon=True).start()
+    return done, outcome
+
+
+def assert_start_ended_by_the_shutdown(connector, done: threading.Event, outcome: list) -> None:
+    began = time.monotonic()
+    connector.shutdown(timeout=1.0)
+    assert time.monotonic() - began < 1.5, "the shutdown waited for the start"
+    assert done.wait(1.0), "the start went on after the shutdown"
+    (error,) = outcome
+    assert isinstance(error, ZkConsumerError), error
+    assert "shut down while it was starting" in str(error)
+    assert connector.state is State.CLOSED
+
+
+def test_a_shutdown_while_registration_is_retried_ends_the_start_at_once(world):
+    world["zk"].away = True
+    connector = connector_in(world)
+    done, outcome = start_in_background(connector)
+    wait_until(lambda: "membership" in world and world["membership"].register_attempts >= 2,
+               timeout=10, interval=0.01, message="registration to be retried")
+    assert_start_ended_by_the_shutdown(connector, done, outcome)
+    assert not world["membership"].registered
+    assert world["fetcher"].closed and world["store"].closed
+    assert world["zk"].stopped and world["zk"].listeners == []
+
+
+class SilentTopics:
+    """Kafka metadata from a broker that accepts connections and never answers: closing the
+    source does not end a read under way (as with `KafkaTopics`)."""
+
+    watched_in_zookeeper = False
+
+    def __init__(self) -> None:
+        self.asked = threading.Event()
+        self.answer = threading.Event()
+        self.closed = False
+
+    def view(self):
+        self.asked.set()
+        self.answer.wait(30)
+        raise TopicMetadataError("no answer")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_shutdown_while_waiting_for_the_first_topic_metadata_ends_the_start_at_once(
+        world, monkeypatch):
+    silent = SilentTopics()
+    monkeypatch.setattr(connector_module, "open_topic_source", lambda *_args: silent)
+    connector = connector_in(world)
+    try:
+        done, outcome = start_in_background(connector)
+        assert silent.asked.wait(10)
+        assert_start_ended_by_the_shutdown(connector, done, outcome)
+        assert silent.closed and world["fetcher"].closed and world["store"].closed
+        assert "membership" not in world, "it went on to join the group"
+    finally:
+        silent.answer.set()
+
+
+def test_streams_cannot_be_created_once_shut_down(world):
+    connector = connector_in(world)
+    connector.shutdown()
+    with pytest.raises(ZkConsumerError, match="shut down"):
+        connector.create_message_streams({TOPIC: 1})
+    assert not world["fetcher"].closed, "something was opened"
+
+
+def test_after_a_new_session_nothing_is_delivered_nor_committed_until_registered_again(world):
+    with member(world, commit=False) as (connector, stream):
+        assert connector.wait_until_stable(timeout=10)
+        next(stream)
+        membership = world["membership"]
+        registering = threading.Event()
+        may_register = threading.Event()
+        register = membership.register
+
+        def held_register() -> None:
+            registering.set()
+            may_register.wait(10)
+            register()
+
+        membership.register = held_register
+        world["zk"].report(KazooState.LOST)
+        membership.registered = False
+        membership.owners.clear()
+        world["zk"].client_id = (2, b"")
+        world["zk"].report(KazooState.CONNECTED)
+        assert registering.wait(10)
+        with pytest.raises(ConsumerTimeout):
+            next(stream)
+        assert connector.commit_offsets() == {}
+        assert connector.owned_partitions() == {}
+        may_register.set()
+        wait_until(lambda: connector.state is State.STABLE and connector.owned_partitions(),
+                   timeout=10, interval=0.01, message="claiming in the new session")
+        assert next(stream).offset == 0

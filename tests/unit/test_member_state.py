@@ -1,82 +1,302 @@
-"""The member state machine: named states, explicit transitions, coalesced work."""
+"""The member's state: named states, one transition table, coalesced work, and the invariants
+`MemberState` states, each driven here step by step on one thread, with no sleeps."""
 
 from __future__ import annotations
 
 import threading
 
-from zkconsumer.member.state import Event, MemberStateMachine, State, Work
+import pytest
+
+from zkconsumer.member.state import Event, MemberState, StaleClaimError, State, Work
+from zkconsumer.model import TopicPartition
+
+S1 = 0x101
+S2 = 0x202
+A = TopicPartition("t", 0)
+B = TopicPartition("t", 1)
 
 
-def started() -> MemberStateMachine:
-    machine = MemberStateMachine()
-    machine.handle(Event.STARTED)
-    return machine
+def started(session: int = S1) -> MemberState:
+    member = MemberState(session)
+    member.handle(Event.STARTED)
+    return member
 
+
+def stable(session: int = S1) -> MemberState:
+    member = started(session)
+    assert member.next_work(timeout=0) is Work.REBALANCE
+    member.apply_claims(session, {A: "c-0", B: "c-0"})
+    assert member.handle(Event.REBALANCE_DONE) is State.STABLE
+    return member
+
+
+def reregister(member: MemberState, session: int) -> None:
+    """What the worker does in a new session, as far as the state sees it."""
+    assert member.next_work(timeout=0) is Work.REREGISTER
+    assert member.reregistered(session)
+
+
+# -- lifecycle and work -----------------------------------------------------------------------
 
 def test_start_asks_for_one_rebalance():
-    machine = started()
-    assert machine.state is State.REBALANCING
-    assert machine.next_work(timeout=0) is Work.REBALANCE
-    assert machine.next_work(timeout=0) is None
+    member = started()
+    assert member.state is State.REBALANCING
+    assert member.next_work(timeout=0) is Work.REBALANCE
+    assert member.next_work(timeout=0) is None
 
 
 def test_a_burst_of_changes_becomes_one_rebalance():
-    machine = started()
-    machine.next_work(timeout=0)
-    machine.handle(Event.REBALANCE_DONE)
+    member = stable()
     for _ in range(5):
-        machine.handle(Event.GROUP_CHANGED)
-    assert machine.next_work(timeout=0) is Work.REBALANCE
-    assert machine.next_work(timeout=0) is None
+        member.handle(Event.GROUP_CHANGED)
+    assert member.next_work(timeout=0) is Work.REBALANCE
+    assert member.next_work(timeout=0) is None
 
 
 def test_a_change_during_a_rebalance_runs_another_before_stable():
-    machine = started()
-    machine.next_work(timeout=0)
-    machine.handle(Event.GROUP_CHANGED)
-    assert machine.handle(Event.REBALANCE_DONE) is State.REBALANCING
-    assert machine.next_work(timeout=0) is Work.REBALANCE
-    assert machine.handle(Event.REBALANCE_DONE) is State.STABLE
+    member = started()
+    member.next_work(timeout=0)
+    member.handle(Event.GROUP_CHANGED)
+    assert member.handle(Event.REBALANCE_DONE) is State.REBALANCING
+    assert member.next_work(timeout=0) is Work.REBALANCE
+    assert member.handle(Event.REBALANCE_DONE) is State.STABLE
 
 
-def test_session_expiry_waits_for_a_new_session_then_reregisters_and_rebalances():
-    machine = started()
-    machine.next_work(timeout=0)
-    machine.handle(Event.REBALANCE_DONE)
-    assert machine.handle(Event.SESSION_EXPIRED) is State.EXPIRED
-    machine.handle(Event.GROUP_CHANGED)
-    assert machine.next_work(timeout=0) is None
-    assert machine.handle(Event.SESSION_RESTORED) is State.REBALANCING
-    assert machine.next_work(timeout=0) is Work.REREGISTER
-    assert machine.next_work(timeout=0) is Work.REBALANCE
+def test_events_that_do_not_apply_change_nothing():
+    member = MemberState(S1)
+    assert member.handle(Event.REBALANCE_DONE) is State.NEW
+    assert member.handle(Event.GROUP_CHANGED) is State.NEW
+    assert member.next_work(timeout=0) is None
+    member = stable()
+    assert member.handle(Event.STARTED) is State.STABLE
+    assert member.next_work(timeout=0) is None
 
 
-def test_failure_and_close_are_final_and_stop_the_worker():
-    machine = started()
-    assert machine.handle(Event.FAILED) is State.FAILED
-    assert machine.handle(Event.SESSION_RESTORED) is State.FAILED
-    assert machine.next_work(timeout=0) is Work.STOP
-    closed = started()
-    assert closed.handle(Event.CLOSE_REQUESTED) is State.CLOSED
-    assert closed.handle(Event.GROUP_CHANGED) is State.CLOSED
-    assert closed.next_work(timeout=0) is Work.STOP
+def test_wait_for_reports_the_state_reached():
+    member = started()
+    assert member.wait_for({State.STABLE}, timeout=0) is None
+    member.next_work(timeout=0)
+    member.handle(Event.REBALANCE_DONE)
+    assert member.wait_for({State.STABLE}, timeout=0) is State.STABLE
 
 
 def test_a_waiting_worker_wakes_on_an_event_from_another_thread():
-    machine = started()
-    machine.next_work(timeout=0)
-    machine.handle(Event.REBALANCE_DONE)
+    member = stable()
     got = []
-    worker = threading.Thread(target=lambda: got.append(machine.next_work(timeout=10)))
+    worker = threading.Thread(target=lambda: got.append(member.next_work(timeout=10)))
     worker.start()
-    machine.handle(Event.GROUP_CHANGED)
+    member.handle(Event.GROUP_CHANGED)
     worker.join(timeout=10)
     assert got == [Work.REBALANCE]
 
 
-def test_wait_for_reports_the_state_reached():
-    machine = started()
-    assert machine.wait_for({State.STABLE}, timeout=0) is None
-    machine.next_work(timeout=0)
-    machine.handle(Event.REBALANCE_DONE)
-    assert machine.wait_for({State.STABLE}, timeout=0) is State.STABLE
+# -- invariant 1: claims only ever belong to the current session -------------------------------
+
+def test_claims_record_the_session_they_were_made_in():
+    member = started()
+    claims = member.apply_claims(S1, {A: "c-0"})
+    assert claims[A].session == S1 and claims[A].thread_id == "c-0"
+    assert member.claims[A] is claims[A]
+    assert member.owned() == {A: "c-0"}
+
+
+def test_claims_made_in_another_session_are_refused():
+    member = started()
+    with pytest.raises(StaleClaimError, match="0x202"):
+        member.apply_claims(S2, {A: "c-0"})
+    assert member.owned() == {}
+
+
+def test_withdrawn_claims_are_gone_for_every_reader():
+    member = stable()
+    snapshot = member.current_claims()
+    member.withdraw([A])
+    assert member.owned() == {B: "c-0"}
+    assert set(snapshot) == {A, B}, "a snapshot is a copy"
+
+
+# -- invariant 2: an expiry takes the session, the claims and the gate together ----------------
+
+def test_an_expiry_leaves_no_session_no_claims_and_a_closed_gate():
+    member = stable()
+    assert member.session_event(Event.SESSION_EXPIRED, None) is Event.SESSION_EXPIRED
+    assert member.state is State.EXPIRED
+    assert member.session is None
+    assert member.owned() == {}
+    assert not member.delivering
+    with pytest.raises(StaleClaimError):
+        member.claiming_session()
+
+
+def test_an_expired_member_does_nothing_until_a_new_session():
+    member = stable()
+    member.session_event(Event.SESSION_EXPIRED, None)
+    member.handle(Event.GROUP_CHANGED)
+    assert member.state is State.EXPIRED
+    assert member.next_work(timeout=0) is None
+
+
+def test_a_new_session_keeps_the_gate_closed_and_claims_refused_until_reregistered():
+    member = stable()
+    member.session_event(Event.CONNECTION_SUSPENDED, None)
+    member.session_event(Event.SESSION_EXPIRED, None)
+    assert member.session_event(Event.CONNECTED, S2) is Event.NEW_SESSION
+    assert member.state is State.REBALANCING
+    assert not member.delivering
+    with pytest.raises(StaleClaimError):
+        member.apply_claims(S2, {A: "c-0"})
+    assert member.next_work(timeout=0) is Work.REREGISTER
+    assert member.reregistered(S2)
+    assert member.delivering and member.session == S2
+    assert member.next_work(timeout=0) is Work.REBALANCE
+    assert member.apply_claims(S2, {A: "c-0"})[A].session == S2
+
+
+def test_a_connection_in_another_session_without_a_reported_expiry_is_a_new_session():
+    member = stable()
+    assert member.session_event(Event.CONNECTED, S2) is Event.NEW_SESSION
+    assert member.owned() == {} and member.session is None and not member.delivering
+
+
+def test_a_reregistration_in_a_session_that_is_not_the_connected_one_is_not_adopted():
+    member = stable()
+    member.session_event(Event.SESSION_EXPIRED, None)
+    member.session_event(Event.CONNECTED, S2)
+    assert member.next_work(timeout=0) is Work.REREGISTER
+    assert not member.reregistered(S1)
+    assert not member.reregistered(None)
+    assert not member.delivering
+    assert member.next_work(timeout=0) is Work.REREGISTER, "it stays due until adopted"
+
+
+def test_a_rebalance_ending_before_the_reregistration_does_not_settle_the_member():
+    member = stable()
+    member.session_event(Event.SESSION_EXPIRED, None)
+    member.session_event(Event.CONNECTED, S2)
+    assert member.handle(Event.REBALANCE_DONE) is State.REBALANCING
+    reregister(member, S2)
+    assert member.next_work(timeout=0) is Work.REBALANCE
+    assert member.handle(Event.REBALANCE_DONE) is State.STABLE
+
+
+def test_an_expiry_before_the_start_waits_for_the_new_session_then_reregisters():
+    member = MemberState(S1)
+    member.session_event(Event.SESSION_EXPIRED, None)
+    assert member.handle(Event.STARTED) is State.EXPIRED
+    assert member.next_work(timeout=0) is None
+    member.session_event(Event.CONNECTED, S2)
+    reregister(member, S2)
+    assert member.next_work(timeout=0) is Work.REBALANCE
+
+
+def test_a_new_session_before_the_start_has_the_member_register_again_first():
+    member = MemberState(S1)
+    member.session_event(Event.CONNECTED, S2)
+    assert member.handle(Event.STARTED) is State.REBALANCING
+    reregister(member, S2)
+    assert member.next_work(timeout=0) is Work.REBALANCE
+
+
+# -- invariant 3: the gate is open exactly while connected in the claims' session --------------
+
+def test_a_suspended_connection_closes_the_gate_until_the_same_session_is_back():
+    member = stable()
+    assert member.delivering
+    assert member.session_event(Event.CONNECTION_SUSPENDED, None) is Event.CONNECTION_SUSPENDED
+    assert not member.delivering and not member.gate.open.is_set()
+    assert member.state is State.STABLE
+    assert member.owned() == {A: "c-0", B: "c-0"}, "the session may yet survive"
+    assert member.session_event(Event.CONNECTED, S1) is Event.SESSION_RESUMED
+    assert member.delivering and member.gate.open.is_set()
+    assert member.next_work(timeout=0) is None, "the same session needs no rebalance"
+
+
+def test_claims_made_before_a_suspension_in_the_same_session_are_accepted():
+    member = started()
+    session = member.claiming_session()
+    member.session_event(Event.CONNECTION_SUSPENDED, None)
+    assert set(member.apply_claims(session, {A: "c-0"})) == {A}
+    assert not member.delivering
+
+
+# -- invariant 4: FAILED and CLOSED are final ----------------------------------------------------
+
+@pytest.mark.parametrize("final", [Event.FAILED, Event.CLOSE_REQUESTED])
+def test_final_states_are_never_left_and_accept_no_claims(final):
+    member = stable()
+    end = member.handle(final)
+    for event in Event:
+        member.handle(event, S2)
+    member.session_event(Event.CONNECTED, S2)
+    assert member.state is end
+    assert member.next_work(timeout=0) is Work.STOP
+    with pytest.raises(StaleClaimError, match=end.value):
+        member.apply_claims(member.session or S2, {A: "c-0"})
+
+
+def test_a_leaving_member_still_learns_what_its_session_does():
+    """Its last commits depend on the gate: none once the session is lost."""
+    member = stable()
+    member.handle(Event.CLOSE_REQUESTED)
+    assert member.delivering
+    member.session_event(Event.SESSION_EXPIRED, None)
+    assert member.state is State.CLOSED
+    assert not member.delivering and member.owned() == {}
+
+
+def test_the_first_failure_is_recorded_and_fails_the_member_once():
+    member = stable()
+    assert member.fail(ValueError("first"))
+    assert not member.fail(ValueError("second"))
+    assert member.state is State.FAILED
+    assert str(member.gate.failure) == "first"
+    assert member.leaving
+
+
+# -- invariant 5: one thing at a time for the worker ---------------------------------------------
+
+def test_a_due_reregistration_comes_before_any_rebalance():
+    member = stable()
+    member.handle(Event.GROUP_CHANGED)
+    member.session_event(Event.SESSION_EXPIRED, None)
+    member.session_event(Event.CONNECTED, S2)
+    member.handle(Event.GROUP_CHANGED)
+    assert member.next_work(timeout=0) is Work.REREGISTER
+    assert member.reregistered(S2)
+    assert member.next_work(timeout=0) is Work.REBALANCE
+    assert member.next_work(timeout=0) is None
+
+
+def test_an_expiry_cancels_a_reregistration_not_yet_done():
+    member = stable()
+    member.session_event(Event.SESSION_EXPIRED, None)
+    member.session_event(Event.CONNECTED, S2)
+    member.session_event(Event.SESSION_EXPIRED, None)
+    assert member.next_work(timeout=0) is None
+    assert member.state is State.EXPIRED
+
+
+# -- the interleaving: a claim under way when the session expires --------------------------------
+
+def test_a_claim_that_passed_its_checks_before_an_expiry_is_refused_after_it():
+    member = stable()
+    member.handle(Event.GROUP_CHANGED)
+    assert member.next_work(timeout=0) is Work.REBALANCE
+    session = member.claiming_session()  # the rebalance's claim made its znodes in S1 ...
+    member.session_event(Event.SESSION_EXPIRED, None)  # ... kazoo's thread reports the expiry ...
+    with pytest.raises(StaleClaimError):
+        member.apply_claims(session, {A: "c-1"})  # ... and only then is the claim applied
+    assert member.owned() == {}
+    assert not member.delivering
+    assert member.session_event(Event.CONNECTED, S2) is Event.NEW_SESSION
+    assert not member.delivering, "open before the re-registration's cleanup"
+    with pytest.raises(StaleClaimError):
+        member.apply_claims(session, {A: "c-1"})
+    assert member.handle(Event.REBALANCE_DONE) is State.REBALANCING
+    reregister(member, S2)
+    assert member.delivering
+    assert member.next_work(timeout=0) is Work.REBALANCE
+    claims = member.apply_claims(member.claiming_session(), {A: "c-1"})
+    assert claims[A].session == S2
+    assert member.handle(Event.REBALANCE_DONE) is State.STABLE
+    assert member.owned() == {A: "c-1"}

@@ -1,6 +1,6 @@
 """Rebalancer with injected failures: a raising callback, an offset store that is down while
-partitions are claimed or released. ZooKeeper is a dict here; the real one is in the
-integration tests."""
+partitions are claimed or released, a session that expires or a member that closes while it
+claims. ZooKeeper is a dict here; the real one is in the integration tests."""
 
 from __future__ import annotations
 
@@ -15,18 +15,20 @@ from zkconsumer.member.committer import OffsetCommitter
 from zkconsumer.member.owner_wait import OwnersSeen
 from zkconsumer.member.plan import GroupSnapshot
 from zkconsumer.member.rebalancer import (
-    Ownership,
     RebalanceCallbackError,
     RebalanceCallbacks,
     RebalanceFailedError,
     Rebalancer,
 )
-from zkconsumer.member.streams import DeliveryGate, KafkaStream
+from zkconsumer.member.state import Event, MemberState, State, Work
+from zkconsumer.member.streams import KafkaStream
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import OffsetTracker
 from zkconsumer.znodes.consumers import ConsumerRegistration
 
 ME = "g_me"
+SESSION = 0x1000
+NEW_SESSION = 0x3000
 OTHER_SESSION = 0x2000
 A = TopicPartition("t", 0)
 B = TopicPartition("t", 1)
@@ -67,9 +69,6 @@ class DictMembership:
     def owners_seen(self, partitions) -> OwnersSeen:
         return OwnersSeen({tp: OTHER_SESSION for tp in partitions if tp in self.owners}, 0)
 
-    def holds(self, partitions) -> bool:
-        return all(tp in self.owners for tp in partitions)
-
 
 class NullFetchLoop:
     def __init__(self) -> None:
@@ -86,16 +85,15 @@ class NullFetchLoop:
 def rebalancer(store: MemoryStore, membership: DictMembership | None = None,
                missing_topic_reminder_s: float = 60.0,
                observe=lambda _succeeded, _seconds: None, **callbacks) -> Rebalancer:
-    ownership = Ownership()
-    stream = KafkaStream("s", 10, -1, ownership.claims, DeliveryGate())
-    committer = OffsetCommitter(store, OffsetTracker(), lambda: [stream],
-                                lambda: ownership.claims)
+    member = MemberState(SESSION)
+    stream = KafkaStream("s", 10, -1, member.claims, member.gate)
+    committer = OffsetCommitter(store, OffsetTracker(), lambda: [stream], member.current_claims)
     return Rebalancer(
         consumer_id=ME, strategy="range", exclude_internal_topics=True, max_attempts=3,
         backoff_ms=1, crashed_owner_grace_ms=0, membership=membership or DictMembership(),
         fetch_loop=NullFetchLoop(), committer=committer, offset_store=store,
         stream_for=lambda _tp, _thread: stream, auto_commit=True,
-        callbacks=RebalanceCallbacks(**callbacks), ownership=ownership, sleep=lambda _s: None,
+        callbacks=RebalanceCallbacks(**callbacks), member=member, sleep=lambda _s: None,
         missing_topic_reminder_s=missing_topic_reminder_s, observe=observe)
 
 
@@ -128,15 +126,15 @@ class WatchedMembership(DictMembership):
 
     def __init__(self) -> None:
         super().__init__()
-        self.ownership: Ownership | None = None
+        self.member: MemberState | None = None
         self.seen: list[tuple[str, dict, dict]] = []
 
     def claim(self, partitions):
-        self.seen.append(("claim", dict(partitions), self.ownership.delivering()))
+        self.seen.append(("claim", dict(partitions), self.member.owned()))
         return super().claim(partitions)
 
     def release(self, partitions) -> None:
-        self.seen.append(("release", dict(partitions), self.ownership.delivering()))
+        self.seen.append(("release", dict(partitions), self.member.owned()))
         super().release(partitions)
 
 
@@ -145,12 +143,12 @@ def test_a_partition_is_listed_as_owned_only_while_its_owner_znode_is_ours():
     znode is made. Another member can then never list it at the same time."""
     membership = WatchedMembership()
     member = rebalancer(MemoryStore(), membership)
-    membership.ownership = member.ownership
+    membership.member = member.member
     member.rebalance()
-    assert member.ownership.delivering() == {A: ME + "-0", B: ME + "-0"}
+    assert member.member.owned() == {A: ME + "-0", B: ME + "-0"}
     membership.members["g_other"] = ConsumerRegistration.static({"t": 1}, 0)
     member.rebalance()
-    assert member.ownership.delivering() == {A: ME + "-0"}
+    assert member.member.owned() == {A: ME + "-0"}
     (_, claimed, before_claim), (_, released, before_release) = membership.seen
     assert set(claimed) == {A, B} and before_claim == {}
     assert set(released) == {B} and B not in before_release and A in before_release
@@ -173,7 +171,7 @@ def test_unreadable_offsets_release_the_claims_and_the_rebalance_is_retried():
     membership = DictMembership()
     member = rebalancer(FlakyStore(failures=2), membership)
     member.rebalance()
-    assert set(member.ownership.threads) == {A, B}
+    assert set(member.held) == {A, B}
     assert set(membership.owners) == {A, B}
 
 
@@ -183,7 +181,7 @@ def test_offsets_unreadable_through_every_attempt_fail_the_rebalance_owning_noth
     with pytest.raises(RebalanceFailedError, match="could not read the committed offsets"):
         member.rebalance()
     assert membership.owners == {}
-    assert member.ownership.threads == {}
+    assert member.held == {}
 
 
 def test_a_release_whose_commit_fails_still_releases():
@@ -196,7 +194,7 @@ def test_a_release_whose_commit_fails_still_releases():
     member.rebalance()  # range: t-0 stays ours, t-1 goes to g_other
     assert store.journal[-1] == "memory", "the release did try to commit"
     assert membership.owners == {A: "g_me-0"}
-    assert set(member.ownership.threads) == {A}
+    assert set(member.held) == {A}
 
 
 def test_a_release_cut_short_by_zookeeper_is_finished_by_the_next_rebalance():
@@ -209,7 +207,7 @@ def test_a_release_cut_short_by_zookeeper_is_finished_by_the_next_rebalance():
         member.rebalance()  # t-1's claim is withdrawn, its owner znode still ours
     del membership.members["g_other"]
     member.rebalance()  # t-1 comes back to us: claimed and routed again, not "kept"
-    assert set(member.ownership.claims) == {A, B}
+    assert set(member.member.claims) == {A, B}
     assert set(member._fetch_loop.routed) == {A, B}
     assert membership.owners == {A: "g_me-0", B: "g_me-0"}
 
@@ -261,3 +259,64 @@ def test_a_member_that_leaves_stops_recalling_the_wait():
         member.release_all()
         time.sleep(0.3)
     assert len(_waiting_lines(logs)) == 1
+
+
+class StoreWithAnEvent(MemoryStore):
+    """Reading the claimed partitions' offsets is when `event()` happens (once): between a
+    claim's owner znodes and its claims, where kazoo's thread may report an expiry."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.event = lambda: None
+
+    def fetch(self, partitions):
+        event, self.event = self.event, lambda: None
+        event()
+        return super().fetch(partitions)
+
+
+def test_a_session_that_expires_while_claiming_leaves_no_claims_and_the_member_claims_anew():
+    membership = DictMembership()
+    store = StoreWithAnEvent()
+    outcomes: list[bool] = []
+    member = rebalancer(store, membership, observe=lambda ok, _s: outcomes.append(ok))
+    state = member.member
+    state.handle(Event.STARTED)
+    assert state.next_work(timeout=0) is Work.REBALANCE
+    store.event = lambda: state.session_event(Event.SESSION_EXPIRED, None)
+    member.rebalance()
+    assert outcomes == [False]
+    assert state.owned() == {} and member.held == {}
+    assert member._fetch_loop.routed == {}, "routed with a claim of a lost session"
+    assert membership.owners == {}, "the refused claim's owner znodes were kept"
+    assert not state.delivering
+    state.session_event(Event.CONNECTED, NEW_SESSION)
+    assert not state.delivering
+    assert state.next_work(timeout=0) is Work.REREGISTER
+    member.forget_lost_session()
+    assert state.reregistered(NEW_SESSION) and state.delivering
+    assert state.next_work(timeout=0) is Work.REBALANCE
+    member.rebalance()
+    assert state.handle(Event.REBALANCE_DONE) is State.STABLE
+    assert {tp: claim.session for tp, claim in state.claims.items()} == \
+        {A: NEW_SESSION, B: NEW_SESSION}
+    assert set(member._fetch_loop.routed) == {A, B}
+    assert set(membership.owners) == {A, B}
+
+
+def test_a_member_closed_while_claiming_releases_what_it_claimed():
+    membership = DictMembership()
+    store = StoreWithAnEvent()
+    member = rebalancer(store, membership)
+    member.member.handle(Event.STARTED)
+    store.event = lambda: member.member.handle(Event.CLOSE_REQUESTED)
+    member.rebalance()
+    assert membership.owners == {} and member.held == {} and member.member.owned() == {}
+
+
+def test_a_session_lost_before_the_claim_makes_no_owner_znodes():
+    membership = DictMembership()
+    member = rebalancer(MemoryStore(), membership)
+    member.member.session_event(Event.SESSION_EXPIRED, None)
+    member.rebalance()
+    assert membership.owners == {} and member.held == {}

@@ -2,17 +2,22 @@
 
 It only wires the parts: ZooKeeper membership, the rebalancer, the fetch loop, the offset
 committer, the streams and the metrics, each in its own module. Three threads run per connector:
-the worker (registration and rebalances, one at a time, driven by the state machine), the fetch
+the worker (registration and rebalances, one at a time, driven by the member's state), the fetch
 loop and the auto-committer; a fourth serves `/metrics` and `/healthz` when `metrics.port` is set.
+What more than one of them reads or writes (the lifecycle, the session, the claims, the delivery
+gate) is one `MemberState`.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import TypeVar
 
+from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoAuthError
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
@@ -21,26 +26,23 @@ from zkconsumer.assignment import TopicFilter, make_consumer_id
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ZkConsumerError, describe_error
 from zkconsumer.fetch import KafkaAccess, open_fetcher, resolve_kafka_access
+from zkconsumer.fetch.kafka_python_fetcher import KafkaPythonFetcher
+from zkconsumer.fetch.wire_fetcher import WireFetcher
 from zkconsumer.kafka_client import kafka_client_options
 from zkconsumer.logs import get_logger
 from zkconsumer.member.committer import OffsetCommitter
 from zkconsumer.member.fetch_loop import FetchLoop
-from zkconsumer.member.rebalancer import (
-    Ownership,
-    PartitionCallback,
-    RebalanceCallbacks,
-    Rebalancer,
-)
-from zkconsumer.member.state import Event, MemberStateMachine, State, Work
-from zkconsumer.member.streams import DeliveryGate, KafkaStream
+from zkconsumer.member.rebalancer import PartitionCallback, RebalanceCallbacks, Rebalancer
+from zkconsumer.member.state import Event, MemberState, State, Work
+from zkconsumer.member.streams import KafkaStream
 from zkconsumer.member.zk_membership import ZookeeperMembership
 from zkconsumer.metrics import MemberMetrics, MemberSources, MetricsServer
 from zkconsumer.model import TopicPartition
-from zkconsumer.offsets import OffsetTracker, open_offset_store
+from zkconsumer.offsets import OffsetStore, OffsetTracker, open_offset_store
 from zkconsumer.throttled_log import RepeatedCondition
 from zkconsumer.topology import MetadataRefresher, open_topic_source
 from zkconsumer.zk.registry import wait_for_brokers
-from zkconsumer.zk.session import ZookeeperAccessDeniedError, connect_for
+from zkconsumer.zk.session import ZookeeperAccessDeniedError, connect_for, current_session
 from zkconsumer.znodes.consumers import ConsumerRegistration
 
 log = get_logger(__name__)
@@ -53,10 +55,13 @@ BROKER_WAIT_S = 60.0
 # the next owners resume from the last commit. Of it, closing the clients gets the last second.
 SHUTDOWN_TIMEOUT_S = 6.0
 _CLOSING_S = 1.0
-# Start-up survives a ZooKeeper server restart or a lost connection (retried for about 15 s
-# with backoff); a ZooKeeper that stays away is reported, not waited for forever.
-def _startup_retry() -> KazooRetry:
-    return KazooRetry(max_tries=12, delay=0.2, backoff=2, max_delay=2.0)
+# How often a start-up step waiting on a thread of its own looks for a shutdown.
+_START_POLL_S = 0.1
+_SESSION_EVENTS = {KazooState.SUSPENDED: Event.CONNECTION_SUSPENDED,
+                   KazooState.LOST: Event.SESSION_EXPIRED,
+                   KazooState.CONNECTED: Event.CONNECTED}
+
+T = TypeVar("T")
 
 
 class ConsumerConnector:
@@ -69,23 +74,34 @@ class ConsumerConnector:
 
     def __init__(self, config: ConsumerConfig | Mapping[str, str], *,
                  on_partitions_revoked: PartitionCallback | None = None,
-                 on_partitions_assigned: PartitionCallback | None = None) -> None:
+                 on_partitions_assigned: PartitionCallback | None = None,
+                 connect_zookeeper: Callable[[ConsumerConfig], KazooClient] = connect_for,
+                 open_fetcher: Callable[..., WireFetcher | KafkaPythonFetcher] = open_fetcher,
+                 open_offset_store: Callable[..., OffsetStore] = open_offset_store) -> None:
+        """`connect_zookeeper`, `open_fetcher` and `open_offset_store` make the member's
+        clients; tests give stand-ins (the signatures are those of the defaults)."""
         self.config = config if isinstance(config, ConsumerConfig) else \
             ConsumerConfig.from_mapping(config)
         self.consumer_id = make_consumer_id(self.config.group_id, self.config.consumer_id)
         self._callbacks = RebalanceCallbacks(on_partitions_revoked, on_partitions_assigned)
-        self._state = MemberStateMachine()
-        self._ownership = Ownership()
-        self._gate = DeliveryGate()
+        self._open_fetcher = open_fetcher
+        self._open_offset_store = open_offset_store
         self._streams: list[KafkaStream] = []
         self._stop_auto_commit = threading.Event()
-        self._session_lost = False
+        # Whether the threads run, and whether shutdown began: decided under this lock, so a
+        # start and a shutdown racing each other never both think they own the clients.
+        self._lifecycle = threading.Lock()
+        self._start_called = False
         self._started = False
+        self._closing = False
         self._refresher: MetadataRefresher | None = None  # topics from Kafka metadata only
         self._metrics = MemberMetrics()
         self._metrics_server: MetricsServer | None = None  # with metrics.port only
-        self._zk = connect_for(self.config)
         self._log = log.bind(consumer_id=self.consumer_id, group=self.config.group_id)
+        self._zk = connect_zookeeper(self.config)
+        self._member = MemberState(current_session(self._zk))
+        # From now on: an expiry while starting must be known to the member's state too.
+        self._zk.add_listener(self._on_session_state)
 
     # -- public API -------------------------------------------------------------------------
 
@@ -120,8 +136,8 @@ class ConsumerConnector:
 
     def owned_partitions(self) -> dict[TopicPartition, str]:
         """The partitions this member owns and delivers from, with their thread ids (see
-        `Ownership.delivering`)."""
-        return self._ownership.delivering()
+        `MemberState.owned`)."""
+        return self._member.owned()
 
     def metrics(self) -> dict:
         """The figures `/metrics` serves, as a plain dict: `{"messages_consumed": {topic: n},
@@ -142,7 +158,7 @@ class ConsumerConnector:
 
     @property
     def state(self) -> State:
-        return self._state.state
+        return self._member.state
 
     def fetching_owned_partitions(self) -> bool:
         """True when the fetcher works on exactly the partitions owned now: a rebalance's routing
@@ -151,9 +167,9 @@ class ConsumerConnector:
 
     def wait_until_stable(self, timeout: float | None = None) -> bool:
         """Block until a rebalance finished (True), the member failed, or the timeout passed."""
-        reached = self._state.wait_for({State.STABLE, State.FAILED, State.CLOSED}, timeout)
+        reached = self._member.wait_for({State.STABLE, State.FAILED, State.CLOSED}, timeout)
         if reached is State.FAILED:
-            self._gate.raise_failure()
+            self._member.gate.raise_failure()
         return reached is State.STABLE
 
     def shutdown(self, commit: bool = True, timeout: float = SHUTDOWN_TIMEOUT_S) -> None:
@@ -161,12 +177,17 @@ class ConsumerConnector:
         within about `timeout` seconds, whatever ZooKeeper does (see `SHUTDOWN_TIMEOUT_S`).
 
         `commit=False` skips every commit, for callers that could not process what was delivered.
+        Called while `create_message_streams` is still starting (waiting for ZooKeeper, say),
+        it closes the session and that call raises.
         """
-        if self._state.state is State.CLOSED:
-            return
         deadline = time.monotonic() + timeout
-        self._state.handle(Event.CLOSE_REQUESTED)
-        if self._started:
+        with self._lifecycle:
+            if self._closing:
+                return
+            self._closing = True
+            self._member.handle(Event.CLOSE_REQUESTED)
+            started = self._started
+        if started:
             self._stop_auto_commit.set()
             self._stop_refresher()
             self._fetch_loop.stop()
@@ -177,7 +198,8 @@ class ConsumerConnector:
             self._worker.join(timeout=max(0.0, deadline - time.monotonic()) / 2)
             # After a session expiry the owners are gone and others may have moved on: a
             # commit now could rewind them.
-            self._leave_group(commit and not self._session_lost, deadline - _CLOSING_S)
+            self._leave_group(commit and self._member.session is not None,
+                              deadline - _CLOSING_S)
             self._fetcher.close()
             self._offset_store.close()
             self._membership.topics.close()
@@ -197,14 +219,35 @@ class ConsumerConnector:
 
     def _new_stream(self, name: str) -> KafkaStream:
         stream = KafkaStream(name, self.config.queued_max_message_chunks,
-                             self.config.consumer_timeout_ms, self._ownership.claims, self._gate)
+                             self.config.consumer_timeout_ms, self._member.claims,
+                             self._member.gate)
         self._streams.append(stream)
         return stream
 
     def _start(self, registration: ConsumerRegistration, topics: set[str], wildcard: bool,
                stream_for) -> None:
-        if self._started:
-            raise ZkConsumerError("streams were already created for this connector")
+        with self._lifecycle:
+            if self._closing:
+                raise ZkConsumerError("the connector was shut down; make a new one")
+            if self._start_called:
+                raise ZkConsumerError("streams were already created for this connector")
+            self._start_called = True
+        try:
+            self._open_and_join(registration, topics, wildcard, stream_for)
+        except Exception as exc:
+            with self._lifecycle:
+                closing = self._closing
+                self._start_called = False  # nothing runs: starting again may work
+            if closing:  # the shutdown is why it failed, whatever the step said
+                raise ZkConsumerError(
+                    "the connector was shut down while it was starting") from exc
+            raise
+
+    def _open_and_join(self, registration: ConsumerRegistration, topics: set[str],
+                       wildcard: bool, stream_for) -> None:
+        """Every step that waits (for brokers, ZooKeeper, topic metadata) gives up once a
+        shutdown began: its ZooKeeper calls fail on the closed session, its retries look for
+        the shutdown between attempts, and the metadata read is waited for on the side."""
         config = self.config
         access = self._kafka_access()
         # Clients opened here are closed again if the start fails; once started, by shutdown.
@@ -214,10 +257,10 @@ class ConsumerConnector:
                 self._metrics_server = MetricsServer(config.metrics_host, config.metrics_port,
                                                      self._metrics.registry, self._health)
                 opened.callback(self._stop_metrics_server)
-            self._fetcher = open_fetcher(config, *access)
+            self._fetcher = self._open_fetcher(config, *access)
             opened.callback(self._fetcher.close)
-            self._offset_store = open_offset_store(config, self._zk, *access,
-                                                   observe_commit=self._metrics.observe_commit)
+            self._offset_store = self._open_offset_store(
+                config, self._zk, *access, observe_commit=self._metrics.observe_commit)
             opened.callback(self._offset_store.close)
             topic_source = open_topic_source(
                 self._zk, config.bootstrap_servers, access.api_version,
@@ -226,27 +269,55 @@ class ConsumerConnector:
             if not topic_source.watched_in_zookeeper:
                 # As a member waits for the broker registry: one that cannot learn which
                 # topics exist fails now, before it joins the group, not in its first rebalance.
-                topic_source.view()
+                self._unless_shut_down(topic_source.view)
             self._wire(registration, topic_source, stream_for)
-            _startup_retry()(self._membership.register)
-            self._zk.add_listener(self._on_session_state)
-            _startup_retry()(self._membership.watch,
-                             self._group_changed, topics, wildcard)
-            opened.pop_all()
-        if not topic_source.watched_in_zookeeper:
-            self._refresher = MetadataRefresher(
+            self._startup_retry()(self._membership.register)
+            self._startup_retry()(self._membership.watch, self._group_changed, topics, wildcard)
+            refresher = None if topic_source.watched_in_zookeeper else MetadataRefresher(
                 topic_source, config.topic_metadata_refresh_interval_ms / 1000.0,
                 self._membership.interest, lambda: self._membership.last_view,
                 self._group_changed)
-            self._refresher.start()
-        self._worker = threading.Thread(target=self._work, name="zkconsumer-member", daemon=True)
-        self._started = True
-        self._fetch_loop.start()
-        self._worker.start()
-        if config.auto_commit_enable:
-            threading.Thread(target=self._auto_commit, name="zkconsumer-autocommit",
-                             daemon=True).start()
-        self._state.handle(Event.STARTED)
+            with self._lifecycle:
+                if self._closing:
+                    raise ZkConsumerError("shut down before the threads started")
+                opened.pop_all()
+                self._refresher = refresher
+                self._worker = threading.Thread(target=self._work, name="zkconsumer-member",
+                                                daemon=True)
+                self._started = True
+                self._member.handle(Event.STARTED)
+                if refresher is not None:
+                    refresher.start()
+                self._fetch_loop.start()
+                self._worker.start()
+                if config.auto_commit_enable:
+                    threading.Thread(target=self._auto_commit, name="zkconsumer-autocommit",
+                                     daemon=True).start()
+
+    def _startup_retry(self) -> KazooRetry:
+        """Start-up survives a ZooKeeper server restart or a lost connection (retried for about
+        15 s with backoff); a ZooKeeper that stays away is reported, not waited for forever, and
+        a shutdown ends the retries."""
+        return KazooRetry(max_tries=12, delay=0.2, backoff=2, max_delay=2.0,
+                          interrupt=lambda: self._closing)
+
+    def _unless_shut_down(self, step: Callable[[], T]) -> T:
+        """`step()`, waited for on the side so that a shutdown ends the wait at once (a broker
+        that accepts connections but never answers holds a metadata read for a whole request
+        timeout); the step left behind ends within its own timeout."""
+        outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                outcome.set_result(step())
+            except BaseException as exc:  # noqa: BLE001 - raised on the starting thread
+                outcome.set_exception(exc)
+
+        threading.Thread(target=run, name="zkconsumer-start", daemon=True).start()
+        while not concurrent.futures.wait([outcome], timeout=_START_POLL_S).done:
+            if self._closing:
+                raise ZkConsumerError("shut down while waiting for the step")
+        return outcome.result()
 
     def _wire(self, registration: ConsumerRegistration, topic_source, stream_for) -> None:
         config = self.config
@@ -254,7 +325,7 @@ class ConsumerConnector:
                                                registration, topic_source)
         self._committer = OffsetCommitter(
             self._offset_store, OffsetTracker(), lambda: self._streams,
-            lambda: self._ownership.claims, owner_checks=self._membership.owner_checks,
+            self._member.current_claims, owner_checks=self._membership.owner_checks,
             may_commit=self._may_commit)
         self._fetch_loop = FetchLoop(self._fetcher, config.fetch_wait_max_ms, self._fail,
                                      self._committer.reset_to)
@@ -266,10 +337,9 @@ class ConsumerConnector:
             membership=self._membership, fetch_loop=self._fetch_loop, committer=self._committer,
             offset_store=self._offset_store, stream_for=stream_for,
             auto_commit=config.auto_commit_enable, callbacks=self._callbacks,
-            ownership=self._ownership, observe=self._metrics.observe_rebalance,
-            stopping=lambda: self._state.state in (State.CLOSED, State.FAILED))
+            member=self._member, observe=self._metrics.observe_rebalance)
         self._metrics.watch(MemberSources(
-            streams=lambda: self._streams, owned=self._ownership.delivering,
+            streams=lambda: self._streams, owned=self._member.owned,
             positions=self._committer.positions, high_watermark=self._fetcher.high_watermark,
             queued_bytes=self._fetch_loop.queued_bytes))
         self._fetcher.observe_fetch = self._metrics.observe_fetch
@@ -316,32 +386,32 @@ class ConsumerConnector:
         return True
 
     def _may_commit(self) -> bool:
-        """Not while the ZooKeeper connection is suspended or the session lost: the owner
-        znodes may be someone else's by now (see `_on_session_state`)."""
-        return self._gate.delivering and not self._session_lost
+        """Not while the ZooKeeper connection is suspended, nor from a session's loss until the
+        re-registration is done: the owner znodes may be someone else's by now (the gate is
+        closed then, see `MemberState`)."""
+        return self._member.delivering
 
     def _kafka_access(self) -> KafkaAccess:
         """`bootstrap.servers` when set: those brokers need not be in this ZooKeeper at all."""
         config = self.config
         return resolve_kafka_access(
-            lambda: _startup_retry()(wait_for_brokers, self._zk, BROKER_WAIT_S).values(),
+            lambda: self._startup_retry()(wait_for_brokers, self._zk, BROKER_WAIT_S).values(),
             config.kafka_client_properties.get("security.protocol", "PLAINTEXT"),
             config.kafka_api_version, config.bootstrap_servers)
 
     def _work(self) -> None:
         while True:
-            work = self._state.next_work()
+            work = self._member.next_work()
             if work is Work.STOP:
-                if self._state.state is State.FAILED:
+                if self._member.state is State.FAILED:
                     self._leave_after_failure()
                 return
             try:
                 if work is Work.REREGISTER:
-                    self._forget_lost_ownership()
-                    self._membership.register()
+                    self._reregister()
                     continue
                 self._rebalancer.rebalance()
-                self._state.handle(Event.REBALANCE_DONE)
+                self._member.handle(Event.REBALANCE_DONE)
             except NoAuthError:
                 self._fail(ZookeeperAccessDeniedError.because(
                     f"a change to group {self.config.group_id}"))
@@ -353,43 +423,46 @@ class ConsumerConnector:
             except Exception as exc:  # noqa: BLE001 - any other failure ends the member loudly
                 self._fail(exc)
 
+    def _reregister(self) -> None:
+        """In a new session: forget what the lost one owned, register again, and only then let
+        the member claim and deliver in it (until then its gate stays closed)."""
+        self._rebalancer.forget_lost_session()
+        self._membership.register()
+        if not self._member.reregistered(current_session(self._zk)) \
+                and not self._member.leaving:
+            self._log.info("the ZooKeeper session changed while registering; registering again")
+
     def _group_changed(self) -> None:
-        self._state.handle(Event.GROUP_CHANGED)
+        self._member.handle(Event.GROUP_CHANGED)
 
     def _on_session_state(self, state: KazooState) -> None:
-        """Runs on kazoo's thread: only record what happened, never block.
+        """Runs on kazoo's thread: hands the event and the session id to the member's state,
+        which decides what follows, and says so; never blocks.
 
         A suspended connection may be a session expiring on the server, whose owner znodes
         then go to other members while we cannot hear of it: delivery and commits pause at
         once (kazoo suspends after two thirds of the session timeout without an answer, so
         before the server can expire it) until the same session is back.
         """
-        if state == KazooState.SUSPENDED:
-            self._gate.pause()
+        applied = self._member.session_event(_SESSION_EVENTS[state], current_session(self._zk))
+        if applied is Event.CONNECTION_SUSPENDED:
             self._log.warning("ZooKeeper connection lost; delivery and commits paused")
-        elif state == KazooState.LOST:
-            self._session_lost = True
-            self._ownership.claims.clear()  # someone else may own them by now
+        elif applied is Event.SESSION_EXPIRED:
             self._metrics.observe_session_expired()
             self._log.warning("ZooKeeper session expired; registration and owners are gone")
-            self._state.handle(Event.SESSION_EXPIRED)
-        elif state == KazooState.CONNECTED:
-            if self._session_lost:
-                self._session_lost = False
-                self._log.info("new ZooKeeper session; registering again")
-                self._state.handle(Event.SESSION_RESTORED)
-            elif not self._gate.delivering:
-                self._log.info("ZooKeeper connection back in the same session; delivering again")
-            self._gate.resume()
+        elif applied is Event.NEW_SESSION:
+            self._log.info("new ZooKeeper session; registering again before delivering")
+        else:
+            self._log.info("ZooKeeper connection back in the same session; delivering again")
 
     def _health(self) -> tuple[bool, str]:
         """For `/healthz`: healthy while registered in the group and not failed; otherwise
         one line saying why not."""
-        state = self._state.state
+        state = self._member.state
         if state in (State.REBALANCING, State.STABLE):
             return True, (f"registered in group {self.config.group_id} as "
                           f"{self.consumer_id} ({state.value})")
-        failure = self._gate.failure
+        failure = self._member.gate.failure
         if state is State.FAILED and failure is not None:
             return False, f"failed: {_one_line(failure)}"
         return False, {State.NEW: "not registered yet", State.FAILED: "failed",
@@ -404,13 +477,6 @@ class ConsumerConnector:
     def _stop_refresher(self) -> None:
         if self._refresher is not None:
             self._refresher.stop()
-
-    def _forget_lost_ownership(self) -> None:
-        lost = set(self._ownership.threads) | set(self._ownership.claims)
-        self._ownership.claims.clear()
-        self._fetch_loop.unroute(lost)
-        self._committer.released(lost)
-        self._ownership.threads.clear()
 
     def _auto_commit(self) -> None:
         interval = self.config.auto_commit_interval_ms / 1000.0
@@ -434,11 +500,10 @@ class ConsumerConnector:
     def _fail(self, exc: BaseException) -> None:
         """Any thread may report the member's failure; the worker thread then leaves the
         group (see `_leave_after_failure`)."""
-        if not self._gate.fail(exc):
+        if not self._member.fail(exc):
             return
         self._log.error("consumer failed", error=_one_line(exc))
         self._stop_auto_commit.set()
-        self._state.handle(Event.FAILED)
 
     def _leave_after_failure(self) -> None:
         """A failed member must not keep partitions its peers could consume, nor a
@@ -446,7 +511,7 @@ class ConsumerConnector:
         everything and deregister, whatever the user's callbacks do."""
         self._stop_refresher()
         self._fetch_loop.stop()
-        if self.config.auto_commit_enable and not self._session_lost:
+        if self.config.auto_commit_enable and self._member.session is not None:
             try:
                 self._committer.commit(retry=False)
             except Exception as exc:  # noqa: BLE001 - leaving matters more than this commit

@@ -11,15 +11,19 @@ session expires, and a ZooKeeper leader change gives that session a fresh timeou
 survivors for it is the reference's most common ConsumerRebalanceFailedException, so the
 attempts are followed by a wait measured per owner session and leader epoch (see `owner_wait`),
 of `crashed_owner_grace_ms` (two session timeouts, as the connector passes it).
+
+Claims are delivered from only once the member's state accepts them as made in its current
+session (`MemberState.apply_claims`): a session that expires while a claim is under way makes
+the rebalance release that claim and end, and the member registers again before it claims.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from kazoo.exceptions import KazooException, SessionExpiredError
+from kazoo.exceptions import KazooException
 
 from zkconsumer.errors import ZkConsumerError, describe_error
 from zkconsumer.logs import get_logger
@@ -30,7 +34,8 @@ from zkconsumer.member.missing_topics import (
 )
 from zkconsumer.member.owner_wait import OwnerWait
 from zkconsumer.member.plan import plan_rebalance, target_for_member
-from zkconsumer.member.streams import Claim, KafkaStream
+from zkconsumer.member.state import MemberState, StaleClaimError
+from zkconsumer.member.streams import KafkaStream
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.store import OffsetStoreError
 
@@ -53,35 +58,23 @@ class RebalanceCallbacks:
     after_assign: PartitionCallback | None = None
 
 
-@dataclass
-class Ownership:
-    """What this member owns: partition -> thread id, and the live claim tokens streams check."""
-
-    threads: dict[TopicPartition, str] = field(default_factory=dict)
-    claims: dict[TopicPartition, Claim] = field(default_factory=dict)
-
-    def delivering(self) -> dict[TopicPartition, str]:
-        """The partitions owned and delivered from, with their thread ids; from any thread. A
-        partition's claim goes before its owner znode is deleted and comes after its owner
-        znode is made, so no two members ever list the same partition at once (its thread id
-        stays in `threads` until the release is done, to finish one cut short)."""
-        return {tp: claim.thread_id for tp, claim in list(self.claims.items())}
-
-
 class Rebalancer:
     def __init__(self, *, consumer_id: str, strategy: str, exclude_internal_topics: bool,
                  max_attempts: int, backoff_ms: int, crashed_owner_grace_ms: int, membership,
                  fetch_loop, committer, offset_store, stream_for: Callable[[TopicPartition, str], KafkaStream],
-                 auto_commit: bool, callbacks: RebalanceCallbacks, ownership: Ownership,
+                 auto_commit: bool, callbacks: RebalanceCallbacks, member: MemberState,
                  sleep: Callable[[float], None] = time.sleep,
                  missing_topic_reminder_s: float = MISSING_TOPIC_REMINDER_S,
-                 observe: Callable[[bool, float], None] = lambda _succeeded, _seconds: None,
-                 stopping: Callable[[], bool] = lambda: False) -> None:
+                 observe: Callable[[bool, float], None] = lambda _succeeded, _seconds: None
+                 ) -> None:
         """`observe(succeeded, seconds)` is told how each rebalance ended and how long it took
-        (the metrics); `stopping()` true ends a rebalance between two attempts (the member is
-        leaving, and waiting for others' owners would only delay that)."""
+        (the metrics). A member that is leaving (`member.leaving`) ends a rebalance between two
+        attempts: waiting for others' owners would only delay that."""
         self.consumer_id = consumer_id
-        self.ownership = ownership
+        self.member = member
+        # Partitions whose owner znodes are ours, with their thread ids; only the worker thread
+        # uses it. A partition stays here until its release is done, to finish one cut short.
+        self.held: dict[TopicPartition, str] = {}
         self._strategy = strategy
         self._exclude_internal = exclude_internal_topics
         self._max_attempts = max_attempts
@@ -97,7 +90,6 @@ class Rebalancer:
         self._sleep = sleep
         self._missing_topics = MissingTopicsNotice(consumer_id, missing_topic_reminder_s)
         self._observe = observe
-        self._stopping = stopping
 
     def rebalance(self) -> None:
         started = time.monotonic()
@@ -109,7 +101,8 @@ class Rebalancer:
         self._observe(completed, time.monotonic() - started)
 
     def _rebalance(self, started: float) -> bool:
-        """True once done; False when the member began to leave first."""
+        """True once done; False when the member began to leave first, or its session changed
+        (its state then has it register again before the next rebalance)."""
         contested: list[TopicPartition] = []
         store_error: OffsetStoreError | None = None
         owners = OwnerWait(self._crashed_owner_grace_s)
@@ -122,7 +115,7 @@ class Rebalancer:
             self._release_half_released()
             target = target_for_member(snapshot, self.consumer_id, self._strategy,
                                        self._exclude_internal)
-            plan = plan_rebalance(self.ownership.threads, target)
+            plan = plan_rebalance(self.held, target)
             if plan.release:
                 self._release(plan.release)
             try:
@@ -131,8 +124,12 @@ class Rebalancer:
             except OffsetStoreError as exc:
                 # Claims were released again, so no peer waits on us meanwhile.
                 contested, store_error = sorted(plan.claim), exc
+            except StaleClaimError as exc:
+                # The member's state has it register again (or stop) before it claims.
+                log.info("claims refused; rebalance ended", attempt=attempt, reason=str(exc))
+                return False
             if not contested:
-                log.info("rebalanced", attempt=attempt, owned=len(self.ownership.threads),
+                log.info("rebalanced", attempt=attempt, owned=len(self.held),
                          released=len(plan.release), claimed=len(plan.claim),
                          members=len(snapshot.members),
                          ms=round((time.monotonic() - started) * 1000))
@@ -141,7 +138,7 @@ class Rebalancer:
             now = time.monotonic()
             if store_error is None:
                 owners.observe(self._membership.owners_seen(contested), now)
-            if self._stopping():
+            if self.member.leaving:
                 return False
             if attempt >= self._max_attempts and (
                     owners.may_give_up(now) if store_error is None
@@ -176,8 +173,8 @@ class Rebalancer:
         """Partitions whose claim was withdrawn but whose release did not finish (ZooKeeper
         failed in between): their owner znodes may still block the group, and counting them as
         kept would leave them unfetched, so they are released again and then planned anew."""
-        half = {tp: thread for tp, thread in self.ownership.threads.items()
-                if tp not in self.ownership.claims}
+        claims = self.member.claims
+        half = {tp: thread for tp, thread in self.held.items() if tp not in claims}
         if half:
             self._release(half, commit=False, notify=False)
 
@@ -186,15 +183,24 @@ class Rebalancer:
         in that very callback) must release what it owns whatever the callback does. A member
         releasing everything is leaving (or failing), so it no longer waits for any topic."""
         self._missing_topics.update(())
-        if self.ownership.threads:
-            self._release(dict(self.ownership.threads), commit=commit, notify=notify)
+        if self.held:
+            self._release(dict(self.held), commit=commit, notify=notify)
+
+    def forget_lost_session(self) -> None:
+        """A lost session's owner znodes went with it and may be others' by now: they are
+        forgotten, not released, and their fetching and positions with them. The session's
+        end withdrew their claims already."""
+        lost = set(self.held)
+        self.member.withdraw(lost)
+        self._fetch_loop.unroute(lost)
+        self._committer.released(lost)
+        self.held.clear()
 
     def _release(self, partitions: Mapping[TopicPartition, str], commit: bool = True,
                  notify: bool = True) -> None:
         if notify:
             self._call_back("on_partitions_revoked", self._callbacks.before_release, partitions)
-        for tp in partitions:
-            self.ownership.claims.pop(tp, None)
+        self.member.withdraw(partitions)
         self._fetch_loop.unroute(partitions)
         try:
             self._committer.commit_releasing(set(partitions), commit=commit and self._auto_commit)
@@ -207,7 +213,7 @@ class Rebalancer:
         self._membership.release(partitions)
         self._committer.released(set(partitions))
         for tp in partitions:
-            self.ownership.threads.pop(tp, None)
+            self.held.pop(tp, None)
 
     @staticmethod
     def _call_back(name: str, callback: PartitionCallback | None,
@@ -221,6 +227,11 @@ class Rebalancer:
                 f"the {name} callback raised {type(exc).__name__}: {exc}") from exc
 
     def _claim(self, partitions: Mapping[TopicPartition, str]) -> list[TopicPartition]:
+        """Owner znodes, then the committed offsets, then the claims; StaleClaimError (with
+        the znodes released again) if the member's session ended meanwhile. The session is
+        taken before the znodes are made: only the worker (this thread) adopts a new one, so
+        it cannot change to another until the claims are applied or refused."""
+        session = self.member.claiming_session()
         contested = self._membership.claim(partitions)
         if contested:
             return contested
@@ -228,20 +239,14 @@ class Rebalancer:
             # Read after claiming: the previous owner commits before it lets go, so this is
             # never older than its last commit (the reference reads before claiming).
             committed = self._offsets.fetch(partitions)
+            claims = self.member.apply_claims(session, partitions)
         except BaseException:
             self._membership.release(partitions)
             raise
-        if not self._membership.holds(partitions):
-            # The session changed while claiming: the znodes are gone or someone else's.
-            self._membership.release(partitions)
-            raise SessionExpiredError("the ZooKeeper session changed while claiming")
+        self.held.update(partitions)
         self._committer.claimed(committed)
-        routes = {}
-        for tp, thread in partitions.items():
-            claim = Claim(tp, thread)
-            self.ownership.threads[tp] = thread
-            self.ownership.claims[tp] = claim
-            routes[tp] = (self._stream_for(tp, thread), claim, committed.get(tp))
+        routes = {tp: (self._stream_for(tp, claim.thread_id), claim, committed.get(tp))
+                  for tp, claim in claims.items()}
         self._fetch_loop.route(routes)
         self._call_back("on_partitions_assigned", self._callbacks.after_assign, partitions)
         return []

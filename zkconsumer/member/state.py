@@ -1,19 +1,28 @@
-"""The member's life as named states and explicit transitions, behind one lock.
+"""The member's state behind one lock: its lifecycle, the ZooKeeper session its claims belong
+to, the claims themselves and the delivery gate.
 
-ZooKeeper watches, session events and the user's `close()` arrive on different threads; they only
-report events here. A single worker thread asks `next_work()` what to do, so rebalances never run
-concurrently and a burst of watch events becomes one rebalance, not many.
+ZooKeeper watches, kazoo's session events, the rebalance worker, the fetch loop and the user's
+`close()` run on different threads. Each only reports what happened here, and every change goes
+through one transition (as in kazoo's partitioner recipe: named states, one lock, a table of
+what each event does in each state), so no thread can act on half of another's change. A single
+worker thread asks `next_work()` what to do, so rebalances never run concurrently and a burst
+of watch events becomes one rebalance, not many.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection, Mapping
 from enum import Enum
+
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.member.streams import Claim, DeliveryGate
+from zkconsumer.model import TopicPartition
 
 
 class State(Enum):
     NEW = "new"                  # not registered yet
-    REBALANCING = "rebalancing"  # a rebalance is due or running
+    REBALANCING = "rebalancing"  # a rebalance (or a re-registration) is due or running
     STABLE = "stable"            # owning our slice, fetching
     EXPIRED = "expired"          # the ZooKeeper session died: registration and owners are gone
     FAILED = "failed"            # gave up (e.g. rebalance attempts exhausted); streams raise
@@ -24,9 +33,15 @@ class Event(Enum):
     STARTED = "started"
     GROUP_CHANGED = "group_changed"
     REBALANCE_DONE = "rebalance_done"
-    FAILED = "failed"
+    # As kazoo reports them (see `session_event`):
+    CONNECTION_SUSPENDED = "connection_suspended"
     SESSION_EXPIRED = "session_expired"
-    SESSION_RESTORED = "session_restored"
+    CONNECTED = "connected"
+    # What a CONNECTED turns out to be, by its session id:
+    SESSION_RESUMED = "session_resumed"
+    NEW_SESSION = "new_session"
+    REREGISTERED = "reregistered"  # the new session's cleanup and registration are done
+    FAILED = "failed"
     CLOSE_REQUESTED = "close_requested"
 
 
@@ -36,54 +51,198 @@ class Work(Enum):
     STOP = "stop"
 
 
-class MemberStateMachine:
-    def __init__(self) -> None:
+class StaleClaimError(ZkConsumerError):
+    """Claims made in a ZooKeeper session the member does not have (any more), or by a member
+    that is leaving: their owner znodes must not be trusted. The rebalancer releases them and
+    ends the rebalance; the state then has the member register again (or stop) first."""
+
+
+_FINAL = frozenset({State.FAILED, State.CLOSED})
+_LIVE = tuple(state for state in State if state not in _FINAL)
+
+# What each event does in each state; an event not listed for a state changes nothing.
+_TRANSITIONS: dict[tuple[State, Event], State] = {
+    (State.NEW, Event.STARTED): State.REBALANCING,
+    (State.REBALANCING, Event.GROUP_CHANGED): State.REBALANCING,
+    (State.STABLE, Event.GROUP_CHANGED): State.REBALANCING,
+    (State.REBALANCING, Event.REBALANCE_DONE): State.STABLE,
+    (State.REBALANCING, Event.REREGISTERED): State.REBALANCING,
+    # A new session before the start only means registering again once started.
+    (State.NEW, Event.NEW_SESSION): State.NEW,
+    (State.EXPIRED, Event.NEW_SESSION): State.REBALANCING,
+    (State.REBALANCING, Event.NEW_SESSION): State.REBALANCING,
+    (State.STABLE, Event.NEW_SESSION): State.REBALANCING,
+    **{(state, Event.SESSION_EXPIRED): State.EXPIRED for state in _LIVE},
+    **{(state, Event.FAILED): State.FAILED for state in _LIVE},
+    **{(state, Event.CLOSE_REQUESTED): State.CLOSED for state in _LIVE},
+    # A member that is leaving still learns what its session does: its last commits depend on it.
+    **{(state, event): state for state in _FINAL
+       for event in (Event.SESSION_EXPIRED, Event.NEW_SESSION)},
+    **{(state, event): state for state in State
+       for event in (Event.CONNECTION_SUSPENDED, Event.SESSION_RESUMED)},
+}
+
+
+class MemberState:
+    """Everything about a member that more than one thread reads or writes, under one lock.
+
+    Invariants, kept by `_transition` (the only place the state changes) and the claim
+    methods; the first five are tested in tests/unit/test_member_state.py:
+
+    1. Claims only ever belong to the member's current session: each claim records the session
+       it was made in, which is `session`; `apply_claims` refuses claims made in any other
+       session (`StaleClaimError`).
+    2. When the session expires (or kazoo connects in another one), the session, every claim and
+       the gate go in the same step: there are no claims and the gate is closed until the new
+       session's re-registration, cleanup included, reports it (`reregistered`). Only then are
+       claims accepted and delivery resumed.
+    3. The gate is open exactly while the connection is up in the session the claims belong to:
+       a suspended connection closes it (the session may be expiring on the server, and other
+       members may own our partitions by now), the same session coming back opens it.
+    4. FAILED and CLOSED are final: no event leaves them, and no claim is accepted in them.
+    5. The worker is given one thing at a time: a due re-registration before any rebalance, a
+       burst of changes as one rebalance, and the member is STABLE only once a rebalance ended
+       with nothing else due and a session to own partitions in.
+    6. Nothing blocks or calls out while holding the lock: kazoo's thread reports here.
+
+    The claims mapping and the gate's flag are read without the lock, per message, by the
+    streams: both are only ever changed in place under the lock, so a reader sees a claim (or
+    the gate) before or after a change, and a claim that just went only drops a message.
+    """
+
+    def __init__(self, session: int | None) -> None:
+        """`session`: the ZooKeeper session the member starts in (its registration's)."""
         self._lock = threading.Condition()
         self._state = State.NEW
+        self._session = session  # the claims' session; None from an expiry to the cleanup
+        self._live = session  # the session kazoo is connected in now; None while it is not
+        self._claims: dict[TopicPartition, Claim] = {}
+        self._gate = DeliveryGate()
         self._rebalance_due = False
         self._reregister_due = False
+
+    # -- reading ----------------------------------------------------------------------------
 
     @property
     def state(self) -> State:
         with self._lock:
             return self._state
 
-    def handle(self, event: Event) -> State:
-        """Apply an event; returns the new state. Events that do not apply are ignored."""
+    @property
+    def session(self) -> int | None:
         with self._lock:
-            state = self._state
-            if state in (State.CLOSED, State.FAILED):
-                return state
-            if event is Event.CLOSE_REQUESTED:
-                self._state = State.CLOSED
-            elif event is Event.SESSION_EXPIRED:
-                self._state = State.EXPIRED
-                self._rebalance_due = False
-            elif event is Event.SESSION_RESTORED and state is State.EXPIRED:
-                self._state = State.REBALANCING
-                self._reregister_due = True
-                self._rebalance_due = True
-            elif event is Event.STARTED and state is State.NEW or event is Event.GROUP_CHANGED and state in (State.STABLE, State.REBALANCING):
-                self._state = State.REBALANCING
-                self._rebalance_due = True
-            elif event is Event.REBALANCE_DONE and state is State.REBALANCING:
-                if not self._rebalance_due:
-                    self._state = State.STABLE
-            elif event is Event.FAILED:
-                self._state = State.FAILED
-            self._lock.notify_all()
-            return self._state
+            return self._session
+
+    @property
+    def leaving(self) -> bool:
+        with self._lock:
+            return self._state in _FINAL
+
+    @property
+    def gate(self) -> DeliveryGate:
+        """The streams' gate, opened and closed only here; it also carries the failure."""
+        return self._gate
+
+    @property
+    def delivering(self) -> bool:
+        """Whether delivering and committing is safe now (the gate is open)."""
+        return self._gate.delivering
+
+    @property
+    def claims(self) -> Mapping[TopicPartition, Claim]:
+        """The live claims, for the streams' per-message check; read-only outside this class."""
+        return self._claims
+
+    def current_claims(self) -> dict[TopicPartition, Claim]:
+        with self._lock:
+            return dict(self._claims)
+
+    def owned(self) -> dict[TopicPartition, str]:
+        """The partitions owned and delivered from, with their thread ids. A partition's claim
+        goes before its owner znode is deleted and comes after its owner znode is made, so no
+        two members ever list the same partition at once."""
+        with self._lock:
+            return {tp: claim.thread_id for tp, claim in self._claims.items()}
+
+    # -- events -----------------------------------------------------------------------------
+
+    def handle(self, event: Event, session: int | None = None) -> State:
+        """Apply an event; returns the state it leaves the member in."""
+        with self._lock:
+            return self._transition(event, session)
+
+    def session_event(self, event: Event, session: int | None) -> Event:
+        """What kazoo reported (CONNECTION_SUSPENDED, SESSION_EXPIRED or CONNECTED) with the
+        session id it has now; returns the event applied, a CONNECTED being either the same
+        session resumed or a new one (after an expiry there is no session to resume)."""
+        with self._lock:
+            if event is Event.CONNECTED:
+                same = session is not None and session == self._session
+                event = Event.SESSION_RESUMED if same else Event.NEW_SESSION
+            self._transition(event, session)
+            return event
+
+    def reregistered(self, session: int | None) -> bool:
+        """The worker forgot what the lost session owned and registered again in `session`;
+        True if the member now claims and delivers in it. False if the session changed again
+        meanwhile: the re-registration stays due."""
+        with self._lock:
+            self._transition(Event.REREGISTERED, session)
+            return session is not None and self._session == session
+
+    def fail(self, exc: BaseException) -> bool:
+        """Record the member's failure (the first one wins); False if it had already failed."""
+        with self._lock:
+            if not self._gate.fail(exc):
+                return False
+            self._transition(Event.FAILED)
+            return True
+
+    # -- claims -----------------------------------------------------------------------------
+
+    def claiming_session(self) -> int:
+        """The session to claim in now; StaleClaimError if there is none to claim in."""
+        with self._lock:
+            self._check_claimable(self._session)
+            assert self._session is not None  # checked above
+            return self._session
+
+    def apply_claims(self, session: int, partitions: Mapping[TopicPartition, str]
+                     ) -> dict[TopicPartition, Claim]:
+        """Claims for owner znodes made in `session`, now delivered from; StaleClaimError if
+        that is not the member's session any more (or the member is leaving)."""
+        with self._lock:
+            self._check_claimable(session)
+            claims = {tp: Claim(tp, thread, session) for tp, thread in partitions.items()}
+            self._claims.update(claims)
+            return claims
+
+    def withdraw(self, partitions: Collection[TopicPartition]) -> None:
+        """Stop delivering from these partitions (before their owner znodes are released)."""
+        with self._lock:
+            for tp in partitions:
+                self._claims.pop(tp, None)
+
+    def _check_claimable(self, session: int | None) -> None:
+        if self._state in _FINAL:
+            raise StaleClaimError(f"the member is {self._state.value}; it claims nothing")
+        if session is None or session != self._session:
+            raise StaleClaimError(
+                f"claimed in ZooKeeper session {_hex(session)}, but the member's session is "
+                f"{_hex(self._session)}")
+
+    # -- the worker -------------------------------------------------------------------------
 
     def next_work(self, timeout: float | None = None) -> Work | None:
-        """Block until there is something to do; None when `timeout` passes with nothing."""
+        """Block until there is something to do; None when `timeout` passes with nothing. A
+        re-registration stays due until `reregistered` accepts it, so one that failed is
+        tried again."""
         with self._lock:
-            ready = self._lock.wait_for(self._has_work, timeout)
-            if not ready:
+            if not self._lock.wait_for(self._has_work, timeout):
                 return None
-            if self._state in (State.CLOSED, State.FAILED):
+            if self._state in _FINAL:
                 return Work.STOP
             if self._reregister_due:
-                self._reregister_due = False
                 return Work.REREGISTER
             self._rebalance_due = False
             return Work.REBALANCE
@@ -95,6 +254,62 @@ class MemberStateMachine:
             return None
 
     def _has_work(self) -> bool:
-        return (self._state in (State.CLOSED, State.FAILED)
-                or self._reregister_due
-                or (self._rebalance_due and self._state is State.REBALANCING))
+        if self._state in _FINAL or self._reregister_due:
+            return True
+        return self._rebalance_due and self._state is State.REBALANCING
+
+    # -- the one place the state changes ------------------------------------------------------
+
+    def _transition(self, event: Event, session: int | None = None) -> State:
+        target = _TRANSITIONS.get((self._state, event))
+        if target is None or not self._applies(event, session):
+            return self._state
+        self._record(event, session)
+        self._state = target
+        if self._live is not None and self._live == self._session:
+            self._gate.resume()
+        else:
+            self._gate.pause()
+        self._lock.notify_all()
+        return target
+
+    def _applies(self, event: Event, session: int | None) -> bool:
+        if event is Event.REBALANCE_DONE:
+            # Something became due while the rebalance ran: the member is not settled yet.
+            settled = not (self._rebalance_due or self._reregister_due)
+            return settled and self._session is not None
+        if event is Event.REREGISTERED:
+            # Registered in a session that is not (or no longer) the connected one.
+            return session is not None and session == self._live
+        return True
+
+    def _record(self, event: Event, session: int | None) -> None:
+        if event in (Event.STARTED, Event.GROUP_CHANGED):
+            self._rebalance_due = True
+        elif event is Event.CONNECTION_SUSPENDED:
+            self._live = None
+        elif event is Event.SESSION_RESUMED:
+            self._live = session
+        elif event is Event.SESSION_EXPIRED:
+            self._live = None
+            self._drop_session()
+            self._rebalance_due = False  # nothing can be done until a new session comes
+            self._reregister_due = False
+        elif event is Event.NEW_SESSION:
+            self._live = session
+            self._drop_session()
+            self._reregister_due = True
+            self._rebalance_due = True
+        elif event is Event.REREGISTERED:
+            self._session = session
+            self._reregister_due = False
+            self._rebalance_due = True
+
+    def _drop_session(self) -> None:
+        """Our owner znodes went with the session, and someone else may own them by now."""
+        self._session = None
+        self._claims.clear()
+
+
+def _hex(session: int | None) -> str:
+    return "none" if session is None else f"0x{session:x}"

@@ -24,7 +24,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, cast
 
 from zkconsumer.errors import ZkConsumerError
@@ -43,13 +43,16 @@ class ConsumerTimeout(Exception):
 
 
 class Claim:
-    """A token for one period of ownership of a partition; a new claim is a new object."""
+    """A token for one period of ownership of a partition; a new claim is a new object. It
+    records the ZooKeeper session its owner znode was made in (see `MemberState`)."""
 
-    __slots__ = ("partition", "thread_id")
+    __slots__ = ("partition", "session", "thread_id")
 
-    def __init__(self, partition: TopicPartition, thread_id: str) -> None:
+    def __init__(self, partition: TopicPartition, thread_id: str,
+                 session: int | None = None) -> None:
         self.partition = partition
         self.thread_id = thread_id
+        self.session = session
 
 
 class Chunk(NamedTuple):
@@ -71,7 +74,7 @@ class DeliveryGate:
     It is closed while the member's ZooKeeper session cannot be trusted (connection suspended:
     the session may be expiring on the server, and with it our owner znodes), so nothing is
     handed out that another member may already own; and it carries the member's failure, which
-    every stream then raises.
+    every stream then raises. In a member, only its `MemberState` opens and closes it.
     """
 
     def __init__(self) -> None:
@@ -130,7 +133,7 @@ class _PythonCursor:
     if TYPE_CHECKING:  # what it reads of `KafkaStream`, which sets them
         _chunk: tuple[Any, Any, Sequence[Message]]
         _index: int
-        _claims: dict[TopicPartition, Claim]
+        _claims: Mapping[TopicPartition, Claim]
         _gate: DeliveryGate
         _stopping: bool
         positions: dict[TopicPartition, int]
@@ -161,7 +164,7 @@ class KafkaStream(_Cursor):
     """
 
     def __init__(self, name: str, max_chunks: int, timeout_ms: int,
-                 claims: dict[TopicPartition, Claim], gate: DeliveryGate) -> None:
+                 claims: Mapping[TopicPartition, Claim], gate: DeliveryGate) -> None:
         self.name = name
         # Consumed positions (offset + 1) per partition, read by the committer.
         self.positions: dict[TopicPartition, int] = {}

@@ -255,12 +255,6 @@ class ZookeeperMembership:
                 for tp in partitions
                 if session is not None and self._claimed_in.get(tp) == session}
 
-    def holds(self, partitions: Collection[TopicPartition]) -> bool:
-        """Whether all of these were claimed in the session we have now."""
-        session = current_session(self.zk)
-        return session is not None and all(self._claimed_in.get(tp) == session
-                                           for tp in partitions)
-
     def release(self, partitions: Mapping[TopicPartition, str]) -> None:
         """Delete the owner znodes that still name our threads; others' znodes are left alone."""
         for tp in partitions:
