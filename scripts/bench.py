@@ -56,9 +56,9 @@ from zkconsumer.fetch.records import decode_records
 from zkconsumer.localcluster import LocalCluster, create_topic
 from zkconsumer.localcluster.bundle import ensure_bundle
 from zkconsumer.localcluster.processes import bundle_environment, free_port
-from zkconsumer.localcluster.reference import produce_test_data
 from zkconsumer.logs import configure_logging
 from zkconsumer.model import Message
+from zkconsumer.testing.reference import produce_test_data
 from zkconsumer.zk.session import zookeeper_session
 
 CLUSTER_SCENARIOS = ("throughput", "sasl", "commit", "rebalance", "exporter")
@@ -327,8 +327,8 @@ def rebalance(cluster: LocalCluster, args, work: Path) -> None:
     which can tell) every member is fetching again.
     """
     from zkconsumer import ConsumerConnector
-    from zkconsumer.localcluster.consume_process import ConsumeProcess
-    from zkconsumer.localcluster.reference import ReferenceConsumer
+    from zkconsumer.testing.consume_process import ConsumeProcess
+    from zkconsumer.testing.reference import ReferenceConsumer
 
     topic = f"bench-rebalance-{time.time_ns()}"
     settings = {"rebalance.backoff.ms": "500", "rebalance.max.retries": "10"}

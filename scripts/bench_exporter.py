@@ -18,9 +18,9 @@ from kafka import KafkaProducer
 
 from zkconsumer.exporter.kafka_reads import ClusterReads, KafkaReadError
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
-from zkconsumer.exporter.status import WindowRules
 from zkconsumer.exporter.zk_groups import GroupsCache
 from zkconsumer.fetch import KafkaAccess, LogOffsets
+from zkconsumer.lag.status import WindowRules
 from zkconsumer.localcluster import LocalCluster, create_topic
 from zkconsumer.metrics import MetricsServer
 from zkconsumer.model import TopicPartition

@@ -20,9 +20,9 @@ from click.testing import CliRunner
 
 from zkconsumer.cli import cli
 from zkconsumer.localcluster import LocalCluster, create_topic
-from zkconsumer.localcluster.reference import run_tool
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import ZookeeperOffsetStore
+from zkconsumer.testing.reference import run_tool
 from zkconsumer.zk.session import zookeeper_session
 
 TARGET_S = 10.0

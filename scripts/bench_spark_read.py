@@ -36,8 +36,8 @@ from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
 
 from zkconsumer.localcluster import LocalCluster, create_topic
-from zkconsumer.localcluster.reference import produce_test_data
 from zkconsumer.logs import configure_logging
+from zkconsumer.testing.reference import produce_test_data
 from zkconsumer.zk.session import zookeeper_session
 
 API_VERSION = (0, 9)

@@ -94,12 +94,10 @@ from zkconsumer.localcluster import (
     ClusterError,
     EnsembleError,
     LocalCluster,
-    TcpProxy,
     ZookeeperEnsemble,
     add_partition,
     create_topic,
 )
-from zkconsumer.localcluster.consume_process import API_WORKER, CLI, ConsumeProcess
 from zkconsumer.localcluster.topics import (
     OFFSETS_TOPIC,
     TopicCreationError,
@@ -111,6 +109,8 @@ from zkconsumer.localcluster.topics import (
 )
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import KafkaOffsetStore, ZookeeperOffsetStore
+from zkconsumer.testing.consume_process import API_WORKER, CLI, ConsumeProcess
+from zkconsumer.testing.tcp_proxy import TcpProxy
 from zkconsumer.zk.group_state import committed_partitions, read_members, read_owners
 from zkconsumer.zk.session import zookeeper_session
 from zkconsumer.znodes.paths import GroupPaths

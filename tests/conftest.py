@@ -14,7 +14,7 @@ from support.java import require_java
 
 from zkconsumer import logs
 from zkconsumer.localcluster import create_topic
-from zkconsumer.localcluster.reference import ReferenceConsumer
+from zkconsumer.testing.reference import ReferenceConsumer
 from zkconsumer.zk.session import connect
 
 
@@ -178,7 +178,7 @@ def members(cluster, members_on):
 @pytest.fixture
 def cli_members(cluster, tmp_path):
     """Start `zkconsumer consume` processes; any still running is killed when the test ends."""
-    from zkconsumer.localcluster.consume_process import ConsumeProcess
+    from zkconsumer.testing.consume_process import ConsumeProcess
 
     started: list[ConsumeProcess] = []
 

@@ -17,9 +17,9 @@ from support.waiting import wait_until
 
 from zkconsumer.cli import cli
 from zkconsumer.localcluster.processes import free_port
-from zkconsumer.localcluster.reference import run_tool
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import ZookeeperOffsetStore
+from zkconsumer.testing.reference import run_tool
 from zkconsumer.znodes.paths import GroupPaths
 
 pytestmark = pytest.mark.integration
@@ -66,6 +66,7 @@ def live_member(cluster):
         client.close()
 
 
+@pytest.mark.reference
 def test_group_describe_agrees_with_the_reference_offset_checker(
         cluster, zk, topic_factory, unique_name, admin, work_root, java):
     topic = topic_factory(partitions=3)
@@ -127,6 +128,7 @@ def test_group_describe_and_list_show_status_and_total_lag(
                for line in lines)
 
 
+@pytest.mark.reference
 def test_reference_export_imports_into_ours_and_ours_into_the_reference(
         cluster, zk, topic_factory, unique_name, admin, work_root, tmp_path, java):
     topics = [topic_factory(partitions=2), topic_factory(partitions=3)]

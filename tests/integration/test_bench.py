@@ -28,6 +28,7 @@ DECODE_READERS = ("kafka-python v2 (MemoryRecords)", "aiokafka v1 (MemoryRecords
                                  "compiled (arrow)")))
 
 
+@pytest.mark.reference  # one of its contenders is the reference Scala consumer
 def test_the_benchmark_runs_every_scenario_and_prints_each_figure(work_root):
     require_java()
     scratch = work_root / "bench"

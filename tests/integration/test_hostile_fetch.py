@@ -25,7 +25,7 @@ from support.ownership import settled_ownership
 from support.waiting import wait_until
 
 from zkconsumer.assignment import consumer_of_thread
-from zkconsumer.localcluster.consume_process import ConsumeProcess
+from zkconsumer.testing.consume_process import ConsumeProcess
 from zkconsumer.zk.group_state import read_members, read_owners
 from zkconsumer.znodes.brokers import BrokerRegistration, Endpoint
 from zkconsumer.znodes.paths import GroupPaths, broker_path, topic_path

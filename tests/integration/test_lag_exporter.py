@@ -26,9 +26,9 @@ from support.waiting import wait_until
 from zkconsumer.cli import cli
 from zkconsumer.exporter.kafka_reads import ClusterReads
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
-from zkconsumer.exporter.status import Status, WindowRules
 from zkconsumer.exporter.zk_groups import GroupsCache, GroupsCacheError
 from zkconsumer.fetch import KafkaAccess
+from zkconsumer.lag.status import Status, WindowRules
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import KafkaOffsetStore
 from zkconsumer.topology import open_topic_source

@@ -221,7 +221,7 @@ WITHOUT_COMPILED_PARTS = (
 def test_a_worker_without_the_compiled_parts_reads_compressed_batches_with_headers(
         modern, modern_topic_factory, unique_name, tmp_path):
     """The pure-Python fallbacks (aiokafka's reader, the Python stream cursor) end to end."""
-    from zkconsumer.localcluster.consume_process import ConsumeProcess
+    from zkconsumer.testing.consume_process import ConsumeProcess
 
     topic = modern_topic_factory(partitions=2)
     values = _values(60, "p")

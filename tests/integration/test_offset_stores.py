@@ -155,6 +155,7 @@ def test_znodes_deleted_or_created_behind_our_back_are_still_written(zk, unique_
     assert ZookeeperOffsetStore(zk, group).fetch([deleted, created]) == {deleted: 2, created: 8}
 
 
+@pytest.mark.reference
 def test_reference_offset_checker_reads_our_zookeeper_offsets(cluster, zk, topic_factory,
                                                                unique_name, work_root):
     require_java()

@@ -20,10 +20,10 @@ from support.waiting import wait_until
 
 from zkconsumer.fetch.broker_channel import BrokerChannel, ChannelError
 from zkconsumer.localcluster import create_topic
-from zkconsumer.localcluster.consume_process import ConsumeProcess
 from zkconsumer.localcluster.topics import group_coordinator
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import KafkaOffsetStore
+from zkconsumer.testing.consume_process import ConsumeProcess
 from zkconsumer.zk.group_state import read_owners
 from zkconsumer.zk.session import zookeeper_session
 

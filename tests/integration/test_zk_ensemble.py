@@ -13,9 +13,9 @@ from support.kafka import produce
 from support.waiting import wait_until
 
 from zkconsumer.assignment import consumer_of_thread
-from zkconsumer.cli.consume_command import STOP_TIMEOUT_S
-from zkconsumer.localcluster.consume_process import ConsumeProcess
+from zkconsumer.cli.signals import STOP_TIMEOUT_S
 from zkconsumer.model import TopicPartition
+from zkconsumer.testing.consume_process import ConsumeProcess
 from zkconsumer.zk.group_state import read_owners
 from zkconsumer.zk.session import connect
 

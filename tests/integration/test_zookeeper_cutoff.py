@@ -22,8 +22,8 @@ from support.kafka import committed_in_kafka, produce
 from support.waiting import wait_until
 
 from zkconsumer.assignment import consumer_of_thread
-from zkconsumer.localcluster import TcpProxy
 from zkconsumer.model import TopicPartition
+from zkconsumer.testing.tcp_proxy import TcpProxy
 from zkconsumer.zk.group_state import read_owners
 from zkconsumer.znodes.consumers import decode_offset
 from zkconsumer.znodes.paths import GroupPaths

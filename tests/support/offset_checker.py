@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from zkconsumer.localcluster.reference import run_tool
+from zkconsumer.testing.reference import run_tool
 
 
 def offset_checker_rows(cluster, group: str, topic: str, work_dir) -> dict[int, tuple[int, ...]]:

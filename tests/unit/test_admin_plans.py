@@ -22,7 +22,7 @@ from zkconsumer.admin.plans import (
     plan_reset,
     reset_targets,
 )
-from zkconsumer.exporter.report import GroupState, ZookeeperOffset
+from zkconsumer.lag.report import GroupState, ZookeeperOffset
 from zkconsumer.model import TopicPartition as TP
 
 names = st.from_regex(r"[a-zA-Z0-9._-]{1,20}", fullmatch=True).filter(

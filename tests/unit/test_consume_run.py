@@ -9,11 +9,11 @@ import threading
 import pytest
 from support.memory_store import MemoryStore
 
-from zkconsumer.cli.consume_command import ConsumeRun, HandlerError
 from zkconsumer.member.committer import OffsetCommitter
 from zkconsumer.member.streams import Chunk, Claim, DeliveryGate, KafkaStream
 from zkconsumer.model import Message, TopicPartition
 from zkconsumer.offsets import OffsetTracker
+from zkconsumer.worker import ConsumeRun, HandlerError
 
 
 class StopArrivesOnReceipt:

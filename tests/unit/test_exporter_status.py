@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from zkconsumer.exporter.history import OffsetHistory
-from zkconsumer.exporter.status import (
+from zkconsumer.lag.history import OffsetHistory
+from zkconsumer.lag.status import (
     Observation,
     Status,
     WindowRules,

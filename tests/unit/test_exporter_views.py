@@ -11,9 +11,11 @@ from kafka.errors import GroupAuthorizationFailedError
 from prometheus_client import generate_latest
 
 from zkconsumer.exporter.burrow_view import burrow_reply
-from zkconsumer.exporter.history import OffsetHistory
 from zkconsumer.exporter.kafka_reads import GroupOffsets, GroupOffsetsReader, KafkaReadError
-from zkconsumer.exporter.report import (
+from zkconsumer.exporter.service import ExporterSettings, LagExporter
+from zkconsumer.fetch import KafkaAccess
+from zkconsumer.lag.history import OffsetHistory
+from zkconsumer.lag.report import (
     GroupState,
     ScanInputs,
     ZookeeperOffset,
@@ -21,9 +23,7 @@ from zkconsumer.exporter.report import (
     resume_offset,
     scan,
 )
-from zkconsumer.exporter.service import ExporterSettings, LagExporter
-from zkconsumer.exporter.status import Status, WindowRules
-from zkconsumer.fetch import KafkaAccess
+from zkconsumer.lag.status import Status, WindowRules
 from zkconsumer.model import TopicPartition
 from zkconsumer.znodes.consumers import ConsumerRegistration
 

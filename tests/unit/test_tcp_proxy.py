@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from zkconsumer.localcluster.tcp_proxy import TcpProxy
+from zkconsumer.testing.tcp_proxy import TcpProxy
 
 TIMEOUT_S = 5.0
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from zkconsumer.exporter.history import OffsetHistory
-from zkconsumer.exporter.report import GroupReport, GroupState, ScanInputs, scan
-from zkconsumer.exporter.status import Status, WindowRules
+from zkconsumer.lag.history import OffsetHistory
+from zkconsumer.lag.report import GroupReport, GroupState, ScanInputs, scan
+from zkconsumer.lag.status import Status, WindowRules
 from zkconsumer.model import TopicPartition
 
 

@@ -1,20 +1,14 @@
 """`zkconsumer consume`: run a group member from the command line until stopped.
 
-Everything about the options and settings that can be known without a cluster is checked before
+The options and settings are parsed here and the run itself is `zkconsumer.worker`'s. Everything about the options and settings that can be known without a cluster is checked before
 the member connects (a ConsumerConnector connects as it is built), so a mistake is reported
 first, alone, and the group is never touched by a member that could not have run.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-import os
-import signal
-import sys
-import threading
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -25,6 +19,7 @@ from click.core import ParameterSource
 from zkconsumer.assignment import Blacklist, Whitelist
 from zkconsumer.assignment.topic_filter import TopicFilter
 from zkconsumer.cli.message_output import FORMATS, formatter
+from zkconsumer.cli.signals import stop_on_signals
 from zkconsumer.config import (
     ConsumerConfig,
     MissingConfigError,
@@ -32,29 +27,18 @@ from zkconsumer.config import (
     load_config,
     parse_setting,
 )
-from zkconsumer.errors import ConfigError, ZkConsumerError
+from zkconsumer.errors import ConfigError
 from zkconsumer.kafka_client import kafka_client_options
 from zkconsumer.logs import LOG_FORMATS, configure_logging, get_logger
-from zkconsumer.member.connector import SHUTDOWN_TIMEOUT_S, ConsumerConnector
-from zkconsumer.member.streams import ConsumerTimeout, KafkaStream
+from zkconsumer.member.connector import ConsumerConnector
 from zkconsumer.model import Message
+from zkconsumer.worker import ConsumeRun, start_streams
 
 log = get_logger(__name__)
-# A SIGINT or SIGTERM ends the process within this many seconds, whatever ZooKeeper and Kafka
-# do: the streams' threads get `STREAMS_STOP_S` to finish the message in hand, the connector
-# `SHUTDOWN_TIMEOUT_S` to commit and leave, and the last second is for exiting; a process still
-# running after that (stuck while starting, say, in a connection attempt) says so in one line
-# and exits with status 1.
-STREAMS_STOP_S = 3.0
-STOP_TIMEOUT_S = STREAMS_STOP_S + SHUTDOWN_TIMEOUT_S + 1.0
 # Options that set a config key themselves, by parameter name.
 SETTING_OPTIONS = {"zookeeper": "zookeeper.connect", "group": "group.id",
                    "bootstrap_server": "bootstrap.servers", "metrics_port": "metrics.port",
                    "metrics_host": "metrics.host"}
-
-
-class HandlerError(ZkConsumerError):
-    """The user's --handler raised; the message it failed on is not committed."""
 
 
 def load_handler(spec: str) -> Callable[[Message], object]:
@@ -68,77 +52,6 @@ def load_handler(spec: str) -> Callable[[Message], object]:
     if not callable(function):
         raise click.BadParameter(f"{spec} is not callable", param_hint="--handler")
     return function
-
-
-class ConsumeRun:
-    """Consumes every stream on its own thread until stopped, `max_messages`, or a failure."""
-
-    def __init__(self, connector: ConsumerConnector, streams: list[KafkaStream],
-                 write: Callable[[Message], bytes] | None,
-                 handler: Callable[[Message], object] | None, max_messages: int | None,
-                 stop_requested: threading.Event) -> None:
-        self.connector = connector
-        self.streams = streams
-        self.consumed = 0
-        self._write = write
-        self._handler = handler
-        self._max = max_messages
-        self._lock = threading.Lock()
-        self._done = stop_requested
-        self._errors: list[BaseException] = []
-
-    def stop(self) -> None:
-        self._done.set()
-
-    def run(self) -> None:
-        threads = [threading.Thread(target=self._consume, args=(s,), daemon=True,
-                                    name=f"zkconsumer-stream-{i}")
-                   for i, s in enumerate(self.streams)]
-        for thread in threads:
-            thread.start()
-        while not self._done.wait(0.2):
-            if not any(t.is_alive() for t in threads):
-                break
-        # A message counts as delivered once a stream hands it out, so every message in hand
-        # must be written before the final commit: stop the streams, let the threads finish
-        # what they hold, and only then commit and leave.
-        for stream in self.streams:
-            stream.close()
-        streams_deadline = time.monotonic() + STREAMS_STOP_S
-        for thread in threads:
-            thread.join(timeout=max(0.0, streams_deadline - time.monotonic()))
-        handler_failed = any(isinstance(e, HandlerError) for e in self._errors)
-        self.connector.shutdown(commit=not handler_failed)
-        if self._errors:
-            raise self._errors[0]
-
-    def _consume(self, stream: KafkaStream) -> None:
-        out = sys.stdout.buffer
-        try:
-            for message in stream:
-                if self._handler is not None:
-                    try:
-                        self._handler(message)
-                    except Exception as exc:
-                        raise HandlerError(
-                            f"handler failed on {message.topic}-{message.partition} offset "
-                            f"{message.offset}: {type(exc).__name__}: {exc}") from exc
-                with self._lock:
-                    if self._write is not None:
-                        out.write(self._write(message))
-                        out.flush()
-                    self.consumed += 1
-                    if self._max is not None and self.consumed >= self._max:
-                        self._done.set()
-                if self._done.is_set():
-                    # Handled and written: commit it, though the loop asks for no next one.
-                    stream.mark_consumed()
-                    return
-        except ConsumerTimeout:
-            self._done.set()
-        except ZkConsumerError as exc:
-            self._errors.append(exc)
-            self._done.set()
 
 
 def build_config(zookeeper: str | None, group: str | None, consumer_config: Path | None,
@@ -203,14 +116,6 @@ def topic_selection(config: ConsumerConfig, topics: tuple[str, ...], whitelist: 
     return Blacklist(blacklist)
 
 
-def start_streams(connector: ConsumerConnector, selection: tuple[str, ...] | TopicFilter,
-                  streams: int) -> list[KafkaStream]:
-    if isinstance(selection, TopicFilter):
-        return connector.create_message_streams_by_filter(selection, streams)
-    by_topic = connector.create_message_streams({topic: streams for topic in selection})
-    return [stream for topic in selection for stream in by_topic[topic]]
-
-
 def _checked(key: str, text: str) -> Any:
     """`text` by the config's rules for `key`; a bad one is a usage error of the option."""
     try:
@@ -230,43 +135,6 @@ def _filter_option(ctx: click.Context, param: click.Parameter, value: str | None
     if value is not None:
         _checked(param.name, value)
     return value
-
-
-@contextlib.contextmanager
-def stop_on_signals(timeout_s: float = STOP_TIMEOUT_S) -> Iterator[threading.Event]:
-    """SIGINT/SIGTERM set the event instead of killing the process, so a run ends cleanly
-    (final commit, release, deregister) even when the signal arrives while it is starting; and
-    the first one arms a deadline, so the process ends within `timeout_s` even where a clean end
-    cannot be had (a ZooKeeper without quorum, a broker that does not answer)."""
-    requested = threading.Event()
-
-    def on_signal(signum, _frame) -> None:
-        if not requested.is_set():
-            requested.set()
-            _exit_after(timeout_s, signal.Signals(signum).name)
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield requested
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-def _exit_after(timeout_s: float, signal_name: str) -> None:
-    """Not cancelled once armed: an exit held up after the run (by a thread that does not
-    end) is bounded too."""
-    def give_up() -> None:
-        log.error(f"did not stop within {timeout_s:g}s of {signal_name}; exiting now without "
-                  "a clean stop (the next owners resume from the last commit)")
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        os._exit(1)
-
-    timer = threading.Timer(timeout_s, give_up)
-    timer.daemon = True
-    timer.start()
 
 
 @click.command()

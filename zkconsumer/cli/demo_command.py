@@ -14,13 +14,14 @@ from pathlib import Path
 import click
 from kafka import KafkaProducer
 
-from zkconsumer.cli.consume_command import ConsumeRun, stop_on_signals
 from zkconsumer.cli.inspect_command import describe_cluster, print_cluster
 from zkconsumer.cli.message_output import FORMATS, formatter
+from zkconsumer.cli.signals import stop_on_signals
 from zkconsumer.config import load_config
 from zkconsumer.localcluster import LocalCluster, create_topic, wait_for_broker_metadata
 from zkconsumer.logs import get_logger
 from zkconsumer.member.connector import ConsumerConnector
+from zkconsumer.worker import ConsumeRun
 from zkconsumer.zk.session import zookeeper_session
 
 DEMO_TOPIC = "zkconsumer-demo"

@@ -9,17 +9,17 @@ from contextlib import ExitStack
 import click
 
 from zkconsumer.cli.admin_context import admin_config, kafka_access_for
-from zkconsumer.cli.consume_command import stop_on_signals
 from zkconsumer.cli.duration_option import Duration
+from zkconsumer.cli.signals import stop_on_signals
 from zkconsumer.exporter.kafka_reads import ClusterReads
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
-from zkconsumer.exporter.status import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_SAMPLES, WindowRules
 from zkconsumer.exporter.zk_groups import GroupsCache
 from zkconsumer.fetch.brokers import KafkaAccess
 from zkconsumer.fetch.errors import FetchError
 from zkconsumer.fetch.first_contact import checked_options
 from zkconsumer.fetch.sasl import SaslLoginError
 from zkconsumer.kafka_client import client_settings, kafka_client_options
+from zkconsumer.lag.status import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_SAMPLES, WindowRules
 from zkconsumer.logs import get_logger
 from zkconsumer.metrics import MetricsServer
 from zkconsumer.topology import open_topic_source

@@ -18,9 +18,9 @@ from zkconsumer.cli.admin_context import AdminContext, admin_context, admin_opti
 from zkconsumer.cli.duration_option import Duration
 from zkconsumer.cli.output import emit_json, emit_table
 from zkconsumer.errors import ZkConsumerError, ZnodeDataError
-from zkconsumer.exporter.report import GroupReport, GroupState, with_offsets
-from zkconsumer.exporter.status import DEFAULT_WINDOW_S
 from zkconsumer.fetch.log_offsets import log_ends_of_each_topic
+from zkconsumer.lag.report import GroupReport, GroupState, with_offsets
+from zkconsumer.lag.status import DEFAULT_WINDOW_S
 from zkconsumer.model import TopicPartition
 from zkconsumer.zk.group_state import (
     committed_partitions,

@@ -1,5 +1,6 @@
 """The lag exporter: lag, owners and Burrow-style status of every ZooKeeper group.
 
-Pure parts (`status`, `history`, `report`, the two views) import nothing that does I/O, so the
-admin commands use them too; the edges are `zk_groups`, `kafka_reads` and `service`.
+The judging itself (status rules, window history, scan reports) is `zkconsumer.lag`, shared
+with the admin commands; here are its Prometheus and Burrow views (pure) and the edges:
+`zk_groups`, `kafka_reads` and `service`.
 """

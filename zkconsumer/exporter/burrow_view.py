@@ -18,8 +18,8 @@ import socket
 from collections.abc import Mapping
 from urllib.parse import unquote
 
-from zkconsumer.exporter.report import GroupReport, PartitionReport
-from zkconsumer.exporter.status import Observation, Status, burrow_group_status
+from zkconsumer.lag.report import GroupReport, PartitionReport
+from zkconsumer.lag.status import Observation, Status, burrow_group_status
 from zkconsumer.metrics.http_server import Reply
 
 PREFIX = "/v3/kafka"

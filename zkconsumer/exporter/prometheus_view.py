@@ -15,8 +15,8 @@ from collections.abc import Iterable
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from zkconsumer.exporter.report import GroupReport
-from zkconsumer.exporter.status import PARTITION_STATUSES
+from zkconsumer.lag.report import GroupReport
+from zkconsumer.lag.status import PARTITION_STATUSES
 
 PARTITION_LABELS = ["group", "topic", "partition"]
 

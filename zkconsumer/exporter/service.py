@@ -22,10 +22,11 @@ from prometheus_client.core import Metric
 
 from zkconsumer.errors import ZkConsumerError, ZnodeDataError
 from zkconsumer.exporter.burrow_view import burrow_reply
-from zkconsumer.exporter.history import OffsetHistory
 from zkconsumer.exporter.kafka_reads import GroupOffsets, KafkaReadError
 from zkconsumer.exporter.prometheus_view import group_families
-from zkconsumer.exporter.report import (
+from zkconsumer.fetch.log_offsets import log_ends_of_each_topic
+from zkconsumer.lag.history import OffsetHistory
+from zkconsumer.lag.report import (
     GroupReport,
     GroupState,
     ScanInputs,
@@ -33,8 +34,7 @@ from zkconsumer.exporter.report import (
     scan,
     with_offsets,
 )
-from zkconsumer.exporter.status import WindowRules
-from zkconsumer.fetch.log_offsets import log_ends_of_each_topic
+from zkconsumer.lag.status import WindowRules
 from zkconsumer.logs import get_logger
 from zkconsumer.metrics.http_server import Reply
 from zkconsumer.model import TopicPartition

@@ -16,7 +16,7 @@ from kazoo.client import KazooClient
 from kazoo.recipe.cache import NodeData, TreeCache, TreeEvent
 
 from zkconsumer.errors import ZkConsumerError, ZnodeDataError
-from zkconsumer.exporter.report import GroupState, ZookeeperOffset
+from zkconsumer.lag.report import GroupState, ZookeeperOffset
 from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
 from zkconsumer.znodes.consumers import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Mapping
 
-from zkconsumer.exporter.status import Observation, WindowRules
+from zkconsumer.lag.status import Observation, WindowRules
 from zkconsumer.model import TopicPartition
 
 Key = tuple[str, TopicPartition]  # (group, partition)

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from zkconsumer.assignment.assignors import resolve_member_subscription
-from zkconsumer.exporter.history import Key, OffsetHistory
-from zkconsumer.exporter.status import Observation, Status, group_status, partition_status
+from zkconsumer.lag.history import Key, OffsetHistory
+from zkconsumer.lag.status import Observation, Status, group_status, partition_status
 from zkconsumer.model import TopicPartition
 from zkconsumer.znodes.consumers import ConsumerRegistration
 

@@ -15,7 +15,6 @@ from zkconsumer.localcluster.cluster import (
 )
 from zkconsumer.localcluster.ensemble import EnsembleError, ZookeeperEnsemble
 from zkconsumer.localcluster.java import JavaNotFoundError, find_java
-from zkconsumer.localcluster.tcp_proxy import TcpProxy
 from zkconsumer.localcluster.topics import (
     add_partition,
     create_topic,
@@ -30,7 +29,6 @@ __all__ = [
     "EnsembleError",
     "JavaNotFoundError",
     "LocalCluster",
-    "TcpProxy",
     "TlsKeystore",
     "ZookeeperEnsemble",
     "add_partition",

@@ -3,10 +3,11 @@
 `zkconsumer consume` takes no callbacks, so a member whose `on_partitions_assigned` raises (a
 user's bug, and a path that must fail the member loudly and release what it owns) cannot be
 run through it. This worker can: it is `zkconsumer --log-format json consume --format jsonl`
-with such a callback, running the command's own loop and formatter, so its output, logs, exit
-status and stop on SIGTERM are the command's and `ConsumeProcess` reads it the same way.
+with such a callback, running the command's loop (`zkconsumer.worker`) and formatter, so its
+output, logs, exit status and stop on SIGTERM are the command's and `ConsumeProcess` reads it
+the same way.
 
-    python -m zkconsumer.localcluster.api_worker --zookeeper Z --group G --topic T \
+    python -m zkconsumer.testing.api_worker --zookeeper Z --group G --topic T \
         [--from-beginning] [--property KEY=VALUE ...] [--fail-on-assign N]
 """
 
@@ -16,12 +17,14 @@ import argparse
 import sys
 from collections.abc import Mapping
 
-from zkconsumer.cli.consume_command import ConsumeRun, build_config, stop_on_signals
+from zkconsumer.cli.consume_command import build_config
 from zkconsumer.cli.message_output import jsonl
+from zkconsumer.cli.signals import stop_on_signals
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.logs import configure_logging, get_logger, redact
 from zkconsumer.member.connector import ConsumerConnector
 from zkconsumer.model import TopicPartition
+from zkconsumer.worker import ConsumeRun
 
 log = get_logger(__name__)
 

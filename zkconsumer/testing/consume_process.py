@@ -15,7 +15,7 @@ from pathlib import Path
 
 # How each kind of worker is started: the command, and the Python-API worker.
 CLI = ("-m", "zkconsumer", "--log-format", "json", "consume", "--format", "jsonl")
-API_WORKER = ("-m", "zkconsumer.localcluster.api_worker")
+API_WORKER = ("-m", "zkconsumer.testing.api_worker")
 
 
 class ConsumeProcess:

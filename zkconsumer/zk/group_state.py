@@ -12,7 +12,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
-from zkconsumer.exporter.report import GroupState, ZookeeperOffset
+from zkconsumer.lag.report import GroupState, ZookeeperOffset
 from zkconsumer.model import TopicPartition
 from zkconsumer.znodes.consumers import NO_OFFSET, ConsumerRegistration, decode_offset, decode_owner
 from zkconsumer.znodes.paths import GroupPaths, parse_partition_number
