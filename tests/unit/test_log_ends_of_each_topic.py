@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from zkconsumer.fetch.log_offsets import LogEnds, LogOffsetsError, log_ends_of_each_topic
+from zkconsumer.fetch.log_offsets import (
+    LogEnds,
+    LogOffsets,
+    LogOffsetsError,
+    log_ends_of_each_topic,
+)
 from zkconsumer.model import TopicPartition
 
 A0, A1, B0, C0 = (TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0),
@@ -60,3 +65,26 @@ def test_a_topic_failing_after_another_answered_does_not_stop_the_others():
     ends = log_ends_of_each_topic(brokers.latest, [A0, B0, C0, TopicPartition("d", 0)])
     assert ends.found == {A0: 100, TopicPartition("d", 0): 100}
     assert ends.unread_topics == ("b", "c")
+
+
+class LosingMetadata:
+    """kafka-python's consumer when its metadata lost a partition between the question and the
+    lookup: its offset lookup raises a bare KeyError of that partition."""
+
+    def end_offsets(self, partitions, timeout_ms):
+        raise KeyError(partitions[0])
+
+
+class Client:
+    def __init__(self, consumer) -> None:
+        self.consumer = consumer
+
+    def get(self):
+        return self.consumer
+
+
+def test_a_partition_lost_from_kafka_pythons_metadata_is_a_named_log_offsets_error():
+    offsets = LogOffsets("k:9092", (0, 9))
+    offsets._client = Client(LosingMetadata())
+    with pytest.raises(LogOffsetsError, match="log-end offsets from k:9092: no leader known"):
+        offsets.latest([TopicPartition("orders", 3)])

@@ -111,6 +111,11 @@ class LogOffsets:
             answer = ask(wanted, timeout_ms=self._timeout_ms)
         except KafkaError as exc:
             raise LogOffsetsError(f"reading {what} from {self._where}: {exc}") from exc
+        except KeyError as exc:
+            # kafka-python's offset lookup meets a partition its metadata lost meanwhile (a
+            # broker restarting) as a bare KeyError: a transient gap, not a bug of the caller.
+            raise LogOffsetsError(f"reading {what} from {self._where}: no leader known for "
+                                  f"{exc.args[0] if exc.args else 'a partition'} yet") from exc
         return {TopicPartition(tp.topic, tp.partition): offset for tp, offset in answer.items()}
 
 
