@@ -3,12 +3,10 @@ silence) and the settings: the newest both sides know, never a Fetch a 4.x broke
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from zkconsumer.fetch.broker_channel import ChannelError
-from zkconsumer.fetch.broker_versions import BrokerVersions, Connection
+from zkconsumer.fetch.broker_versions import BrokerVersions, Link, RejectedRequests
 from zkconsumer.fetch.errors import FetchError
 from zkconsumer.fetch.kafka_protocol import (
     FETCH,
@@ -102,15 +100,15 @@ CLOSED = ChannelError("the broker closed the connection", closed_by_broker=True)
 RESET = ChannelError("Connection reset by peer")
 
 
-def connection(versions: Versions) -> Connection:
-    return Connection(SimpleNamespace(address="b:9092"), versions)
+def link(versions: Versions) -> Link:
+    return Link("b:9092", versions)
 
 
 def test_a_broker_that_answered_once_is_asked_again_but_never_assumed_old():
     brokers = BrokerVersions(None, READ_UNCOMMITTED)
     assert brokers.known("b:9092") is None  # not asked yet
     negotiated = brokers.offered("b:9092", KAFKA_2_8)
-    assert brokers.failed(connection(negotiated), FETCH, 12, RESET).given_up is None
+    assert brokers.failed(link(negotiated), FETCH, 12, RESET).given_up is None
     assert brokers.known("b:9092") is None  # forgotten: asked again at the next connection
     for failure in (TIMED_OUT, CLOSED, RESET):
         with pytest.raises(ChannelError):
@@ -130,10 +128,10 @@ def test_only_silence_until_the_timeout_from_a_broker_that_never_answered_means_
 
 def test_a_close_rejects_a_version_only_before_the_connection_answered_it():
     brokers = BrokerVersions(None, READ_UNCOMMITTED)
-    used = connection(brokers.offered("b:9092", KAFKA_2_8))
+    used = link(brokers.offered("b:9092", KAFKA_2_8))
     assert brokers.answered(used, FETCH, 12, [0, 0]) is None
     assert brokers.failed(used, FETCH, 12, CLOSED).reason == str(CLOSED)
-    fresh = connection(brokers.offered("b:9092", KAFKA_2_8))
+    fresh = link(brokers.offered("b:9092", KAFKA_2_8))
     assert "did not answer Fetch v12 in a form we can read (it closed the connection)" in (
         brokers.failed(fresh, FETCH, 12, CLOSED).reason)
     assert "(Kafka error 35 UNSUPPORTED_VERSION)" in brokers.answered(fresh, FETCH, 12, [35]).reason
@@ -146,3 +144,17 @@ def test_read_committed_needs_a_fetch_that_carries_the_isolation_level(offered, 
                                          f"newer; broker b:9092 speaks Fetch v{fetch}$"):
         brokers.offered("b:9092", offered)
     assert BrokerVersions(None, READ_COMMITTED).offered("b:9092", KAFKA_2_8).fetch == 12
+
+
+def test_rejections_count_per_broker_request_and_version_in_a_row():
+    rejections = RejectedRequests(limit=3)
+    assert rejections.note("a:1", "Fetch", 12, "garbled", "hint") is None
+    assert rejections.note("b:1", "Fetch", 12, "garbled", "hint") is None  # another broker
+    assert rejections.note("a:1", "ListOffsets", 9, "garbled", "hint") is None  # another request
+    assert rejections.note("a:1", "Fetch", 11, "garbled", "hint") is None  # another version
+    assert rejections.note("a:1", "Fetch", 11, "garbled", "hint") is None
+    rejections.clear("a:1", "Fetch")
+    assert rejections.note("a:1", "Fetch", 11, "garbled", "hint") is None
+    assert rejections.note("a:1", "Fetch", 11, "garbled", "hint") is None
+    assert rejections.note("a:1", "Fetch", 11, "closed", "the hint") == (
+        "broker a:1 did not answer Fetch v11 in a form we can read (closed) 3 times; the hint")

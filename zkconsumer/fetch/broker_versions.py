@@ -2,8 +2,8 @@
 
 Per address: the versions to speak on its next connection, the addresses to ask again
 (ApiVersions) at their next connection, and the answers in a row that rejected a version
-(`RejectedRequests`). Per connection (`Connection`): the versions chosen when it opened, which
-hold for its life (the broker process at its other end cannot change while it lasts), and the
+(`RejectedRequests`). Per connection (`Link`): the versions chosen when it opened, which hold
+for its life (the broker process at its other end cannot change while it lasts), and the
 requests it has had a usable answer to.
 
 Two mistakes are kept out here. An answer lost on the way must not make a broker look old: only
@@ -14,16 +14,16 @@ means asking again, not assuming old. And a connection that already had a usable
 request cannot have been closed in rejection of that request's version: a broker closes idle
 connections (`connections.max.idle.ms`) and, shutting down, long-polling fetches.
 
-Pure: no sockets; the fetcher reports what happened and is told what it means.
+Pure: no sockets and no clock; the fetch session reports what happened and is told what it
+means.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from zkconsumer.fetch.broker_channel import BrokerChannel, ChannelError
+from zkconsumer.fetch.broker_channel import ChannelError
 from zkconsumer.fetch.errors import FetchError
 from zkconsumer.fetch.kafka_protocol import API_NAMES, API_VERSIONS, READ_COMMITTED, ProtocolError
 from zkconsumer.fetch.protocol_versions import (
@@ -76,24 +76,16 @@ class RejectedRequests:
         self._counts.pop((address, api), None)
 
 
-class Connection:
-    """One channel to a broker, with the versions spoken on it, the (API key, version) pairs
-    it has had a usable answer to, and when it was last used (monotonic seconds)."""
+class Link:
+    """One connection to a broker as the protocol sees it: its address, the versions spoken on
+    it, and the (API key, version) pairs it has had a usable answer to."""
 
-    __slots__ = ("channel", "proven", "used_at", "versions")
+    __slots__ = ("address", "proven", "versions")
 
-    def __init__(self, channel: BrokerChannel, versions: Versions) -> None:
-        self.channel = channel
+    def __init__(self, address: str, versions: Versions) -> None:
+        self.address = address
         self.versions = versions
         self.proven: set[tuple[int, int]] = set()
-        self.used_at = time.monotonic()
-
-    @property
-    def address(self) -> str:
-        return self.channel.address
-
-    def close(self) -> None:
-        self.channel.close()
 
 
 class Trouble(NamedTuple):
@@ -159,34 +151,33 @@ class BrokerVersions:
         self._ask_again.discard(address)
         return versions
 
-    def answered(self, connection: Connection, api_key: int, version: int,
+    def answered(self, link: Link, api_key: int, version: int,
                  errors: Iterable[int] = ()) -> Trouble | None:
         """A request got an answer that parses, with these error codes: None if the broker
         took the version, which ends its rejections; the Trouble if it answered
         UNSUPPORTED_VERSION."""
         if UNSUPPORTED_VERSION in errors:
-            return self._reject(connection.address, api_key, version,
+            return self._reject(link.address, api_key, version,
                                 f"Kafka error {UNSUPPORTED_VERSION} "
-                                f"{error_name(UNSUPPORTED_VERSION)}", connection.versions.hint())
-        connection.proven.add((api_key, version))
-        self._rejections.clear(connection.address, API_NAMES[api_key])
+                                f"{error_name(UNSUPPORTED_VERSION)}", link.versions.hint())
+        link.proven.add((api_key, version))
+        self._rejections.clear(link.address, API_NAMES[api_key])
         return None
 
-    def failed(self, connection: Connection, api_key: int, version: int,
+    def failed(self, link: Link, api_key: int, version: int,
                failure: ChannelError | ProtocolError) -> Trouble:
         """A request got no usable answer. A rejection of its version if the answer does not
         parse, or if the broker closed the connection before it answered this request and
         version on it even once, having offered the version; any other failure is transient.
         Either way the broker is asked again at the next connection (it may be restarting as
         another version)."""
-        address = connection.address
+        address = link.address
         if isinstance(failure, ProtocolError):
-            return self._reject(address, api_key, version, str(failure),
-                                connection.versions.hint())
-        if (failure.closed_by_broker and connection.versions.negotiated
-                and (api_key, version) not in connection.proven):
+            return self._reject(address, api_key, version, str(failure), link.versions.hint())
+        if (failure.closed_by_broker and link.versions.negotiated
+                and (api_key, version) not in link.proven):
             return self._reject(address, api_key, version, "it closed the connection",
-                                connection.versions.hint())
+                                link.versions.hint())
         self._ask_again.add(address)
         return Trouble(str(failure), None)
 

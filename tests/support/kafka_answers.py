@@ -1,0 +1,102 @@
+"""A broker's answers to the wire fetcher's requests, as a channel receives them (correlation id
+first), encoded by kafka-python: an implementation of the same layouts independent of ours.
+Offset and fetch answers are built from what the request asked, as kafka-python decodes it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
+from kafka.protocol.metadata.api_versions import ApiVersionsResponse
+from kafka.protocol.metadata.metadata import MetadataResponse
+from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+from zkconsumer.fetch import kafka_protocol as protocol
+from zkconsumer.model import TopicPartition
+
+# The two partitions the fetcher tests read: one whose answers the test spoils, one left alone.
+TOPIC = "t"
+SICK, HEALTHY = TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)
+MESSAGES = 3  # in each partition's log
+NOT_LEADER, UNKNOWN_SERVER_ERROR = 6, -1
+FETCH, LIST_OFFSETS, METADATA, API_VERSIONS = (protocol.FETCH, protocol.LIST_OFFSETS,
+                                               protocol.METADATA, protocol.API_VERSIONS)
+# ApiVersions answers of brokers of two eras
+KAFKA_0_10_0 = {FETCH: (0, 2), LIST_OFFSETS: (0, 0), METADATA: (0, 1), API_VERSIONS: (0, 0)}
+KAFKA_4_0 = {FETCH: (4, 17), LIST_OFFSETS: (1, 10), METADATA: (0, 13), API_VERSIONS: (0, 4)}
+
+# Per partition, the error code to answer with; None or 0: answer normally.
+ErrorOf = Callable[[TopicPartition], int | None]
+
+
+def no_error(_tp: TopicPartition) -> None:
+    return None
+
+
+def encoded(response) -> bytes:
+    response.with_header(correlation_id=0)
+    return bytes(response.encode(header=True))
+
+
+def api_versions_answer(offered: Mapping[int, tuple[int, int]]) -> bytes:
+    return encoded(ApiVersionsResponse[0](error_code=0, api_keys=[
+        ApiVersionsResponse.ApiVersion(api_key=key, min_version=low, max_version=high)
+        for key, (low, high) in offered.items()]))
+
+
+def metadata_answer(version: int, leaders: Mapping[TopicPartition, int],
+                    brokers: Mapping[int, tuple[str, int]]) -> bytes:
+    """These brokers, and these partitions (of one topic) led by these nodes (-1: none)."""
+    (topic,) = {tp.topic for tp in leaders}
+    partition = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+    return encoded(MetadataResponse[version](
+        brokers=[MetadataResponse.MetadataResponseBroker(node_id=node, host=host, port=port)
+                 for node, (host, port) in brokers.items()],
+        topics=[MetadataResponse.MetadataResponseTopic(error_code=0, name=topic, partitions=[
+            partition(error_code=0, partition_index=tp.partition, leader_id=leader,
+                      replica_nodes=[0], isr_nodes=[0], offline_replicas=[])
+            for tp, leader in leaders.items()])]))
+
+
+def list_offsets_answer(version: int, body: bytes, error_of: ErrorOf = no_error) -> bytes:
+    """Offset 0 for each partition asked, unless it has an error code."""
+    asked = ListOffsetsRequest.decode(body, version=version)
+
+    def partition(tp: TopicPartition):
+        error = error_of(tp) or 0
+        return ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse(
+            partition_index=tp.partition, error_code=error,
+            old_style_offsets=[] if error else [0], timestamp=-1, offset=-1 if error else 0)
+
+    return encoded(ListOffsetsResponse[version](throttle_time_ms=0, topics=[
+        ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name, partitions=[
+            partition(TopicPartition(topic.name, p.partition_index)) for p in topic.partitions])
+        for topic in asked.topics]))
+
+
+def fetch_answer(version: int, body: bytes, log_end: int, error_of: ErrorOf = no_error,
+                 aborted: Iterable[tuple[int, int]] = ()) -> bytes:
+    """Each partition asked, its messages from the offset asked up to `log_end` (its high
+    watermark), unless it has an error code; `aborted` in every v4+ answer."""
+    asked = FetchRequest.decode(body, version=version)
+    data = FetchResponse.FetchableTopicResponse.PartitionData
+
+    def partition(tp: TopicPartition, offset: int):
+        error = error_of(tp) or 0
+        if error:
+            return data(partition_index=tp.partition, error_code=error, high_watermark=-1,
+                        records=b"")
+        builder = LegacyRecordBatchBuilder(1, 0, 1 << 20)
+        for position in range(offset, log_end):
+            builder.append(position, 1_700_000_000_000, None, b"%s@%d" % (str(tp).encode(),
+                                                                         position))
+        return data(partition_index=tp.partition, error_code=0, high_watermark=log_end,
+                    last_stable_offset=log_end, aborted_transactions=list(aborted),
+                    records=bytes(builder.build()))
+
+    return encoded(FetchResponse[version](throttle_time_ms=0, error_code=0, session_id=0,
+                                          responses=[
+        FetchResponse.FetchableTopicResponse(topic=topic.topic, partitions=[
+            partition(TopicPartition(topic.topic, p.partition), p.fetch_offset)
+            for p in topic.partitions]) for topic in asked.topics]))

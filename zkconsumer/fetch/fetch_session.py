@@ -1,0 +1,493 @@
+"""The wire fetcher's protocol without its I/O: what to ask each broker, and what answers mean.
+
+`WireFetcher` owns the sockets, the selector and the clock; this session owns every decision
+(which leader to fetch which partitions from, in which request version, which partitions to set
+aside after an error and when to look their leaders up again, when to reset an offset, what a
+response's error codes mean) and is told the time with every call. The split is h11's: a
+protocol that only turns bytes and times into bytes and events can be tested by handing it
+both, where the loop around sockets could only be tested with sockets.
+
+A request goes to one connection (`Link`), whose versions were chosen when it opened: the
+newest both sides know, from the broker's ApiVersions answer (see `broker_versions`), or the
+legacy consumer's for a broker that predates the question. So the driver opens a connection
+first (asking `link`, `api_versions_answered` or `api_versions_failed` what it speaks), then
+asks for the request to send on it. A broker that answers a version in a form that cannot be
+read, with UNSUPPORTED_VERSION, or by closing a connection before it answered that request on
+it, is asked again a few times before the member fails with one line naming the broker and the
+request.
+
+Transient trouble (a broker restarting, a leader moving, a connection dropping, an error code
+Kafka calls retriable, or an unknown server error) sets the partitions concerned aside until
+metadata names a reachable leader again, asked at most every `refresh.leader.backoff.ms`, for as
+long as it lasts, as the legacy consumer did; the other partitions keep flowing. Errors no retry
+can fix (a message larger than `fetch.message.max.bytes`, corrupt data, any other error code:
+see `retry_policy`) raise `FetchError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from zkconsumer.fetch import kafka_protocol as protocol
+from zkconsumer.fetch.broker_channel import ChannelError
+from zkconsumer.fetch.broker_versions import BrokerVersions, Link, Trouble
+from zkconsumer.fetch.errors import FetchError
+from zkconsumer.fetch.message_sets import CorruptMessageError
+from zkconsumer.fetch.records import decode_records
+from zkconsumer.fetch.retry_policy import (
+    OFFSET_OUT_OF_RANGE,
+    describe_error,
+    error_name,
+    is_retriable,
+)
+from zkconsumer.fetch.sasl import SaslVersions
+from zkconsumer.logs import get_logger
+from zkconsumer.model import Message, TopicPartition
+from zkconsumer.throttled_log import RetryWarnings
+
+log = get_logger(__name__)
+
+ISOLATION_LEVELS = {"read_uncommitted": protocol.READ_UNCOMMITTED,
+                    "read_committed": protocol.READ_COMMITTED}
+# With nothing in flight, a poll still returns this soon: a partition may be reset or assigned.
+_IDLE_S = 0.01
+# Partitions with no known leader are normal for a moment: a topic just created, a leader
+# being elected. Every member of a group that meets one warned at once (a line per member per
+# rebalance); a wait that outlasts this is worth a warning.
+LEADER_WAIT_WARN_S = 5.0
+# The node of a Metadata request, which any broker answers (Kafka's node ids are not negative).
+ANY_BROKER = -1
+
+
+class Request(NamedTuple):
+    """One request to send on `link`, and what the session needs to read its answer."""
+
+    node: int  # ANY_BROKER for Metadata
+    api_key: int
+    version: int
+    body: bytes
+    link: Link
+    asked: Mapping[TopicPartition, int]  # Fetch: the offsets; ListOffsets: the times
+    sent_at: float
+
+
+class Received(NamedTuple):
+    """What an answer (or its failure) brought: the messages fetched, the nodes whose
+    connections must close (lost, or moved to another address), and whether the broker's
+    answer was usable."""
+
+    records: dict[TopicPartition, Sequence[Message]]
+    lost: list[int]
+    answered: bool
+
+
+class FetchSession:
+    """Not thread-safe: the driver serialises every call. `now` is monotonic seconds."""
+
+    def __init__(self, settings: Mapping[str, Any], bootstrap: Sequence[tuple[str, int]]
+                 ) -> None:
+        self._bootstrap = list(bootstrap)
+        self._isolation_level = ISOLATION_LEVELS[settings.get("isolation_level",
+                                                              "read_uncommitted")]
+        self._versions = BrokerVersions(settings.get("api_version"), self._isolation_level)
+        self._max_wait_ms = settings["fetch_max_wait_ms"]
+        self._min_bytes = settings["fetch_min_bytes"]
+        self._max_bytes = settings["max_partition_fetch_bytes"]
+        self._timeout_s = settings["request_timeout_ms"] / 1000.0
+        self._backoff_s = settings["retry_backoff_ms"] / 1000.0
+        self._reset_time = (protocol.EARLIEST if settings["auto_offset_reset"] == "earliest"
+                            else protocol.LATEST)
+        self._check_crcs = settings.get("check_crcs", True)
+        # None: reset before fetching. In fetch order: a partition that got data moves last, so
+        # that a response filled up (Fetch v3+) cannot starve the partitions asked for after it.
+        self._positions: dict[TopicPartition, int | None] = {}
+        self._high_watermarks: dict[TopicPartition, int] = {}
+        self._leaders: dict[TopicPartition, int] = {}
+        self._nodes: dict[int, tuple[str, int]] = {}
+        self._in_flight: dict[int, Request] = {}  # the Fetch awaiting its answer, per node
+        # per node: the last fetch request, with what it asked (see `_fetch_body`)
+        self._last_requests: dict[int, tuple[tuple, bytes]] = {}
+        self._refresh_at = 0.0  # no metadata refresh before this
+        # The metadata round under way: why each broker asked failed, and the line to fail with
+        # if one of them was asked too often in vain and none answers.
+        self._round_failures: list[str] = []
+        self._round_given_up: str | None = None
+        # RetryWarnings reads its clock when told of trouble: the time of the call that tells.
+        self._reported_at = 0.0
+        self._warnings = RetryWarnings(log, clock=lambda: self._reported_at)
+        # Partitions set aside that have not fetched since; the trouble lasts while any is left.
+        self._troubled: set[TopicPartition] = set()
+        self._trouble_since: float | None = None
+        self._trouble_warned = False  # whether this trouble has been warned about
+
+    # -- the assignment -----------------------------------------------------------------------
+
+    def assign(self, positions: Mapping[TopicPartition, int | None],
+               restart: Collection[TopicPartition], now: float) -> None:
+        """Fetch exactly these partitions; those already assigned keep their position unless
+        listed in `restart`. A response in flight for a partition that moved is dropped when it
+        arrives, because the position it was asked for no longer matches."""
+        wanted = set(positions)
+        new = (wanted - self._positions.keys()) | (set(restart) & wanted)
+        self._positions = {tp: positions[tp] if tp in new else self._positions[tp]
+                           for tp in positions}
+        self._high_watermarks = {tp: mark for tp, mark in self._high_watermarks.items()
+                                 if tp in wanted}
+        self._settle(self._troubled - wanted, now)
+
+    @property
+    def assigned(self) -> bool:
+        return bool(self._positions)
+
+    def position(self, tp: TopicPartition) -> int | None:
+        """The next offset to fetch; None while a reset by `auto.offset.reset` is pending."""
+        return self._positions.get(tp)
+
+    def high_watermark(self, tp: TopicPartition) -> int | None:
+        """The partition's high watermark in its leader's last fetch answer; None before one."""
+        return self._high_watermarks.get(tp)
+
+    # -- the versions of a new connection -----------------------------------------------------
+
+    def link(self, address: str) -> Link | None:
+        """A new connection to this broker, in the versions known for it; None: ask it first
+        (ApiVersions), then tell `api_versions_answered` or `api_versions_failed`."""
+        versions = self._versions.known(address)
+        return None if versions is None else Link(address, versions)
+
+    def api_versions_answered(self, address: str, payload: bytes | bytearray) -> Link:
+        """The connection on which the broker answered ApiVersions, in the newest versions both
+        sides know. FetchError: none in common, or garbled answers too often in a row;
+        ChannelError: a garbled answer, to be retried on another connection."""
+        try:
+            offered = protocol.decode_api_versions(payload)
+        except protocol.ProtocolError as exc:
+            return self.api_versions_failed(address, exc)
+        versions = self._versions.offered(address, offered)
+        log.debug("broker versions negotiated", broker=address, **versions._asdict())
+        return Link(address, versions)
+
+    def api_versions_failed(self, address: str, failure: ChannelError | protocol.ProtocolError
+                            ) -> Link:
+        """ApiVersions got no usable answer: the link for a new connection in the legacy
+        versions if the broker is older than 0.10 (its connection, left unanswered, is no use);
+        otherwise this raises, as trouble of the connection or, too often, FetchError."""
+        versions = self._versions.not_answered(address, failure)
+        log.info("broker does not answer ApiVersions; speaking the pre-0.10 versions",
+                 broker=address, reason=str(failure), **versions._asdict())
+        return Link(address, versions)
+
+    def sasl_versions(self, address: str) -> SaslVersions:
+        return self._versions.sasl(address)
+
+    # -- what to ask --------------------------------------------------------------------------
+
+    def metadata_due(self, now: float) -> bool:
+        """Whether to look leaders up: some partition has none, and the backoff has passed."""
+        return (any(tp not in self._leaders for tp in self._positions)
+                and now >= self._refresh_at)
+
+    def metadata_round(self, now: float) -> list[tuple[str, int]]:
+        """Start a metadata look-up: the brokers to ask in turn until one answers (the cluster's
+        known brokers, then the bootstrap ones). Each is told back: `metadata_unreachable`,
+        `failed` or `receive`; `metadata_unanswered` if none answered."""
+        self._refresh_at = now + self._backoff_s
+        self._round_failures = []
+        self._round_given_up = None
+        return list(dict.fromkeys([*self._nodes.values(), *self._bootstrap]))
+
+    def metadata_request(self, link: Link, now: float) -> Request:
+        version = link.versions.metadata
+        topics = sorted({tp.topic for tp in self._positions})
+        return Request(ANY_BROKER, protocol.METADATA, version,
+                       protocol.metadata_request(topics, version), link, {}, now)
+
+    def metadata_unreachable(self, reason: str) -> None:
+        """No connection to a broker of the round could be opened."""
+        self._round_failures.append(reason)
+
+    def metadata_unanswered(self, now: float) -> None:
+        """No broker of the round answered: fail if one was asked too often in vain, else wait
+        for the next round."""
+        if self._round_given_up is not None:
+            raise FetchError(self._round_given_up)
+        self._report_trouble("no broker answered a metadata request; retrying",
+                             [tp for tp in self._positions if tp not in self._leaders], now,
+                             errors=self._round_failures[-3:],
+                             retry_in_ms=round(self._backoff_s * 1000))
+
+    def reset_nodes(self) -> list[int]:
+        """The leaders to ask for the offsets of partitions that wait for a reset."""
+        return list(dict.fromkeys(self._leaders[tp] for tp, position in self._positions.items()
+                                  if position is None and tp in self._leaders))
+
+    def offsets_request(self, node: int, link: Link, now: float) -> Request:
+        times = {tp: self._reset_time for tp, position in self._positions.items()
+                 if position is None and self._leaders.get(tp) == node}
+        version = link.versions.list_offsets
+        return Request(node, protocol.LIST_OFFSETS, version, protocol.list_offsets_request(
+            times, version, self._isolation_level, round(self._timeout_s * 1000)),
+            link, times, now)
+
+    def fetch_nodes(self) -> set[int]:
+        """The leaders to send a Fetch to: those of partitions with a position, with none in
+        flight. The session keeps one fetch in flight per leader."""
+        return {self._leaders[tp] for tp, position in self._positions.items()
+                if position is not None and tp in self._leaders} - self._in_flight.keys()
+
+    def fetch_request(self, node: int, link: Link, now: float) -> Request | None:
+        """The Fetch to send to this leader now, counted in flight; None when there is none to
+        send (one is in flight, or none of its partitions has a position)."""
+        if node in self._in_flight:
+            return None
+        offsets = {tp: position for tp, position in self._positions.items()
+                   if position is not None and self._leaders.get(tp) == node}
+        if not offsets:
+            return None
+        version = link.versions.fetch
+        request = self._in_flight[node] = Request(
+            node, protocol.FETCH, version, self._fetch_body(node, offsets, version), link,
+            offsets, now)
+        return request
+
+    @property
+    def in_flight(self) -> Mapping[int, Request]:
+        """The Fetch awaiting its answer, per node."""
+        return self._in_flight
+
+    def address_of(self, node: int) -> tuple[str, int]:
+        return self._nodes[node]
+
+    def wait_until(self, deadline: float, now: float) -> float:
+        """How long a poll may wait for answers: to its deadline, unless nothing is in flight
+        (every partition waits for a leader or a reset), when nothing can arrive before the next
+        metadata look-up."""
+        if self._in_flight:
+            return deadline
+        return min(deadline, max(self._refresh_at, now + _IDLE_S))
+
+    def _fetch_body(self, node: int, offsets: dict[TopicPartition, int], version: int
+                    ) -> bytes:
+        """The request body, built again only when what is asked changed: a member that keeps
+        up asks the same offsets, in the same order, poll after poll, and building the request
+        was most of an idle poll's cost."""
+        asked = (version, tuple(offsets.items()))
+        last = self._last_requests.get(node)
+        if last is None or last[0] != asked:
+            last = self._last_requests[node] = (asked, protocol.fetch_request(
+                self._max_wait_ms, self._min_bytes, offsets, self._max_bytes, version,
+                self._isolation_level))
+        return last[1]
+
+    # -- what came back -----------------------------------------------------------------------
+
+    def receive(self, request: Request, payload: bytes | bytearray, now: float) -> Received:
+        """The broker's answer to `request` (correlation id first)."""
+        if request.api_key == protocol.FETCH:
+            self._in_flight.pop(request.node, None)
+        try:  # only the decoders raise ProtocolError
+            if request.api_key == protocol.METADATA:
+                return self._metadata_answered(
+                    request, protocol.decode_metadata(payload, request.version), now)
+            if request.api_key == protocol.LIST_OFFSETS:
+                return self._offsets_answered(
+                    request, protocol.decode_list_offsets(payload, request.version), now)
+            return self._fetch_answered(request, protocol.decode_fetch(request.version, payload),
+                                        now)
+        except protocol.ProtocolError as exc:
+            return Received({}, self.failed(request, exc, now), False)
+
+    def failed(self, request: Request, failure: ChannelError | protocol.ProtocolError,
+               now: float) -> list[int]:
+        """`request` got no usable answer. A broker asked Metadata is one failure of the round;
+        a leader's node is lost, its partitions set aside, unless its version was rejected too
+        often in a row (FetchError). The nodes whose connections must close."""
+        trouble = self._versions.failed(request.link, request.api_key, request.version, failure)
+        if request.api_key == protocol.METADATA:
+            self._round_failures.append(trouble.reason)
+            self._round_given_up = trouble.given_up or self._round_given_up
+            return []
+        return self._setback(request.node, trouble, now)
+
+    def node_lost(self, node: int, reason: str, now: float) -> None:
+        """A broker failed us (a connection that failed or closed, an answer overdue): set its
+        partitions aside; its connections are to close."""
+        self._in_flight.pop(node, None)
+        self._forget_leaders([tp for tp, leader in self._leaders.items() if leader == node],
+                             reason, now)
+
+    def expire(self, now: float) -> list[int]:
+        """Give up on fetches unanswered for `request.timeout.ms`: the nodes lost."""
+        overdue = [request for request in self._in_flight.values()
+                   if request.sent_at + self._timeout_s < now]
+        for request in overdue:
+            self.node_lost(request.node,
+                           f"broker {request.link.address} did not answer a fetch in time", now)
+        return [request.node for request in overdue]
+
+    def _metadata_answered(self, request: Request, metadata: protocol.Metadata, now: float
+                           ) -> Received:
+        self._versions.answered(request.link, protocol.METADATA, request.version)
+        moved = [node for node, address in self._nodes.items()
+                 if metadata.brokers.get(node) != address]
+        for node in moved:
+            self._in_flight.pop(node, None)
+        self._nodes = dict(metadata.brokers)
+        # Every partition of the topics, not only those fetched now: the next rebalance then
+        # finds its new partitions' leaders known (a stale one answers "not the leader").
+        self._leaders = {tp: leader for tp, leader in metadata.leaders.items()
+                         if leader in self._nodes}
+        missing = [tp for tp in self._positions if tp not in self._leaders]
+        if missing:
+            self._report_trouble("waiting for partition leaders", missing, now,
+                                 quiet_for_s=LEADER_WAIT_WARN_S)
+        return Received({}, moved, True)
+
+    def _offsets_answered(self, request: Request,
+                          answer: dict[TopicPartition, tuple[int, int | None]], now: float
+                          ) -> Received:
+        rejected = self._rejected(request, [error for error, _ in answer.values()], now)
+        if rejected is not None:
+            return rejected
+        errors: dict[int, list[TopicPartition]] = {}
+        for tp, (error, offset) in answer.items():
+            if tp not in request.asked or self._positions.get(tp, 0) is not None:
+                continue
+            if error:
+                _note_error(errors, error, tp)
+            elif offset is None:
+                raise FetchError(f"the broker answered no log offset for {tp}")
+            else:
+                self._positions[tp] = offset
+        self._set_aside(errors, now)
+        return Received({}, [], True)
+
+    def _fetch_answered(self, request: Request, response: protocol.FetchResponse, now: float
+                        ) -> Received:
+        rejected = self._rejected(
+            request, [response.error, *(fetched.error for fetched in response.partitions)], now)
+        if rejected is not None:
+            return rejected
+        errors: dict[int, list[TopicPartition]] = {}
+        if response.error:
+            for tp in request.asked:
+                _note_error(errors, response.error, tp)
+        records: dict[TopicPartition, Sequence[Message]] = {}
+        for fetched in response.partitions:
+            self._absorb(fetched, request.asked, records, errors, now)
+        self._set_aside(errors, now)
+        return Received(records, [], True)
+
+    def _absorb(self, fetched: protocol.FetchedPartition, offsets: Mapping[TopicPartition, int],
+                records: dict[TopicPartition, Sequence[Message]],
+                errors: dict[int, list[TopicPartition]], now: float) -> None:
+        """Take one partition's answer: its messages into `records`, a retriable error code
+        into `errors`, to be set aside once the whole response is read."""
+        tp = fetched.partition
+        asked = offsets.get(tp)
+        if asked is None or self._positions.get(tp) != asked:
+            return  # released or moved since the request went out
+        if fetched.error == OFFSET_OUT_OF_RANGE:
+            log.warning("offset out of range, resetting", partition=str(tp), offset=asked,
+                        reset_to="earliest" if self._reset_time == protocol.EARLIEST
+                        else "latest")
+            self._positions[tp] = None
+            return
+        if fetched.error:
+            _note_error(errors, fetched.error, tp)
+            return
+        self._high_watermarks[tp] = fetched.high_watermark
+        if self._troubled:
+            self._settle([tp], now)
+        aborted = None
+        if self._isolation_level == protocol.READ_COMMITTED:
+            aborted = fetched.aborted or []
+        try:
+            decoded = decode_records(fetched.records, tp.topic, tp.partition, asked,
+                                     self._check_crcs, aborted, fetch_bytes=self._max_bytes)
+        except CorruptMessageError as exc:
+            raise FetchError(str(exc)) from exc
+        if decoded.next_offset is not None:
+            del self._positions[tp]  # to the end of the fetch order
+            self._positions[tp] = decoded.next_offset
+        elif decoded.truncated:
+            raise FetchError(
+                f"the message at offset {asked} of {tp} is larger than fetch.message.max.bytes "
+                f"({self._max_bytes}); raise it to consume this partition")
+        if decoded.messages:
+            records[tp] = decoded.messages
+
+    def _rejected(self, request: Request, errors: Collection[int], now: float
+                  ) -> Received | None:
+        """None if the broker took the request's version, answering with these error codes;
+        if it did not (UNSUPPORTED_VERSION), the node is lost, to be asked again after the
+        backoff."""
+        trouble = self._versions.answered(request.link, request.api_key, request.version, errors)
+        if trouble is None:
+            return None
+        return Received({}, self._setback(request.node, trouble, now), False)
+
+    def _setback(self, node: int, trouble: Trouble, now: float) -> list[int]:
+        """A request to this node got no usable answer: fail if its version was rejected too
+        often in a row, else set its partitions aside until the backoff has passed."""
+        if trouble.given_up is not None:
+            raise FetchError(trouble.given_up)
+        self.node_lost(node, trouble.reason, now)
+        return [node]
+
+    # -- trouble ------------------------------------------------------------------------------
+
+    def _set_aside(self, errors: Mapping[int, list[TopicPartition]], now: float) -> None:
+        """Set aside the partitions a broker answered with retriable errors, one report per
+        error code."""
+        for code, partitions in errors.items():
+            self._forget_leaders(partitions, f"Kafka error {code} {error_name(code)}", now)
+
+    def _forget_leaders(self, partitions: Collection[TopicPartition], reason: str, now: float
+                        ) -> None:
+        """Set these partitions aside until metadata names their leaders again."""
+        for tp in partitions:
+            self._leaders.pop(tp, None)
+        self._refresh_at = max(self._refresh_at, now + self._backoff_s)
+        self._report_trouble("partitions wait for their leader",
+                             [tp for tp in partitions if tp in self._positions], now,
+                             reason=reason, retry_in_ms=round(self._backoff_s * 1000))
+
+    def _report_trouble(self, event: str, partitions: list[TopicPartition], now: float,
+                        reason: str | None = None, quiet_for_s: float = 0.0,
+                        **fields: Any) -> None:
+        """Count these partitions troubled until they fetch again, and report the trouble:
+        warned about when it starts (or once it has lasted `quiet_for_s`; debug before), then
+        at most every 30 s per event and reason (see `RetryWarnings`)."""
+        self._troubled.update(partitions)
+        if self._troubled and self._trouble_since is None:
+            self._trouble_since = now
+        if reason is not None:
+            fields["reason"] = reason
+        lasted = 0.0 if self._trouble_since is None else round(now - self._trouble_since, 1)
+        details = {"for_s": lasted, "partitions": [str(tp) for tp in partitions[:8]],
+                   "count": len(partitions), **fields}
+        if lasted < quiet_for_s:
+            log.debug(event, **details)
+            return
+        self._reported_at = now
+        self._trouble_warned |= self._warnings.report((event, reason), event, **details)
+
+    def _settle(self, partitions: Collection[TopicPartition], now: float) -> None:
+        """These partitions fetch again, or are no longer ours: once none is left troubled, say
+        that the trouble is over (at info if it was warned about)."""
+        self._troubled.difference_update(partitions)
+        if self._troubled or self._trouble_since is None:
+            return
+        report = log.info if self._trouble_warned else log.debug
+        report("every partition fetches again", after_s=round(now - self._trouble_since, 1))
+        self._trouble_since = None
+        self._trouble_warned = False
+
+
+def _note_error(errors: dict[int, list[TopicPartition]], code: int, tp: TopicPartition) -> None:
+    """Collect a retriable error code to set its partition aside; raise on any other."""
+    if not is_retriable(code):
+        raise FetchError(describe_error(code, tp))
+    errors.setdefault(code, []).append(tp)
