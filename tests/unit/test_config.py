@@ -571,7 +571,7 @@ def test_isolation_level_takes_the_two_kafka_levels():
 @pytest.mark.parametrize(("key", "instead"), [("bootstrap.servers", "bootstrap.servers"),
                                               ("isolation.level", "isolation.level")])
 def test_kafka_prefixed_managed_keys_name_our_own_key(key, instead):
-    from zkconsumer.kafka_client import kafka_client_options
+    from zkconsumer.fetch.kafka_client import kafka_client_options
     with pytest.raises(ConfigError, match=f"set {instead}"):
         kafka_client_options({key: "x"})
 

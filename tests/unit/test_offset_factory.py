@@ -6,7 +6,7 @@ import pytest
 
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ConfigError
-from zkconsumer.kafka_client import kafka_client_options
+from zkconsumer.fetch.kafka_client import kafka_client_options
 from zkconsumer.offsets import (
     DualOffsetStore,
     KafkaOffsetStore,

@@ -9,7 +9,7 @@ import pytest
 from kafka.errors import KafkaConnectionError
 from support.waiting import wait_until
 
-from zkconsumer.kafka_client import LazyConsumer
+from zkconsumer.fetch.kafka_client import LazyConsumer
 from zkconsumer.topology import (
     KafkaTopics,
     MetadataRefresher,

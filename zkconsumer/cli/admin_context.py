@@ -18,7 +18,7 @@ from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ConfigError, ZkConsumerError
 from zkconsumer.exporter.kafka_reads import GroupOffsets, GroupOffsetsReader
 from zkconsumer.fetch import KafkaAccess, LogOffsets, resolve_kafka_access
-from zkconsumer.kafka_client import kafka_client_options
+from zkconsumer.fetch.kafka_client import kafka_client_options
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import KafkaOffsetStore, ZookeeperOffsetStore
 from zkconsumer.topology import TopicSource, TopicView, open_topic_source

@@ -28,7 +28,7 @@ from zkconsumer.config import (
     parse_setting,
 )
 from zkconsumer.errors import ConfigError
-from zkconsumer.kafka_client import kafka_client_options
+from zkconsumer.fetch.kafka_client import kafka_client_options
 from zkconsumer.logs import LOG_FORMATS, configure_logging, get_logger
 from zkconsumer.member.connector import ConsumerConnector
 from zkconsumer.model import Message

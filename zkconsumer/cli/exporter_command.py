@@ -17,8 +17,8 @@ from zkconsumer.exporter.zk_groups import GroupsCache
 from zkconsumer.fetch.brokers import KafkaAccess
 from zkconsumer.fetch.errors import FetchError
 from zkconsumer.fetch.first_contact import checked_options
+from zkconsumer.fetch.kafka_client import client_settings, kafka_client_options
 from zkconsumer.fetch.sasl import SaslLoginError
-from zkconsumer.kafka_client import client_settings, kafka_client_options
 from zkconsumer.lag.status import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_SAMPLES, WindowRules
 from zkconsumer.logs import get_logger
 from zkconsumer.metrics import MetricsServer

@@ -20,7 +20,7 @@ from kafka.errors import KafkaError
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.fetch import FetchError, KafkaAccess, LogOffsets
 from zkconsumer.fetch.first_contact import checked_options
-from zkconsumer.kafka_client import client_settings
+from zkconsumer.fetch.kafka_client import client_settings
 from zkconsumer.model import TopicPartition
 from zkconsumer.topology import TopicSource, TopicView
 

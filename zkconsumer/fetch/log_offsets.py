@@ -16,7 +16,7 @@ from kafka import TopicPartition as KafkaTopicPartition
 from kafka.errors import KafkaError, UnsupportedVersionError
 
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.kafka_client import LazyConsumer, client_settings
+from zkconsumer.fetch.kafka_client import LazyConsumer, client_settings
 from zkconsumer.model import TopicPartition
 
 

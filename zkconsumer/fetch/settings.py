@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from zkconsumer.config import ConsumerConfig
-from zkconsumer.kafka_client import client_settings, kafka_client_options
+from zkconsumer.fetch.kafka_client import client_settings, kafka_client_options
 
 RESET_POLICY = {"smallest": "earliest", "largest": "latest"}
 # kafka-python closes idle connections after this long, and insists it exceed the request

@@ -26,9 +26,9 @@ from zkconsumer.assignment import TopicFilter, make_consumer_id
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ZkConsumerError, describe_error
 from zkconsumer.fetch import KafkaAccess, open_fetcher, resolve_kafka_access
+from zkconsumer.fetch.kafka_client import kafka_client_options
 from zkconsumer.fetch.kafka_python_fetcher import KafkaPythonFetcher
 from zkconsumer.fetch.wire_fetcher import WireFetcher
-from zkconsumer.kafka_client import kafka_client_options
 from zkconsumer.logs import get_logger
 from zkconsumer.member.committer import OffsetCommitter
 from zkconsumer.member.fetch_loop import FetchLoop

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kazoo.client import KazooClient
 
 from zkconsumer.config import ConsumerConfig
-from zkconsumer.kafka_client import kafka_client_options
+from zkconsumer.fetch.kafka_client import kafka_client_options
 from zkconsumer.offsets.dual_store import DualOffsetStore
 from zkconsumer.offsets.kafka_store import KafkaOffsetStore
 from zkconsumer.offsets.metered_store import CommitObserver, MeteredOffsetStore

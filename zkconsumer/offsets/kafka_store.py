@@ -19,7 +19,7 @@ from kafka import TopicPartition as KafkaTopicPartition
 
 from zkconsumer.fetch.errors import FetchError
 from zkconsumer.fetch.first_contact import checked_options
-from zkconsumer.kafka_client import client_settings
+from zkconsumer.fetch.kafka_client import client_settings
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.retry import RetryPolicy, call_with_retries, describe_error
 from zkconsumer.offsets.store import OffsetStoreError, OwnerCheck

@@ -14,7 +14,7 @@ from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.kafka_client import LazyConsumer, client_settings
+from zkconsumer.fetch.kafka_client import LazyConsumer, client_settings
 from zkconsumer.logs import get_logger
 from zkconsumer.throttled_log import RetryWarnings
 from zkconsumer.zk.registry import list_topics, read_topic

@@ -13,6 +13,7 @@ from kafka import KafkaConsumer
 from kafka.errors import KafkaError
 
 from zkconsumer.errors import ConfigError, ZkConsumerError
+from zkconsumer.fetch.errors import FetchError
 
 # Options zkconsumer sets itself: the group is coordinated in ZooKeeper and the broker list
 # comes from the registry, so letting a property change these would break the protocol.
@@ -91,8 +92,8 @@ class LazyConsumer:
         if self._closed:
             raise self._error(f"the Kafka client for {self.where} is closed")
         if self._client is None:
-            # Imported here: zkconsumer.fetch imports this module.
-            from zkconsumer.fetch.errors import FetchError
+            # Imported here: the first contact's own imports (the wire fetcher's settings)
+            # come back to this module.
             from zkconsumer.fetch.first_contact import checked_options
             try:
                 options = checked_options(self._options)
