@@ -263,6 +263,7 @@ class Run:
         self.dead_session_s: list[float] = []  # per crash-then-failover: failover to expiry
         self.committed: dict[TopicPartition, int] = {}
         self.kafka_committed: dict[TopicPartition, int] = {}  # as last sampled
+        self.owners: dict[TopicPartition, str] = {}  # partition -> owning thread, as last sampled
         self.rounds = 0
         self._stop = threading.Event()
         self._sequence = 0
@@ -362,6 +363,7 @@ class Run:
                                 since = unowned_since.setdefault(p, now)
                                 self.longest_unowned_s[p] = max(self.longest_unowned_s[p],
                                                                 now - since)
+                        self.owners = owners
                         offsets = ZookeeperOffsetStore(zk, GROUP).fetch(
                             committed_partitions(zk, GROUP))
                         self._check_forward("committed offset", last_offsets, offsets)
@@ -711,10 +713,17 @@ class Run:
         """Brokers that are back do not take commits at once (an offsets partition is elected
         and loaded first); until a Kafka-committed offset moves again, members on Kafka
         storage still commit nothing, and a rebalance then hands others what they delivered
-        meanwhile. Bounded: a group that commits nothing more is the report's to find."""
+        meanwhile. Each member's client finds the coordinator again in its own time, so the
+        wait lasts until every partition a member on Kafka storage owns moved on. Bounded: a
+        group that commits nothing more is the report's to find."""
         before = dict(self.kafka_committed)
-        wait_for(lambda: any(offset > before.get(tp, -1)
-                             for tp, offset in self.kafka_committed.items()), SETTLE_S)
+
+        def committing_again() -> bool:
+            on_kafka = {w.consumer_id() for w in self.running() if w.kafka_storage}
+            theirs = [tp for tp, thread in self.owners.items()
+                      if consumer_of_thread(thread) in on_kafka]
+            return all(self.kafka_committed.get(tp, -1) > before.get(tp, -1) for tp in theirs)
+        wait_for(committing_again, SETTLE_S)
 
     @contextlib.contextmanager
     def group_commits_failing(self) -> Iterator[None]:
