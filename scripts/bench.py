@@ -51,13 +51,13 @@ from bench_exporter import exporter
 from bench_peers import PEERS, SAME_VENV_PEERS, TOPIC, measure
 from kafka.record.memory_records import MemoryRecords as KafkaPythonMemoryRecords
 
-from zkconsumer.fetch import columns
-from zkconsumer.fetch.records import decode_records
 from zkconsumer.localcluster import LocalCluster, create_topic
 from zkconsumer.localcluster.bundle import ensure_bundle
 from zkconsumer.localcluster.processes import bundle_environment, free_port
 from zkconsumer.logs import configure_logging
 from zkconsumer.model import Message
+from zkconsumer.records import columns
+from zkconsumer.records.decoding import decode_records
 from zkconsumer.testing.reference import produce_test_data
 from zkconsumer.zk.session import zookeeper_session
 

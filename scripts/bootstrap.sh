@@ -20,7 +20,7 @@ zkc_install() {
     "$zkc_python" -m venv "$ZKC_VENV"
   fi
   if [ ! -f "$stamp" ] || [ "$ZKC_ROOT/pyproject.toml" -nt "$stamp" ] \
-      || [ "$ZKC_ROOT/zkconsumer/fetch/_columns.c" -nt "$stamp" ] \
+      || [ "$ZKC_ROOT/zkconsumer/records/_columns.c" -nt "$stamp" ] \
       || [ "$ZKC_ROOT/zkconsumer/member/_cursor.c" -nt "$stamp" ]; then
     echo "installing $target into $ZKC_VENV ..." >&2
     # pip and setuptools talk (ext-modules warnings, editable-install banners) even when all is

@@ -12,7 +12,7 @@ into tests/fuzz/regressions/, where the suite replays each in a process of its o
     .venv/bin/python scripts/fuzz.py --seconds 600 --seed 1 --findings .cache/fuzz-findings
 
 Under AddressSanitizer and UndefinedBehaviorSanitizer (`--sanitized DIR`): both C extensions
-(fetch/_columns.c, member/_cursor.c) are compiled with `-fsanitize=address,undefined
+(records/_columns.c, member/_cursor.c) are compiled with `-fsanitize=address,undefined
 -fno-omit-frame-pointer` into DIR, never over the tree's own builds, and the workers load them
 from there, with the ASan runtime preloaded (`gcc -print-file-name=libasan.so`),
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 (CPython's allocations are no leaks of ours) and
@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "tests" / "fuzz"))
 
 import record_fuzzing  # noqa: E402  # found through the path set just above
 
-EXTENSIONS = {"_columns": ROOT / "zkconsumer" / "fetch" / "_columns.c",
+EXTENSIONS = {"_columns": ROOT / "zkconsumer" / "records" / "_columns.c",
               "_cursor": ROOT / "zkconsumer" / "member" / "_cursor.c"}
 SANITIZERS = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g", "-O1"]
 

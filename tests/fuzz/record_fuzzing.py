@@ -302,9 +302,9 @@ class Outcome(NamedTuple):
 def exercise(case: Case) -> list[Outcome]:
     """The case through both decoders and everything that reads what they give. Exceptions
     other than `CorruptMessageError` propagate: they are findings."""
-    from zkconsumer.fetch import columns
-    from zkconsumer.fetch.message_sets import CorruptMessageError
-    from zkconsumer.fetch.records import decode_records
+    from zkconsumer.records import columns
+    from zkconsumer.records.decoding import decode_records
+    from zkconsumer.records.message_sets import CorruptMessageError
 
     compiled_decoder = columns._columns
     outcomes = []
@@ -328,7 +328,7 @@ def exercise(case: Case) -> list[Outcome]:
 def _consume(messages) -> None:
     """What the member, its streams, Arrow batches and the Spark reader do with a fetch."""
     from zkconsumer.arrow_records import record_batch
-    from zkconsumer.fetch.columns import RecordColumns
+    from zkconsumer.records.columns import RecordColumns
     from zkconsumer.spark.reading import arrow_schema, for_spark
 
     tuples = list(messages)
@@ -398,7 +398,7 @@ class _ExtensionsFrom(importlib.abc.MetaPathFinder):
         self._directory = directory
 
     def find_spec(self, name, path=None, target=None):
-        if name not in ("zkconsumer.fetch._columns", "zkconsumer.member._cursor"):
+        if name not in ("zkconsumer.records._columns", "zkconsumer.member._cursor"):
             return None
         built = sorted(self._directory.glob(name.rsplit(".", 1)[1] + ".*.so"))
         if not built:

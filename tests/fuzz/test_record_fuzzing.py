@@ -14,7 +14,7 @@ import pytest
 import record_fuzzing
 from record_fuzzing import Case, hostile_control_batch
 
-from zkconsumer.fetch import columns
+from zkconsumer.records import columns
 
 HERE = Path(__file__).parent
 REGRESSIONS = sorted((HERE / "regressions").glob("*.bin"))

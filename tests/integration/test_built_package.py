@@ -25,7 +25,7 @@ MESSAGES = [f"message {n}".encode() for n in range(5)]
 # Where the installed package came from, and which of its compiled parts it loaded.
 PROBE = """
 import json, zkconsumer
-from zkconsumer.fetch import columns
+from zkconsumer.records import columns
 from zkconsumer.member import streams
 print(json.dumps({"file": zkconsumer.__file__, "compiled_decoder": columns.compiled(),
                   "compiled_cursor": streams._Cursor is not streams._PythonCursor}))
@@ -104,7 +104,7 @@ def test_the_sdist_installs_without_a_compiler_and_consumes_in_python(dist, tmp_
                                                                         topic, unique_name):
     with tarfile.open(dist["sdist"]) as sdist:
         names = sdist.getnames()
-    for source in ("zkconsumer/fetch/_columns.c", "zkconsumer/member/_cursor.c",
+    for source in ("zkconsumer/records/_columns.c", "zkconsumer/member/_cursor.c",
                    "zkconsumer/py.typed"):
         assert any(name.endswith(source) for name in names), source
     bin_dir = _fresh_venv(tmp_path / "venv")

@@ -212,7 +212,7 @@ def test_headers_reach_the_jsonl_output_as_key_value_pairs(
 
 # `zkconsumer consume` as an install without a C compiler runs it: neither compiled part loads.
 WITHOUT_COMPILED_PARTS = (
-    "-c", ("import sys; sys.modules['zkconsumer.fetch._columns'] = None; "
+    "-c", ("import sys; sys.modules['zkconsumer.records._columns'] = None; "
            "sys.modules['zkconsumer.member._cursor'] = None; from zkconsumer.cli import main; "
            "main()"),
     "--log-format", "json", "consume", "--format", "jsonl")

@@ -18,7 +18,8 @@ from support.fault_runner import load_runner, report_rows
 from support.java import require_java
 from support.waiting import wait_until
 
-from zkconsumer.fetch.broker_channel import BrokerChannel, ChannelError
+from zkconsumer.kafka.errors import ChannelError
+from zkconsumer.kafka.io.channel import BrokerChannel
 from zkconsumer.localcluster import create_topic
 from zkconsumer.localcluster.topics import group_coordinator
 from zkconsumer.model import TopicPartition

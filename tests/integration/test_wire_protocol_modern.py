@@ -17,9 +17,9 @@ from support.log_capture import captured_logs
 from support.tansu import create_topic, produce
 
 from zkconsumer.config import ConsumerConfig
-from zkconsumer.fetch.errors import FetchError
 from zkconsumer.fetch.settings import kafka_consumer_settings
 from zkconsumer.fetch.wire_fetcher import WireFetcher
+from zkconsumer.kafka.errors import FetchError
 from zkconsumer.model import TopicPartition
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataResponse
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-from zkconsumer.fetch import kafka_protocol as protocol
+from zkconsumer.kafka.protocol import codec as protocol
 from zkconsumer.model import TopicPartition
 
 # The two partitions the fetcher tests read: one whose answers the test spoils, one left alone.

@@ -1,5 +1,5 @@
 """Messages written as a broker stores them and read back by the compiled decoder, for tests
-that need the columns a real fetch gives (`zkconsumer.fetch.columns.RecordColumns`)."""
+that need the columns a real fetch gives (`zkconsumer.records.columns.RecordColumns`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from zkconsumer.fetch.columns import RecordColumns, decode_columns
 from zkconsumer.model import Message
+from zkconsumer.records.columns import RecordColumns, decode_columns
 
 NO_TIMESTAMP = -1
 

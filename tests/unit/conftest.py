@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zkconsumer.fetch import columns
+from zkconsumer.records import columns
 
 
 @pytest.fixture(params=["compiled", "aiokafka"])

@@ -15,10 +15,10 @@ from kafka.record._crc32c import crc as kafka_crc32c
 from test_records import COUNT_AT, GZIP, NONE, TIMESTAMP, batch, legacy, record_lists, resigned
 
 from zkconsumer.arrow_records import record_batch
-from zkconsumer.fetch import columns
-from zkconsumer.fetch.message_sets import CorruptMessageError
 from zkconsumer.member.fetch_loop import payload_bytes
 from zkconsumer.model import Message
+from zkconsumer.records import columns
+from zkconsumer.records.message_sets import CorruptMessageError
 
 pytestmark = pytest.mark.skipif(not columns.compiled(),
                                 reason="the compiled decoder was not built")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from support.log_capture import captured_logs
 
-from zkconsumer.fetch.retry_policy import describe_error, is_retriable
+from zkconsumer.kafka.protocol.retry_policy import describe_error, is_retriable
 from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
 from zkconsumer.throttled_log import RetryWarnings

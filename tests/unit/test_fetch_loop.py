@@ -7,7 +7,7 @@ import threading
 import pytest
 from support.waiting import wait_until
 
-from zkconsumer.fetch.errors import FetchError
+from zkconsumer.kafka.errors import FetchError
 from zkconsumer.member.fetch_loop import FetchLoop
 from zkconsumer.member.streams import Claim, DeliveryGate, KafkaStream
 from zkconsumer.model import Message, TopicPartition

@@ -42,12 +42,16 @@ from support.kafka_answers import (
 )
 from support.log_capture import captured_logs
 
-from zkconsumer.fetch import fetch_session
-from zkconsumer.fetch import kafka_protocol as protocol
-from zkconsumer.fetch.broker_channel import ChannelError
-from zkconsumer.fetch.broker_versions import Link
-from zkconsumer.fetch.errors import FetchError
-from zkconsumer.fetch.fetch_session import LEADER_WAIT_WARN_S, FetchSession, Received, Request
+from zkconsumer.kafka.errors import ChannelError, FetchError
+from zkconsumer.kafka.protocol import codec as protocol
+from zkconsumer.kafka.protocol import fetch_session
+from zkconsumer.kafka.protocol.broker_versions import Link
+from zkconsumer.kafka.protocol.fetch_session import (
+    LEADER_WAIT_WARN_S,
+    FetchSession,
+    Received,
+    Request,
+)
 from zkconsumer.model import TopicPartition
 from zkconsumer.throttled_log import WARN_EVERY_S
 

@@ -18,7 +18,7 @@ from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsRespo
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 
-from zkconsumer.fetch import kafka_protocol as protocol
+from zkconsumer.kafka.protocol import codec as protocol
 from zkconsumer.model import TopicPartition
 
 FETCH_VERSIONS = range(protocol.IMPLEMENTED[protocol.FETCH][1] + 1)

@@ -18,8 +18,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "zkconsumer"
 # Bottom first. A unit may import from its own layer and from any layer below it, never above.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "model", "logs", "properties", "throttled_log", "arrow_records"),
-    ("znodes", "assignment", "metrics"),
-    ("config", "lag"),
+    ("znodes", "assignment", "metrics", "records"),
+    ("config", "lag", "kafka"),
     ("zk", "fetch"),
     ("topology", "offsets"),
     ("member",),
@@ -79,7 +79,7 @@ def _imports(module: str, path: Path, modules: dict[str, Path]) -> Iterator[Impo
             else:
                 base = node.module or ""
             for alias in node.names:
-                # `from zkconsumer.fetch import columns` imports the module fetch.columns;
+                # `from zkconsumer.records import columns` imports the module records.columns;
                 # `from zkconsumer.fetch import FetchError` imports the package fetch.
                 name = f"{base}.{alias.name}"
                 yield Import(path, node.lineno, module, name if name in modules else base)
@@ -170,6 +170,25 @@ def test_no_import_cycle_between_units():
     assert not new, "import cycles between units:\n" + "\n".join(lines)
     gone = KNOWN_CYCLES - set(cycles)
     assert not gone, f"no longer cycles, remove them from KNOWN_CYCLES: {sorted(map(sorted, gone))}"
+
+
+# The Kafka protocol is sans-I/O: it is told the time and handed bytes, so it never reaches for a
+# socket, a selector, TLS, the clock or the connections above it.
+SANS_IO = "zkconsumer.kafka.protocol"
+IO_MODULES = ("socket", "selectors", "ssl", "time", "zkconsumer.kafka.io")
+
+
+def test_the_kafka_protocol_does_no_io():
+    modules = _modules()
+    found = []
+    for module, path in modules.items():
+        if module != SANS_IO and not module.startswith(SANS_IO + "."):
+            continue
+        for item in _imports(module, path, modules):
+            if any(item.target == name or item.target.startswith(name + ".")
+                   for name in IO_MODULES):
+                found.append(str(item))
+    assert not found, "I/O in the sans-I/O protocol:\n" + "\n".join(found)
 
 
 def test_the_checks_see_lazy_and_relative_imports(tmp_path):

@@ -9,9 +9,9 @@ import zlib
 import pytest
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-from zkconsumer.fetch.message_sets import CorruptMessageError
-from zkconsumer.fetch.records import decode_records
 from zkconsumer.model import Message
+from zkconsumer.records.decoding import decode_records
+from zkconsumer.records.message_sets import CorruptMessageError
 
 # Each test runs with the compiled decoder and with aiokafka's reader (tests/unit/conftest.py).
 pytestmark = pytest.mark.usefixtures("each_decoder")

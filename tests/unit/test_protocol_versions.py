@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from zkconsumer.fetch.broker_channel import ChannelError
-from zkconsumer.fetch.broker_versions import BrokerVersions, Link, RejectedRequests
-from zkconsumer.fetch.errors import FetchError
-from zkconsumer.fetch.kafka_protocol import (
+from zkconsumer.kafka.errors import ChannelError, FetchError
+from zkconsumer.kafka.protocol.broker_versions import BrokerVersions, Link, RejectedRequests
+from zkconsumer.kafka.protocol.codec import (
     FETCH,
     LIST_OFFSETS,
     METADATA,
     READ_COMMITTED,
     READ_UNCOMMITTED,
 )
-from zkconsumer.fetch.protocol_versions import (
+from zkconsumer.kafka.protocol.versions import (
     CONFIGURED,
     NEGOTIATED,
     UNANSWERED,

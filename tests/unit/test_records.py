@@ -19,10 +19,10 @@ from kafka import codec as kafka_codec
 from kafka.record._crc32c import crc as crc32c
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from zkconsumer.fetch.decompression import ExpandsTooFar, expand
-from zkconsumer.fetch.message_sets import CorruptMessageError
-from zkconsumer.fetch.records import DecodedSet, decode_records
 from zkconsumer.model import Message
+from zkconsumer.records.decoding import DecodedSet, decode_records
+from zkconsumer.records.decompression import ExpandsTooFar, expand
+from zkconsumer.records.message_sets import CorruptMessageError
 
 # Each test runs with the compiled decoder and with aiokafka's reader (tests/unit/conftest.py).
 pytestmark = pytest.mark.usefixtures("each_decoder")
@@ -268,13 +268,13 @@ def test_a_missing_codec_library_says_what_to_install():
     pytest.importorskip(CODEC_LIBRARY[ZSTD])
     data = batch(0, [(None, b"value %d " % i * 10, []) for i in range(20)], ZSTD)
     probe = ("import sys; sys.modules['cramjam'] = None\n"
-             "from zkconsumer.fetch.records import decode_records\n"
+             "from zkconsumer.records.decoding import decode_records\n"
              "decode_records(bytes.fromhex(sys.argv[1]), 't', 0, 0)\n")
     result = subprocess.run([sys.executable, "-c", probe, data.hex()], capture_output=True,
                             text=True, timeout=60, check=False,
                             env={**os.environ, "PYTHONWARNINGS": "ignore"})
     last_line = result.stderr.strip().splitlines()[-1]
-    assert last_line.startswith("zkconsumer.fetch.message_sets.CorruptMessageError: "
+    assert last_line.startswith("zkconsumer.records.message_sets.CorruptMessageError: "
                                 "cannot read the record batch at offset 0 of t-0: ")
     assert "zstd" in last_line and last_line.endswith("(pip install cramjam)")
 
@@ -370,9 +370,9 @@ def test_a_log_append_time_wrapper_without_a_timestamp_gives_none():
 
 BOMB_PROBE = """
 import resource, sys
-from zkconsumer.fetch import columns
-from zkconsumer.fetch.message_sets import CorruptMessageError
-from zkconsumer.fetch.records import decode_records
+from zkconsumer.records import columns
+from zkconsumer.records.message_sets import CorruptMessageError
+from zkconsumer.records.decoding import decode_records
 if sys.argv[2] == "aiokafka":
     columns._columns = None
 data = open(sys.argv[1], "rb").read()

@@ -14,7 +14,7 @@ from kafka.protocol.sasl import (
 from support.sasl_front import LoginRefused, PlainServer, ScramServer, scram_credential
 
 from zkconsumer.errors import ConfigError
-from zkconsumer.fetch.sasl import (
+from zkconsumer.kafka.protocol.sasl import (
     LEGACY_SASL,
     Credentials,
     SaslExchange,

@@ -11,10 +11,10 @@ import pytest
 from support.record_columns import columns_of
 
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.fetch import columns
 from zkconsumer.member import streams
 from zkconsumer.member.streams import Chunk, Claim, ConsumerTimeout, DeliveryGate, KafkaStream
 from zkconsumer.model import Message, TopicPartition
+from zkconsumer.records import columns
 
 TP = TopicPartition("t", 0)
 

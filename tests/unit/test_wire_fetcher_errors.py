@@ -46,9 +46,9 @@ from support.kafka_answers import (
 from support.log_capture import captured_logs
 
 from zkconsumer.fetch import wire_fetcher
-from zkconsumer.fetch.broker_channel import BrokerChannel, ChannelError
-from zkconsumer.fetch.errors import FetchError
 from zkconsumer.fetch.wire_fetcher import WireFetcher
+from zkconsumer.kafka.errors import ChannelError, FetchError
+from zkconsumer.kafka.io.channel import BrokerChannel
 from zkconsumer.model import TopicPartition
 
 KAFKA_0_9 = None  # an ApiVersions question left unanswered, as 0.9 does

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from zkconsumer.errors import ConfigError, ZkConsumerError
-from zkconsumer.fetch.kafka_protocol import EARLIEST
+from zkconsumer.kafka.protocol.codec import EARLIEST
 from zkconsumer.model import TopicPartition
 from zkconsumer.znodes.consumers import LONG_MAX, NO_OFFSET
 from zkconsumer.znodes.paths import check_name

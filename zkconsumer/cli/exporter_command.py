@@ -15,10 +15,10 @@ from zkconsumer.exporter.kafka_reads import ClusterReads
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
 from zkconsumer.exporter.zk_groups import GroupsCache
 from zkconsumer.fetch.brokers import KafkaAccess
-from zkconsumer.fetch.errors import FetchError
 from zkconsumer.fetch.first_contact import checked_options
 from zkconsumer.fetch.kafka_client import client_settings, kafka_client_options
-from zkconsumer.fetch.sasl import SaslLoginError
+from zkconsumer.kafka.errors import FetchError
+from zkconsumer.kafka.protocol.sasl import SaslLoginError
 from zkconsumer.lag.status import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_SAMPLES, WindowRules
 from zkconsumer.logs import get_logger
 from zkconsumer.metrics import MetricsServer

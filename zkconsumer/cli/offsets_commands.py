@@ -31,7 +31,7 @@ from zkconsumer.cli.admin_context import STORAGES, AdminContext, admin_context, 
 from zkconsumer.cli.group_commands import LiveGroupError
 from zkconsumer.cli.output import emit_json, emit_table
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.fetch.kafka_protocol import EARLIEST, LATEST
+from zkconsumer.kafka.protocol.codec import EARLIEST, LATEST
 from zkconsumer.zk.group_state import list_groups, read_members
 
 ROLLING_PROCEDURE = (

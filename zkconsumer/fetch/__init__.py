@@ -7,10 +7,10 @@ from zkconsumer.fetch.brokers import (
     bootstrap_servers,
     resolve_kafka_access,
 )
-from zkconsumer.fetch.errors import FetchError
 from zkconsumer.fetch.fetcher import fetcher_for, open_fetcher
 from zkconsumer.fetch.log_offsets import LogOffsets, LogOffsetsError
 from zkconsumer.fetch.settings import kafka_consumer_settings
+from zkconsumer.kafka.errors import FetchError
 
 __all__ = [
     "FetchError",

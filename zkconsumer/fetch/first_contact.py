@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from zkconsumer.fetch import kafka_protocol as protocol
-from zkconsumer.fetch.broker_channel import BrokerChannel, ChannelError, sasl_login
-from zkconsumer.fetch.errors import FetchError
-from zkconsumer.fetch.protocol_versions import asks_api_versions
-from zkconsumer.fetch.sasl import (
+from zkconsumer.kafka.errors import ChannelError, FetchError
+from zkconsumer.kafka.io.channel import BrokerChannel, sasl_login
+from zkconsumer.kafka.io.connect import parse_servers, ssl_context_for
+from zkconsumer.kafka.protocol import codec as protocol
+from zkconsumer.kafka.protocol.sasl import (
     LEGACY_SASL,
     WIRE_MECHANISMS,
     Credentials,
@@ -26,7 +26,7 @@ from zkconsumer.fetch.sasl import (
     credentials_from,
     sasl_versions,
 )
-from zkconsumer.fetch.wire_fetcher import parse_servers, ssl_context_for
+from zkconsumer.kafka.protocol.versions import asks_api_versions
 
 # 0.9 leaves ApiVersions unanswered: this long, not kafka-python's whole bootstrap timeout.
 API_VERSIONS_TIMEOUT_S = 5.0

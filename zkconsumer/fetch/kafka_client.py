@@ -13,7 +13,7 @@ from kafka import KafkaConsumer
 from kafka.errors import KafkaError
 
 from zkconsumer.errors import ConfigError, ZkConsumerError
-from zkconsumer.fetch.errors import FetchError
+from zkconsumer.kafka.errors import FetchError
 
 # Options zkconsumer sets itself: the group is coordinated in ZooKeeper and the broker list
 # comes from the registry, so letting a property change these would break the protocol.

@@ -22,8 +22,8 @@ from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.errors import BrokerResponseError, IllegalStateError, KafkaError
 
-from zkconsumer.fetch.errors import FetchError
-from zkconsumer.fetch.retry_policy import error_name, is_retriable
+from zkconsumer.kafka.errors import FetchError
+from zkconsumer.kafka.protocol.retry_policy import error_name, is_retriable
 from zkconsumer.logs import get_logger
 from zkconsumer.model import Message, TopicPartition
 from zkconsumer.throttled_log import RetryWarnings

@@ -3,7 +3,7 @@
 Measured on 100-byte records, kafka-python's consumer spends most of its time per record in its
 own fetch pipeline rather than on the network. This fetcher speaks Metadata, ListOffsets and
 Fetch, as the legacy consumer did, in whichever version each broker speaks (from 0.8 to 4.x,
-see `kafka_protocol`), and decodes record sets straight into `Message` tuples, more than twice
+see `kafka.protocol.codec`), and decodes record sets straight into `Message` tuples, more than twice
 as fast (see scripts/bench). It keeps one fetch in flight per leader and sends the next one as
 soon as a response is decoded, so the broker prepares data while the streams are being consumed.
 
@@ -25,17 +25,17 @@ from __future__ import annotations
 
 import selectors
 import socket
-import ssl
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from zkconsumer.fetch import kafka_protocol as protocol
-from zkconsumer.fetch.broker_channel import BrokerChannel, ChannelError, sasl_login
-from zkconsumer.fetch.broker_versions import Link
-from zkconsumer.fetch.errors import FetchError
-from zkconsumer.fetch.fetch_session import FetchSession, Received, Request
-from zkconsumer.fetch.sasl import (
+from zkconsumer.kafka.errors import ChannelError, FetchError
+from zkconsumer.kafka.io.channel import BrokerChannel, sasl_login
+from zkconsumer.kafka.io.connect import parse_servers, ssl_context_for
+from zkconsumer.kafka.protocol import codec as protocol
+from zkconsumer.kafka.protocol.broker_versions import Link
+from zkconsumer.kafka.protocol.fetch_session import FetchSession, Received, Request
+from zkconsumer.kafka.protocol.sasl import (
     SASL_SECURITY_PROTOCOLS,
     WIRE_MECHANISMS,
     SaslExchange,
@@ -56,7 +56,6 @@ WIRE_OPTIONS = frozenset({
     "sasl_mechanism", "sasl_plain_username", "sasl_plain_password",
 })
 WIRE_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", *SASL_SECURITY_PROTOCOLS)
-_TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 # A broker that speaks ApiVersions answers it at once; 0.9 never does, so waiting for it is
 # bounded by this rather than by `request_timeout_ms`.
 _API_VERSIONS_TIMEOUT_S = 5.0
@@ -362,28 +361,3 @@ def wire_unsupported_reason(settings: Mapping[str, Any]) -> str | None:
     if foreign:
         return "kafka." + foreign[0].replace("_", ".")
     return None
-
-
-def parse_servers(servers: str) -> list[tuple[str, int]]:
-    addresses = []
-    for server in servers.split(","):
-        host, _, port = server.strip().rpartition(":")
-        addresses.append((host.strip("[]"), int(port)))
-    return addresses
-
-
-def ssl_context_for(settings: Mapping[str, Any]) -> ssl.SSLContext | None:
-    """The same TLS set-up kafka-python makes from the same options."""
-    if settings.get("security_protocol", "PLAINTEXT") not in _TLS_PROTOCOLS:
-        return None
-    context = ssl.create_default_context(cafile=settings.get("ssl_cafile"))
-    context.check_hostname = bool(settings.get("ssl_check_hostname", True))
-    if settings.get("ssl_certfile"):
-        context.load_cert_chain(settings["ssl_certfile"], settings.get("ssl_keyfile"),
-                                settings.get("ssl_password"))
-    if settings.get("ssl_crlfile"):
-        context.load_verify_locations(settings["ssl_crlfile"])
-        context.verify_flags |= ssl.VERIFY_CRL_CHECK_LEAF
-    if settings.get("ssl_ciphers"):
-        context.set_ciphers(settings["ssl_ciphers"])
-    return context

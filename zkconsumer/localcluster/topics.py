@@ -18,8 +18,9 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from zkconsumer.assignment import java_string_hash
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.fetch import kafka_protocol as protocol
-from zkconsumer.fetch.broker_channel import BrokerChannel, ChannelError
+from zkconsumer.kafka.errors import ChannelError
+from zkconsumer.kafka.io.channel import BrokerChannel
+from zkconsumer.kafka.protocol import codec as protocol
 from zkconsumer.znodes.paths import (
     BROKER_IDS,
     BROKER_TOPICS,

@@ -17,10 +17,10 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 
-from zkconsumer.fetch.columns import RecordColumns, offset_at
 from zkconsumer.logs import get_logger
 from zkconsumer.member.streams import Chunk, Claim, KafkaStream
 from zkconsumer.model import Message, TopicPartition
+from zkconsumer.records.columns import RecordColumns, offset_at
 
 log = get_logger(__name__)
 

@@ -28,9 +28,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, cast
 
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.fetch.columns import RecordColumns, offset_at
 from zkconsumer.member.async_streams import AsyncBatches, AsyncMessages, BlockingCalls
 from zkconsumer.model import Message, TopicPartition
+from zkconsumer.records.columns import RecordColumns, offset_at
 
 if TYPE_CHECKING:  # pyarrow is optional: only arrow_batches() needs it
     import pyarrow as pa

@@ -17,9 +17,9 @@ import kafka.errors as kafka_errors
 from kafka import KafkaConsumer, OffsetAndMetadata
 from kafka import TopicPartition as KafkaTopicPartition
 
-from zkconsumer.fetch.errors import FetchError
 from zkconsumer.fetch.first_contact import checked_options
 from zkconsumer.fetch.kafka_client import client_settings
+from zkconsumer.kafka.errors import FetchError
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.retry import RetryPolicy, call_with_retries, describe_error
 from zkconsumer.offsets.store import OffsetStoreError, OwnerCheck

@@ -22,7 +22,7 @@ from zkconsumer.fetch import (
     resolve_kafka_access,
 )
 from zkconsumer.fetch.kafka_client import kafka_client_options
-from zkconsumer.fetch.kafka_protocol import EARLIEST, LATEST
+from zkconsumer.kafka.protocol.codec import EARLIEST, LATEST
 from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import open_offset_store

@@ -16,9 +16,9 @@ import pyarrow.compute as pc
 from zkconsumer.arrow_records import as_text, record_batch
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.fetch import LogOffsets, fetcher_for
-from zkconsumer.fetch.columns import RecordColumns, count_before, offset_at
 from zkconsumer.logs import get_logger
 from zkconsumer.model import Message, TopicPartition
+from zkconsumer.records.columns import RecordColumns, count_before, offset_at
 from zkconsumer.spark.planning import ReadPlan
 from zkconsumer.spark.ranges import OffsetRange
 

@@ -29,21 +29,20 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from zkconsumer.fetch import kafka_protocol as protocol
-from zkconsumer.fetch.broker_channel import ChannelError
-from zkconsumer.fetch.broker_versions import BrokerVersions, Link, Trouble
-from zkconsumer.fetch.errors import FetchError
-from zkconsumer.fetch.message_sets import CorruptMessageError
-from zkconsumer.fetch.records import decode_records
-from zkconsumer.fetch.retry_policy import (
+from zkconsumer.kafka.errors import ChannelError, FetchError
+from zkconsumer.kafka.protocol import codec as protocol
+from zkconsumer.kafka.protocol.broker_versions import BrokerVersions, Link, Trouble
+from zkconsumer.kafka.protocol.retry_policy import (
     OFFSET_OUT_OF_RANGE,
     describe_error,
     error_name,
     is_retriable,
 )
-from zkconsumer.fetch.sasl import SaslVersions
+from zkconsumer.kafka.protocol.sasl import SaslVersions
 from zkconsumer.logs import get_logger
 from zkconsumer.model import Message, TopicPartition
+from zkconsumer.records.decoding import decode_records
+from zkconsumer.records.message_sets import CorruptMessageError
 from zkconsumer.throttled_log import RetryWarnings
 
 log = get_logger(__name__)

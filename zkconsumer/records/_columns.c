@@ -11,7 +11,7 @@
  * inside a compressed wrapper) and the records section of a v2 batch (uncompressed or after
  * decompression). The walk that tells the entries apart (`walk`) is here too, since a v0/v1 log
  * has one entry per record. Batch headers, transactions, codecs and errors with names are
- * handled in Python (`zkconsumer.fetch.columns`), once per batch.
+ * handled in Python (`zkconsumer.records.columns`), once per batch.
  *
  * Lengths and offsets are checked against the data before every read: a corrupt or hostile
  * response is a ValueError, never a read out of bounds.
@@ -753,7 +753,7 @@ static PyBufferProcs region_as_buffer = {(getbufferproc)region_getbuffer, NULL};
 
 static PyTypeObject RegionType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "zkconsumer.fetch._columns.Region",
+    .tp_name = "zkconsumer.records._columns.Region",
     .tp_basicsize = sizeof(Region),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A read-only view of one of a Columns' buffers.",
@@ -848,7 +848,7 @@ static PySequenceMethods columns_as_sequence = {
 
 static PyTypeObject ColumnsType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "zkconsumer.fetch._columns.Columns",
+    .tp_name = "zkconsumer.records._columns.Columns",
     .tp_basicsize = sizeof(Columns),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Decoded records of one partition's fetch, column by column.",
@@ -957,7 +957,7 @@ static PyMethodDef module_methods[] = {
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "_columns",
-    "Kafka records decoded into columns (see zkconsumer.fetch.columns).", -1, module_methods,
+    "Kafka records decoded into columns (see zkconsumer.records.columns).", -1, module_methods,
 };
 
 PyMODINIT_FUNC PyInit__columns(void) {

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from zkconsumer.fetch.errors import FetchError
-from zkconsumer.fetch.kafka_protocol import (
+from zkconsumer.kafka.errors import FetchError
+from zkconsumer.kafka.protocol.codec import (
     API_NAMES,
     FETCH,
     IMPLEMENTED,

@@ -1,7 +1,7 @@
 """Every Kafka record format decoded into columns by the compiled decoder (`_columns.c`).
 
 This is the hot path wherever the extension was built (it is an optional part of the install);
-`records.decode_records` falls back to aiokafka's reader where it was not. The C side walks the
+`decoding.decode_records` falls back to aiokafka's reader where it was not. The C side walks the
 entries and parses every record without making a Python object per record, with the GIL
 released; this side does what happens once per batch or compressed wrapper: batch headers,
 CRC-32C of v2 batches, decompression, transactions and error messages that name the entry.
@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from aiokafka import codec as aiokafka_codec
 
-from zkconsumer.fetch.decompression import (
+from zkconsumer.model import Message
+from zkconsumer.records.decompression import (
     CODECS,
     DEFAULT_FETCH_BYTES,
     EXPANSION_LIMIT,
@@ -31,14 +32,13 @@ from zkconsumer.fetch.decompression import (
     expand,
     expansion_bound,
 )
-from zkconsumer.fetch.message_sets import CorruptMessageError, unwrap_old_lz4
-from zkconsumer.model import Message
+from zkconsumer.records.message_sets import CorruptMessageError, unwrap_old_lz4
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 try:
-    import zkconsumer.fetch._columns as _columns
+    import zkconsumer.records._columns as _columns
 except ImportError:  # built without a C compiler: records.py reads with aiokafka instead
     _columns = None
 
@@ -85,13 +85,13 @@ def decode_columns(data: bytes | memoryview, topic: str, partition: int, fetch_o
                    check_crcs: bool = True, aborted: Any = None, control_reader: Any = None,
                    fetch_bytes: int = DEFAULT_FETCH_BYTES) -> DecodedColumns:
     """Every complete record at or after `fetch_offset`, control records left out, as columns;
-    `records.decode_records` calls this, and keeps the next offset from going below
+    `decoding.decode_records` calls this, and keeps the next offset from going below
     `fetch_offset`.
 
     `aborted` is None to read uncommitted, else the `records._AbortedTransactions` of the
     fetch; `control_reader(entry, limit)` reads a control batch whole, for its marker,
     decompressing at most `limit` bytes. `fetch_bytes` (fetch.message.max.bytes) bounds the
-    decompressed bytes (see `zkconsumer.fetch.decompression`): entries past the bound are
+    decompressed bytes (see `zkconsumer.records.decompression`): entries past the bound are
     left for the next fetch, as if the data ended before them."""
     columns = _columns.Columns()
     decoder = _Decoder(data, topic, partition, fetch_offset, check_crcs, aborted,

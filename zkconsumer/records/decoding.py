@@ -1,6 +1,6 @@
 """Every Kafka record format decoded into `Message` tuples: the consumer's hot path.
 
-Where the compiled decoder was built (`zkconsumer.fetch.columns`, nearly always), it does the
+Where the compiled decoder was built (`zkconsumer.records.columns`, nearly always), it does the
 work and the records come back as its `RecordColumns`; what follows describes the reader used
 where it was not, which is kept as the reference the compiled one is tested against.
 
@@ -43,7 +43,7 @@ Fetched bytes are untrusted (issue 24): a malformed entry of any kind is a `Corr
 naming topic, partition and offset, never a read out of bounds. aiokafka's compiled reader does
 not check everything it reads (its `decode_varint` reads wherever it is pointed; the messages in
 a v0/v1 wrapper are read without length checks), so it is handed nothing unchecked: compressed
-entries are decompressed within the bound of `zkconsumer.fetch.decompression` and a wrapper's
+entries are decompressed within the bound of `zkconsumer.records.decompression` and a wrapper's
 messages checked first, and `_LenientBatch` reads its varints with a reader of its own.
 `tests/fuzz` holds the fuzzing harness that found what it missed.
 
@@ -63,8 +63,9 @@ from aiokafka.record.default_records import DefaultRecordBatch
 from aiokafka.record.legacy_records import LegacyRecordBatch
 from aiokafka.record.memory_records import MemoryRecords
 
-from zkconsumer.fetch import columns
-from zkconsumer.fetch.decompression import (
+from zkconsumer.model import Message
+from zkconsumer.records import columns
+from zkconsumer.records.decompression import (
     CODECS,
     DEFAULT_FETCH_BYTES,
     EXPANSION_LIMIT,
@@ -72,8 +73,7 @@ from zkconsumer.fetch.decompression import (
     expand,
     expansion_bound,
 )
-from zkconsumer.fetch.message_sets import CorruptMessageError, unwrap_old_lz4
-from zkconsumer.model import Message
+from zkconsumer.records.message_sets import CorruptMessageError, unwrap_old_lz4
 
 # Each entry starts with its offset (v2: base offset), size, crc (v2: partition leader epoch)
 # and magic; then v0/v1 have the attributes, where v2 has its crc.
@@ -118,7 +118,7 @@ def decode_records(data: bytes | memoryview, topic: str, partition: int, fetch_o
     whose records are left out.
 
     `fetch_bytes`, the fetch.message.max.bytes asked with, bounds the bytes decompressed
-    (`zkconsumer.fetch.decompression`): entries past the bound are left for the next fetch, as
+    (`zkconsumer.records.decompression`): entries past the bound are left for the next fetch, as
     a cut entry is, and one that alone goes past it is corrupt. Malformed data of any kind is a
     `CorruptMessageError` naming the entry.
     """

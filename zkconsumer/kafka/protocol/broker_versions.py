@@ -23,10 +23,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from zkconsumer.fetch.broker_channel import ChannelError
-from zkconsumer.fetch.errors import FetchError
-from zkconsumer.fetch.kafka_protocol import API_NAMES, API_VERSIONS, READ_COMMITTED, ProtocolError
-from zkconsumer.fetch.protocol_versions import (
+from zkconsumer.kafka.errors import ChannelError, FetchError
+from zkconsumer.kafka.protocol.codec import API_NAMES, API_VERSIONS, READ_COMMITTED, ProtocolError
+from zkconsumer.kafka.protocol.retry_policy import UNSUPPORTED_VERSION, error_name
+from zkconsumer.kafka.protocol.sasl import LEGACY_SASL, SaslVersions, sasl_versions
+from zkconsumer.kafka.protocol.versions import (
     CONFIGURED,
     UNANSWERED,
     Versions,
@@ -34,8 +35,6 @@ from zkconsumer.fetch.protocol_versions import (
     legacy_versions,
     negotiate,
 )
-from zkconsumer.fetch.retry_policy import UNSUPPORTED_VERSION, error_name
-from zkconsumer.fetch.sasl import LEGACY_SASL, SaslVersions, sasl_versions
 
 # Fetch v4 (Kafka 0.11) is the first to carry an isolation level: an older broker delivers
 # aborted transactions, whatever is asked.

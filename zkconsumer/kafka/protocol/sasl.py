@@ -10,7 +10,7 @@ SCRAM (RFC 5802, with the hashes of RFC 7677) never sends the password: the clie
 knows the salted password, and checks the broker's signature in turn, so a front that does not
 know the password cannot pass for the broker.
 
-Pure: the encodings and the mechanisms' steps, no sockets; `sasl_login` in `broker_channel`
+Pure: the encodings and the mechanisms' steps, no sockets; `sasl_login` in `kafka.io.channel`
 drives one exchange over a connection.
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, TypeVar
 
 from zkconsumer.errors import ConfigError
-from zkconsumer.fetch.errors import FetchError
+from zkconsumer.kafka.errors import FetchError
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED = 33, 34, 58

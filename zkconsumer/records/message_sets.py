@@ -1,10 +1,10 @@
 """Message formats v0 and v1 (legacy message sets): the one case aiokafka's reader refuses.
 
-`records.decode_records` reads every format with aiokafka's compiled reader, except
+`decoding.decode_records` reads every format with aiokafka's compiled reader, except
 LZ4-compressed messages in format v0: brokers 0.8 and 0.9 framed LZ4 with a wrong header checksum
 (KAFKA-3160), and aiokafka declines that framing outright. Here the checksum is put right (as
 kafka-python's codec does) and the frame decompressed within a bound, like every other codec
-(`zkconsumer.fetch.decompression`); what it unpacks is an ordinary message set of uncompressed v0
+(`zkconsumer.records.decompression`); what it unpacks is an ordinary message set of uncompressed v0
 messages with absolute offsets, which the common reader then decodes like any other.
 Pure: bytes in, bytes out.
 """
@@ -15,7 +15,7 @@ import struct
 import zlib
 
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.fetch.decompression import LZ4, ExpandsTooFar, expand
+from zkconsumer.records.decompression import LZ4, ExpandsTooFar, expand
 
 try:
     import xxhash

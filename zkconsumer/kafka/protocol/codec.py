@@ -4,7 +4,7 @@ Metadata v0-v12, ListOffsets v0-v11 and Fetch v0-v12.
 Brokers 0.8 and 0.9 know only the oldest versions (those the legacy consumer spoke); Kafka 4.0
 (KIP-896) no longer answers Fetch below v4 or ListOffsets v0, and the brokers in between
 convert their data down for an old Fetch. So the fetcher asks each broker which versions it
-speaks (ApiVersions) and uses the newest both sides know (`protocol_versions`). Versions from
+speaks (ApiVersions) and uses the newest both sides know (`versions`). Versions from
 Fetch v12, ListOffsets v6 and Metadata v9 on are "flexible": lengths are unsigned varints (+1,
 so that 0 means null) and every structure ends with tagged fields; one reader and one writer
 handle both encodings. Topic ids (Fetch v13+) are not used: names are what the group knows.

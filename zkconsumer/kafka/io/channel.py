@@ -11,27 +11,14 @@ import socket
 import ssl
 from collections import deque
 
-from zkconsumer.fetch.kafka_protocol import frame_request, response_correlation_id
-from zkconsumer.fetch.sasl import (
+from zkconsumer.kafka.errors import ChannelError
+from zkconsumer.kafka.protocol.codec import frame_request, response_correlation_id
+from zkconsumer.kafka.protocol.sasl import (
     SASL_AUTHENTICATE,
     SASL_HANDSHAKE,
     SaslExchange,
     authenticate_request,
 )
-
-
-class ChannelError(Exception):
-    """The connection failed or the broker answered out of order; the channel is closed.
-    `closed_by_broker`: the broker ended the connection while an answer was awaited, which is
-    also how a broker rejects a request version it does not speak. `timed_out`: no answer came
-    in time on a connection that stayed open, which is how 0.9 treats ApiVersions; a reset or
-    a close is not that."""
-
-    def __init__(self, message: str, closed_by_broker: bool = False,
-                 timed_out: bool = False) -> None:
-        super().__init__(message)
-        self.closed_by_broker = closed_by_broker
-        self.timed_out = timed_out
 
 
 class _ClosedByBroker(ConnectionError):

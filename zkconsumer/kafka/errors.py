@@ -1,0 +1,23 @@
+"""The errors of talking to Kafka: `FetchError`, which every fetch backend raises when fetching
+cannot go on, and `ChannelError`, a connection that failed (which the protocol state reads too,
+so it lives below both the channels and the protocol)."""
+
+from zkconsumer.errors import ZkConsumerError
+
+
+class FetchError(ZkConsumerError):
+    """The Kafka client could not be created, or fetching failed in a way no retry can fix."""
+
+
+class ChannelError(Exception):
+    """The connection failed or the broker answered out of order; the channel is closed.
+    `closed_by_broker`: the broker ended the connection while an answer was awaited, which is
+    also how a broker rejects a request version it does not speak. `timed_out`: no answer came
+    in time on a connection that stayed open, which is how 0.9 treats ApiVersions; a reset or
+    a close is not that."""
+
+    def __init__(self, message: str, closed_by_broker: bool = False,
+                 timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.closed_by_broker = closed_by_broker
+        self.timed_out = timed_out

@@ -1,0 +1,1 @@
+"""Connections to brokers: framing, TLS and the SASL login driven over a socket."""
