@@ -4,7 +4,7 @@ claims. ZooKeeper is a dict here; the real one is in the integration tests."""
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 
 import pytest
 from kazoo.exceptions import ConnectionLoss
@@ -12,6 +12,7 @@ from support.log_capture import captured_logs as capture_logs
 from support.memory_store import MemoryStore
 
 from zkconsumer.member.committer import OffsetCommitter
+from zkconsumer.member.missing_topics import MissingTopicsNotice
 from zkconsumer.member.owner_wait import OwnersSeen
 from zkconsumer.member.plan import GroupSnapshot
 from zkconsumer.member.rebalancer import (
@@ -83,7 +84,7 @@ class NullFetchLoop:
 
 
 def rebalancer(store: MemoryStore, membership: DictMembership | None = None,
-               missing_topic_reminder_s: float = 60.0,
+               missing_topics_notice: MissingTopicsNotice | None = None,
                observe=lambda _succeeded, _seconds: None, **callbacks) -> Rebalancer:
     member = MemberState(SESSION)
     stream = KafkaStream("s", 10, -1, member.claims, member.gate)
@@ -94,7 +95,7 @@ def rebalancer(store: MemoryStore, membership: DictMembership | None = None,
         fetch_loop=NullFetchLoop(), committer=committer, offset_store=store,
         stream_for=lambda _tp, _thread: stream, auto_commit=True,
         callbacks=RebalanceCallbacks(**callbacks), member=member, sleep=lambda _s: None,
-        missing_topic_reminder_s=missing_topic_reminder_s, observe=observe)
+        missing_topics_notice=missing_topics_notice, observe=observe)
 
 
 def test_a_raising_assigned_callback_is_reported_as_a_callback_failure():
@@ -232,32 +233,69 @@ def test_a_member_whose_topic_does_not_exist_says_once_that_it_waits_for_it():
         [("warning", ["later"])]
 
 
+class ManualTimers:
+    """A `Schedule` whose timers fire only when the test says: reminders without sleeping."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[float, Callable[[], None]]] = []
+
+    def __call__(self, delay_s: float, action: Callable[[], None]) -> Callable[[], None]:
+        entry = (delay_s, action)
+        self.pending.append(entry)
+        return lambda: self.pending.remove(entry) if entry in self.pending else None
+
+    def fire(self) -> None:
+        """Every timer now due, as if its delay had passed."""
+        due, self.pending = self.pending, []
+        for _delay, action in due:
+            action()
+
+
 def test_the_wait_is_recalled_at_the_slow_interval_until_the_topic_exists():
     membership = DictMembership()
     membership.members[ME] = ConsumerRegistration.static({"t": 1, "later": 1}, 0)
-    member = rebalancer(MemoryStore(), membership, missing_topic_reminder_s=0.05)
+    timers = ManualTimers()
+    member = rebalancer(MemoryStore(), membership,
+                        missing_topics_notice=MissingTopicsNotice(ME, 60.0, timers))
     with capture_logs() as logs:
         member.rebalance()
-        deadline = time.monotonic() + 5
-        while len(_waiting_lines(logs)) < 3 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert len(_waiting_lines(logs)) >= 3
+        assert [delay for delay, _ in timers.pending] == [60.0]
+        timers.fire()
+        timers.fire()
+        assert len(_waiting_lines(logs)) == 3
         membership.topics["later"] = [0]  # created: its watch rebalances the member
         member.rebalance()
-        said = len(_waiting_lines(logs))
-        time.sleep(0.3)
-        assert len(_waiting_lines(logs)) == said
+        assert timers.pending == []
+    assert len(_waiting_lines(logs)) == 3
     member.release_all()
+
+
+def test_a_reminder_that_fires_as_it_is_cancelled_says_nothing():
+    """A timer thread can start its action just as the wait ends: the late reminder is dropped."""
+    late: list[Callable[[], None]] = []
+
+    def too_late_to_cancel(_delay_s: float, action: Callable[[], None]) -> Callable[[], None]:
+        late.append(action)
+        return lambda: None
+
+    notice = MissingTopicsNotice(ME, 60.0, too_late_to_cancel)
+    with capture_logs() as logs:
+        notice.update(["later"])
+        notice.update([])
+        late[0]()
+    assert len(_waiting_lines(logs)) == 1
 
 
 def test_a_member_that_leaves_stops_recalling_the_wait():
     membership = DictMembership()
     membership.members[ME] = ConsumerRegistration.static({"later": 1}, 0)
-    member = rebalancer(MemoryStore(), membership, missing_topic_reminder_s=0.05)
+    timers = ManualTimers()
+    member = rebalancer(MemoryStore(), membership,
+                        missing_topics_notice=MissingTopicsNotice(ME, 60.0, timers))
     with capture_logs() as logs:
         member.rebalance()
         member.release_all()
-        time.sleep(0.3)
+        assert timers.pending == []
     assert len(_waiting_lines(logs)) == 1
 
 

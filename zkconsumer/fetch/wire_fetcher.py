@@ -69,10 +69,10 @@ class _Connection:
 
     __slots__ = ("channel", "link", "used_at")
 
-    def __init__(self, channel: BrokerChannel, link: Link) -> None:
+    def __init__(self, channel: BrokerChannel, link: Link, now: float) -> None:
         self.channel = channel
         self.link = link
-        self.used_at = time.monotonic()
+        self.used_at = now
 
 
 class WireFetcher:
@@ -85,7 +85,11 @@ class WireFetcher:
     `fetch_session`).
     """
 
-    def __init__(self, settings: Mapping[str, Any]) -> None:
+    def __init__(self, settings: Mapping[str, Any],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        """`clock` (monotonic seconds) is every time the fetcher and its session go by, so
+        tests can move it instead of waiting it out."""
+        self._clock = clock
         self._session = FetchSession(settings, parse_servers(settings["bootstrap_servers"]))
         self._client_id = settings["client_id"]
         self._timeout_s = settings["request_timeout_ms"] / 1000.0
@@ -118,13 +122,13 @@ class WireFetcher:
                restart: Collection[TopicPartition] = ()) -> None:
         """Fetch exactly these partitions; those already assigned keep their position unless
         listed in `restart`."""
-        self._session.assign(positions, restart, time.monotonic())
+        self._session.assign(positions, restart, self._clock())
 
     def poll(self, timeout_ms: int) -> dict[TopicPartition, Sequence[Message]]:
         session = self._session
         if not session.assigned:
             return {}
-        now = time.monotonic()
+        now = self._clock()
         deadline = now + timeout_ms / 1000.0
         if session.metadata_due(now):
             self._refresh_metadata(now)
@@ -167,12 +171,12 @@ class WireFetcher:
                 continue
             try:
                 received = self._exchange(
-                    connection, session.metadata_request(connection.link, time.monotonic()))
+                    connection, session.metadata_request(connection.link, self._clock()))
             finally:
                 connection.channel.close()
             if received is not None and received.answered:
                 return
-        session.metadata_unanswered(time.monotonic())
+        session.metadata_unanswered(self._clock())
 
     def _reset_positions(self) -> None:
         session = self._session
@@ -183,7 +187,7 @@ class WireFetcher:
                 self._lose_node(node, str(exc))
                 continue
             self._exchange(connection,
-                           session.offsets_request(node, connection.link, time.monotonic()))
+                           session.offsets_request(node, connection.link, self._clock()))
 
     def _exchange(self, connection: _Connection, request: Request) -> Received | None:
         """One request answered on a control connection, handed to the session; None when the
@@ -191,9 +195,9 @@ class WireFetcher:
         try:
             payload = connection.channel.request(request.api_key, request.version, request.body)
         except ChannelError as exc:
-            self._drop_channels(self._session.failed(request, exc, time.monotonic()))
+            self._drop_channels(self._session.failed(request, exc, self._clock()))
             return None
-        received = self._session.receive(request, payload, time.monotonic())
+        received = self._session.receive(request, payload, self._clock())
         self._drop_channels(received.lost)
         return received
 
@@ -204,7 +208,7 @@ class WireFetcher:
             except ChannelError as exc:
                 self._lose_node(node, str(exc))
                 continue
-            request = self._session.fetch_request(node, connection.link, time.monotonic())
+            request = self._session.fetch_request(node, connection.link, self._clock())
             if request is None:
                 continue
             try:
@@ -221,7 +225,7 @@ class WireFetcher:
         for more at once, so that it prepares the next response while this one is consumed."""
         session = self._session
         results: dict[TopicPartition, Sequence[Message]] = {}
-        for node in self._ready_nodes(session.wait_until(deadline, time.monotonic())):
+        for node in self._ready_nodes(session.wait_until(deadline, self._clock())):
             connection = self._fetch_connections[node]
             request = session.in_flight.get(node)
             if request is None:
@@ -231,9 +235,9 @@ class WireFetcher:
             try:
                 payload = connection.channel.receive()
             except ChannelError as exc:
-                self._drop_channels(session.failed(request, exc, time.monotonic()))
+                self._drop_channels(session.failed(request, exc, self._clock()))
                 continue
-            now = time.monotonic()
+            now = self._clock()
             if self.observe_fetch is not None:
                 self.observe_fetch(connection.link.address, now - request.sent_at)
             received = session.receive(request, payload, now)
@@ -241,7 +245,7 @@ class WireFetcher:
             if received.answered:
                 results.update(received.records)
                 self._send_fetches([node])
-        self._drop_channels(session.expire(time.monotonic()))
+        self._drop_channels(session.expire(self._clock()))
         return results
 
     def _ready_nodes(self, deadline: float) -> list[int]:
@@ -249,7 +253,7 @@ class WireFetcher:
                     if self._fetch_connections[node].channel.has_buffered_data()]
         if buffered:
             return buffered
-        ready = self._selector.select(max(0.0, deadline - time.monotonic()))
+        ready = self._selector.select(max(0.0, deadline - self._clock()))
         nodes = [key.data for key, _ in ready if key.data is not None]
         if len(nodes) < len(ready):
             self._drain_wakeups()
@@ -278,7 +282,7 @@ class WireFetcher:
         connections.max.idle.ms, so one idle for longer than `connections_max_idle_ms` (set
         below the broker's) is opened again rather than found closed by the next request. Idle
         counts from when the last request started: the safe side."""
-        now = time.monotonic()
+        now = self._clock()
         connection = self._control_connections.get(node)
         if connection is not None and now - connection.used_at > self._max_idle_s:
             del self._control_connections[node]
@@ -294,7 +298,7 @@ class WireFetcher:
         channel = self._connect(host, port)
         try:
             link = self._session.link(channel.address)
-            connection = (_Connection(channel, link) if link is not None
+            connection = (_Connection(channel, link, self._clock()) if link is not None
                           else self._ask_versions(channel, host, port))
         except (ChannelError, FetchError):
             channel.close()
@@ -321,8 +325,9 @@ class WireFetcher:
         except ChannelError as exc:
             link = self._session.api_versions_failed(channel.address, exc)
             channel.close()
-            return _Connection(self._connect(host, port), link)
-        return _Connection(channel, self._session.api_versions_answered(channel.address, payload))
+            return _Connection(self._connect(host, port), link, self._clock())
+        return _Connection(channel, self._session.api_versions_answered(channel.address, payload),
+                           self._clock())
 
     def _connect(self, host: str, port: int) -> BrokerChannel:
         return BrokerChannel(host, port, client_id=self._client_id, timeout_s=self._timeout_s,
@@ -331,7 +336,7 @@ class WireFetcher:
 
     def _lose_node(self, node: int, reason: str) -> None:
         """A broker failed us: close its connections and set its partitions aside."""
-        self._session.node_lost(node, reason, time.monotonic())
+        self._session.node_lost(node, reason, self._clock())
         self._drop_channels([node])
 
     def _drop_channels(self, nodes: Iterable[int]) -> None:

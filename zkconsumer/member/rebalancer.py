@@ -27,11 +27,7 @@ from kazoo.exceptions import KazooException
 
 from zkconsumer.errors import ZkConsumerError, describe_error
 from zkconsumer.logs import get_logger
-from zkconsumer.member.missing_topics import (
-    MISSING_TOPIC_REMINDER_S,
-    MissingTopicsNotice,
-    missing_topics,
-)
+from zkconsumer.member.missing_topics import MissingTopicsNotice, missing_topics
 from zkconsumer.member.owner_wait import OwnerWait
 from zkconsumer.member.plan import plan_rebalance, target_for_member
 from zkconsumer.member.state import MemberState, StaleClaimError
@@ -64,7 +60,7 @@ class Rebalancer:
                  fetch_loop, committer, offset_store, stream_for: Callable[[TopicPartition, str], KafkaStream],
                  auto_commit: bool, callbacks: RebalanceCallbacks, member: MemberState,
                  sleep: Callable[[float], None] = time.sleep,
-                 missing_topic_reminder_s: float = MISSING_TOPIC_REMINDER_S,
+                 missing_topics_notice: MissingTopicsNotice | None = None,
                  observe: Callable[[bool, float], None] = lambda _succeeded, _seconds: None
                  ) -> None:
         """`observe(succeeded, seconds)` is told how each rebalance ended and how long it took
@@ -88,7 +84,7 @@ class Rebalancer:
         self._auto_commit = auto_commit
         self._callbacks = callbacks
         self._sleep = sleep
-        self._missing_topics = MissingTopicsNotice(consumer_id, missing_topic_reminder_s)
+        self._missing_topics = missing_topics_notice or MissingTopicsNotice(consumer_id)
         self._observe = observe
 
     def rebalance(self) -> None:
