@@ -2,7 +2,7 @@
 
 Every import counts, wherever it is written (top of the module, inside a function, under
 `if TYPE_CHECKING`): the modules are read with `ast`, never imported. A unit is a subpackage of
-zkconsumer (`zkconsumer/zk/`) or a top-level module (`zkconsumer/config.py`); `zkconsumer` itself
+zkconsumer (`zkconsumer/zk/`) or a top-level module (`zkconsumer/logs.py`); `zkconsumer` itself
 is the package's `__init__`, the public API.
 """
 

@@ -1,0 +1,101 @@
+"""Every key the consumer knows: its parser, default and how it is shown, in one table.
+
+The keys and defaults are the reference consumer's (`kafka.consumer.ConsumerConfig`), so
+existing properties files keep their meaning; zkconsumer's own keys follow them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from zkconsumer.config.addresses import bootstrap_servers, zookeeper_connect
+from zkconsumer.config.values import (
+    api_version,
+    boolean,
+    consumer_id,
+    digest_credentials,
+    integer,
+    legal_name,
+    non_empty,
+    one_of,
+    port,
+    topic_filter,
+    topic_list,
+)
+
+
+def render(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    parse: Callable[[str], Any]
+    default: Any = None
+    derive: Callable[[Mapping[str, Any]], Any] | None = None  # a default from earlier fields
+    required: bool = False
+    render: Callable[[Any], str] = render
+    secret: bool = False  # never echoed in errors
+    # Why a reference key is accepted (so shared properties files load) yet changes nothing.
+    no_effect: str | None = None
+
+    @property
+    def field(self) -> str:
+        return self.name.replace(".", "_")
+
+
+# Order matters only where a default derives from an earlier key.
+KEYS = (
+    Key("group.id", legal_name, required=True),
+    Key("zookeeper.connect", zookeeper_connect, required=True),
+    Key("consumer.id", consumer_id),
+    Key("socket.timeout.ms", integer(1), 30000),
+    Key("socket.receive.buffer.bytes", integer(-1), 65536),
+    Key("fetch.message.max.bytes", integer(1), 1048576),
+    Key("num.consumer.fetchers", integer(1), 1,
+         no_effect="one fetcher thread serves every broker without blocking on any"),
+    Key("auto.commit.enable", boolean, True),
+    Key("auto.commit.interval.ms", integer(1), 60000),
+    Key("queued.max.message.chunks", integer(1), 2),
+    Key("rebalance.max.retries", integer(1), 4),
+    Key("fetch.min.bytes", integer(0), 1),
+    Key("fetch.wait.max.ms", integer(0), 100),
+    Key("zookeeper.sync.time.ms", integer(0), 2000),
+    Key("rebalance.backoff.ms", integer(0), derive=lambda f: f["zookeeper_sync_time_ms"]),
+    Key("refresh.leader.backoff.ms", integer(0), 200),
+    Key("offsets.channel.backoff.ms", integer(0), 1000),
+    Key("offsets.channel.socket.timeout.ms", integer(1), 10000),
+    Key("offsets.commit.max.retries", integer(0), 5),
+    Key("offsets.storage", one_of("zookeeper", "kafka"), "zookeeper"),
+    Key("dual.commit.enabled", boolean, derive=lambda f: f["offsets_storage"] == "kafka"),
+    Key("auto.offset.reset",
+         one_of("smallest", "largest", aliases={"earliest": "smallest", "latest": "largest"}),
+         "largest"),
+    Key("consumer.timeout.ms", integer(-1), -1),
+    Key("client.id", legal_name, derive=lambda f: f["group_id"]),
+    Key("exclude.internal.topics", boolean, True),
+    Key("partition.assignment.strategy", one_of("range", "roundrobin"), "range"),
+    Key("zookeeper.session.timeout.ms", integer(1), 6000),
+    Key("zookeeper.connection.timeout.ms", integer(1),
+         derive=lambda f: f["zookeeper_session_timeout_ms"]),
+    Key("topics", topic_list, render=",".join),
+    Key("whitelist", topic_filter),
+    Key("blacklist", topic_filter),
+    Key("fetch.backend", one_of("auto", "wire", "kafka-python"), "auto"),
+    Key("kafka.api.version", api_version, render=lambda v: ".".join(map(str, v))),
+    Key("bootstrap.servers", bootstrap_servers),
+    Key("isolation.level", one_of("read_uncommitted", "read_committed"), "read_uncommitted"),
+    Key("topic.metadata.refresh.interval.ms", integer(100), 10000),
+    Key("zookeeper.auth.digest", digest_credentials, secret=True),
+    Key("zookeeper.sasl.mechanism", one_of("digest-md5", "gssapi"), "digest-md5"),
+    Key("zookeeper.sasl.username", non_empty),
+    Key("zookeeper.sasl.password", non_empty, secret=True),
+    Key("zookeeper.acl.world.read", boolean, True),
+    Key("metrics.port", port, 0),
+    Key("metrics.host", non_empty, "127.0.0.1"),
+)
+KEYS_BY_NAME = {key.name: key for key in KEYS}
+KEY_NAMES = frozenset(KEYS_BY_NAME)
