@@ -26,9 +26,8 @@ from zkconsumer.assignment import TopicFilter, make_consumer_id
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ZkConsumerError, describe_error
 from zkconsumer.fetch import KafkaAccess, open_fetcher, resolve_kafka_access
+from zkconsumer.fetch.fetcher import Fetcher
 from zkconsumer.fetch.kafka_client import kafka_client_options
-from zkconsumer.fetch.kafka_python_fetcher import KafkaPythonFetcher
-from zkconsumer.fetch.wire_fetcher import WireFetcher
 from zkconsumer.logs import get_logger
 from zkconsumer.member.committer import OffsetCommitter
 from zkconsumer.member.fetch_loop import FetchLoop
@@ -76,7 +75,7 @@ class ConsumerConnector:
                  on_partitions_revoked: PartitionCallback | None = None,
                  on_partitions_assigned: PartitionCallback | None = None,
                  connect_zookeeper: Callable[[ConsumerConfig], KazooClient] = connect_for,
-                 open_fetcher: Callable[..., WireFetcher | KafkaPythonFetcher] = open_fetcher,
+                 open_fetcher: Callable[..., Fetcher] = open_fetcher,
                  open_offset_store: Callable[..., OffsetStore] = open_offset_store) -> None:
         """`connect_zookeeper`, `open_fetcher` and `open_offset_store` make the member's
         clients; tests give stand-ins (the signatures are those of the defaults)."""

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 
+from zkconsumer.fetch.fetcher import Fetcher
 from zkconsumer.logs import get_logger
 from zkconsumer.member.streams import Chunk, Claim, KafkaStream
 from zkconsumer.model import Message, TopicPartition
@@ -41,7 +42,7 @@ def payload_bytes(messages: Sequence[Message]) -> int:
 
 
 class FetchLoop:
-    def __init__(self, fetcher, poll_timeout_ms: int, on_error,
+    def __init__(self, fetcher: Fetcher, poll_timeout_ms: int, on_error,
                  on_reset: Callable[[TopicPartition, Claim, int], None]) -> None:
         """`on_reset(tp, claim, offset)` tells where a partition routed with no committed offset
         was reset to, once the fetcher knows."""
@@ -152,7 +153,7 @@ class FetchLoop:
         except Exception as exc:  # noqa: BLE001 - the connector logs it once and fails loudly
             self._on_error(exc)
 
-    def _report_resets(self, fetched: Mapping[TopicPartition, list]) -> None:
+    def _report_resets(self, fetched: Mapping[TopicPartition, Sequence[Message]]) -> None:
         """Where each partition routed without an offset starts: its first message fetched in
         this poll, or while none was, the fetcher's position (which is then the reset's answer;
         once messages came it is past them, and committing it would skip them). Reported at the

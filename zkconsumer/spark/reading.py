@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from zkconsumer.arrow_records import as_text, record_batch
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.fetch import LogOffsets, fetcher_for
+from zkconsumer.fetch.fetcher import Fetcher
 from zkconsumer.logs import get_logger
 from zkconsumer.model import Message, TopicPartition
 from zkconsumer.records.columns import RecordColumns, count_before, offset_at
@@ -96,7 +97,7 @@ def read_range(plan: ReadPlan, offsets: OffsetRange, decode_utf8: bool, fail_on_
             log_offsets.close()
 
 
-def fetch_range(fetcher, offsets: OffsetRange, fail_on_data_loss: bool,
+def fetch_range(fetcher: Fetcher, offsets: OffsetRange, fail_on_data_loss: bool,
                 log_start: Callable[[], int]) -> Iterator[Sequence[Message]]:
     """The range's records in offset order, as the fetcher (either backend) returns them.
 
@@ -114,7 +115,7 @@ def fetch_range(fetcher, offsets: OffsetRange, fail_on_data_loss: bool,
         if landed is not None and landed < position:
             raise RangeReadError(f"the position in {tp} went back from offset {position} to "
                                  f"{landed}: the log was truncated or the topic recreated")
-        if not records and landed in (None, position):
+        if landed is None or (not records and landed == position):
             if time.monotonic() - progressed_at > STALL_LIMIT_S:
                 raise RangeReadError(f"no progress reading {tp} at offset {position} (range "
                                      f"ends at {offsets.end})")
