@@ -10,6 +10,7 @@ while its offsets do not move.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -24,6 +25,7 @@ from support.sessions import expire_session
 from support.waiting import wait_until
 
 from zkconsumer.cli import cli
+from zkconsumer.errors import ZnodeDataError
 from zkconsumer.exporter.kafka_reads import ClusterReads
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
 from zkconsumer.exporter.zk_groups import GroupsCache, GroupsCacheError
@@ -32,7 +34,9 @@ from zkconsumer.lag.status import Status, WindowRules
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import KafkaOffsetStore
 from zkconsumer.topology import open_topic_source
+from zkconsumer.zk.group_state import read_group_state
 from zkconsumer.zk.session import connect
+from zkconsumer.znodes.paths import GroupPaths
 
 pytestmark = pytest.mark.integration
 
@@ -233,6 +237,37 @@ def test_the_groups_cache_follows_changes_across_an_expired_session(cluster, uni
         for client in (own, writer):
             client.stop()
             client.close()
+
+
+def test_the_cache_and_a_live_read_see_a_group_alike_but_for_malformed_znodes(zk, unique_name):
+    """One walk over two readers: the cache leaves a malformed znode out (a monitor goes on),
+    a live read names it; with it gone, both give the same state, mtimes included."""
+    group = unique_name("walked")
+    paths = GroupPaths(group)
+    consumer_id = register_member(zk, group, "t", [0])
+    write_offsets(zk, group, "t", {0: 4, 1: 6})
+    malformed = {paths.member("broken"): b"{not json", f"{paths.offsets}/t/01": b"5",
+                 paths.offset("t", 2): b"six"}
+    for path, data in malformed.items():
+        zk.create(path, data, makepath=True)
+    cache = GroupsCache(zk, re.escape(group))
+    try:
+        assert cache.start(60)
+        state, = cache.groups()
+        assert list(state.members) == [consumer_id]
+        assert state.owners == {TopicPartition("t", 0): f"{consumer_id}-0"}
+        assert {tp.partition: o.offset for tp, o in state.zookeeper_offsets.items()} == {
+            0: 4, 1: 6}
+        with pytest.raises(ZnodeDataError) as raised:
+            read_group_state(zk, group)
+        assert raised.value.path in malformed
+        for path in malformed:
+            zk.delete(path)
+        live = read_group_state(zk, group)
+        assert live == state
+        wait_until(lambda: cache.groups() == [live], timeout=30, message="the same state")
+    finally:
+        cache.close()
 
 
 def offsets_in(cache: GroupsCache, group: str) -> dict[int, int] | None:

@@ -11,25 +11,20 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Iterable
 
 from kazoo.client import KazooClient
-from kazoo.recipe.cache import NodeData, TreeCache, TreeEvent
+from kazoo.recipe.cache import TreeCache, TreeEvent
 
 from zkconsumer.errors import ZkConsumerError, ZnodeDataError
-from zkconsumer.lag.report import GroupState, ZookeeperOffset
+from zkconsumer.lag.report import GroupState
 from zkconsumer.logs import get_logger
-from zkconsumer.model import TopicPartition
-from zkconsumer.znodes.consumers import (
-    NO_OFFSET,
-    ConsumerRegistration,
-    decode_offset,
-    decode_owner,
-)
-from zkconsumer.znodes.paths import GroupPaths, parse_partition_number
+from zkconsumer.zk.group_walk import GroupWalk
+from zkconsumer.zk.znode_reader import Znode
+from zkconsumer.znodes.paths import CONSUMERS, GroupPaths
 
 log = get_logger(__name__)
 
-CONSUMERS = "/consumers"
 # A scan that keeps meeting the tree mid-change gives up on this try and is made at the next.
 _READ_ATTEMPTS = 5
 _STOP_POLL_S = 0.2
@@ -47,6 +42,8 @@ class GroupsCache:
         self._loaded = threading.Event()
         self._connected = True
         self._warned: set[str] = set()
+        self._cached = _CachedZnodes(self._tree)
+        self._walk = GroupWalk(self._cached, self._skip)
         self._tree.listen(self._on_event)
         self._tree.listen_fault(self._on_fault)
 
@@ -77,7 +74,8 @@ class GroupsCache:
                 raise GroupsCacheError("the connection to ZooKeeper is lost; the groups are "
                                        "read again once it is back")
             try:
-                return [state for name in sorted(self._children(CONSUMERS))
+                return [state for name in sorted(self._cached.children([CONSUMERS])
+                                                 .get(CONSUMERS, []))
                         if (self._wanted is None or self._wanted.fullmatch(name))
                         and (state := self._group(name)) is not None]
             except (RuntimeError, KeyError):  # a node removed while the scan walked to it
@@ -93,47 +91,10 @@ class GroupsCache:
         except ValueError as exc:  # a znode no consumer could have made
             self._warn_once(f"{CONSUMERS}/{name}", exc)
             return None
-        members = {}
-        for consumer_id in sorted(self._children(paths.ids)):
-            path = paths.member(consumer_id)
-            registration = self._decoded(path, ConsumerRegistration.decode)
-            if registration is not None:
-                members[consumer_id] = registration
-        owners = {tp: owner for tp, path in self._partitions(paths.owners)
-                  if (owner := self._decoded(path, decode_owner)) is not None}
-        offsets = {}
-        for tp, path in self._partitions(paths.offsets):
-            node = self._tree.get_data(path)  # once: the offset and its mtime of one version
-            offset = self._decoded(path, decode_offset, node)
-            if offset is not None and offset != NO_OFFSET:
-                offsets[tp] = ZookeeperOffset(offset, node.stat.mtime / 1000)
-        return GroupState(name, members, owners, offsets)
+        return self._walk.state(paths)
 
-    def _partitions(self, parent: str) -> list[tuple[TopicPartition, str]]:
-        """(partition, znode path) under owners/ or offsets/ of a group."""
-        found = []
-        for topic in self._children(parent):
-            for name in self._children(f"{parent}/{topic}"):
-                path = f"{parent}/{topic}/{name}"
-                try:
-                    found.append((TopicPartition(topic, parse_partition_number(name, path)),
-                                  path))
-                except ZnodeDataError as exc:
-                    self._warn_once(path, exc)
-        return found
-
-    def _children(self, path: str) -> frozenset[str]:
-        return self._tree.get_children(path, frozenset())
-
-    def _decoded(self, path: str, decode, node: NodeData | None = None):
-        node = node or self._tree.get_data(path)
-        if node is None or node.data is None:
-            return None
-        try:
-            return decode(path, node.data)
-        except ZnodeDataError as exc:
-            self._warn_once(path, exc)
-            return None
+    def _skip(self, error: ZnodeDataError) -> None:
+        self._warn_once(error.path, error)
 
     def _warn_once(self, path: str, exc: Exception) -> None:
         """A malformed znode is left out of the figures, and said once, not at every scan."""
@@ -152,6 +113,23 @@ class GroupsCache:
 
     def _on_fault(self, exc: Exception) -> None:
         log.warning("ZooKeeper cache error", error=f"{type(exc).__name__}: {exc}")
+
+
+class _CachedZnodes:
+    """The cache's copy of the subtree, read without a request; a znode whose data the cache
+    has not read yet counts as missing, as one it has not seen yet does."""
+
+    def __init__(self, tree: TreeCache) -> None:
+        self._tree = tree
+
+    def children(self, parents: Iterable[str]) -> dict[str, list[str]]:
+        return {parent: list(children) for parent in parents
+                if (children := self._tree.get_children(parent)) is not None}
+
+    def data(self, paths: Iterable[str]) -> dict[str, Znode]:
+        # NodeData holds the data and stat of one version: the offset and its mtime agree.
+        return {path: Znode(node.data, node.stat.mtime / 1000) for path in paths
+                if (node := self._tree.get_data(path)) is not None and node.data is not None}
 
 
 def _first_of(wanted: threading.Event, stop: threading.Event, timeout_s: float | None) -> bool:

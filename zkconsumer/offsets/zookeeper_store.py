@@ -17,8 +17,10 @@ from kazoo.exceptions import NodeExistsError, NoNodeError, RolledBackError, Runt
 from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.store import OwnerCheck
+from zkconsumer.zk.group_walk import committed_offsets
 from zkconsumer.zk.session import current_session
-from zkconsumer.znodes.consumers import NO_OFFSET, decode_offset, encode_offset
+from zkconsumer.zk.znode_reader import KazooReader
+from zkconsumer.znodes.consumers import encode_offset
 from zkconsumer.znodes.paths import GroupPaths
 
 log = get_logger(__name__)
@@ -48,20 +50,12 @@ class ZookeeperOffsetStore:
     def fetch(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """Raises ZnodeDataError naming the znode if one holds something other than an offset;
         the znode is left as it is, for an operator to inspect."""
-        paths = {tp: self._paths.offset(tp.topic, tp.partition) for tp in partitions}
-        requests = {tp: self._zk.get_async(path) for tp, path in paths.items()}
-        offsets = {}
-        for tp, path in paths.items():
-            try:
-                data, _stat = requests[tp].get()
-            except NoNodeError:
-                self._existing.discard(path)
-                continue
-            self._existing.add(path)
-            offset = decode_offset(path, data)
-            if offset != NO_OFFSET:
-                offsets[tp] = offset
-        return offsets
+        committed = {self._paths.offset(tp.topic, tp.partition): tp for tp in partitions}
+        nodes = KazooReader(self._zk).data(committed)
+        self._existing.difference_update(committed.keys() - nodes.keys())
+        self._existing.update(nodes)
+        return {tp: zookeeper.offset
+                for tp, zookeeper in committed_offsets(nodes, committed).items()}
 
     def commit(self, offsets: Mapping[TopicPartition, int], *,
                refresh: Mapping[TopicPartition, int] | None = None, retry: bool = True,

@@ -1,1 +1,1 @@
-"""The ZooKeeper edge: sessions and reads of the broker and topic registries."""
+"""The ZooKeeper edge: sessions, reads of the broker and topic registries and of groups."""

@@ -1,0 +1,59 @@
+"""The reads a walk of znodes needs, and their live source: a kazoo client.
+
+A walk asks for every znode of one level at once (all children of a group's topic directories,
+all data of its owners), so that the live reader can put them all in flight together: one round
+trip per level instead of one per znode, which is what makes a rebalance of many members and a
+group of thousands of partitions fast. The exporter reads the same walk from its watch cache,
+where a read costs no request at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple, Protocol
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+from kazoo.interfaces import IAsyncResult
+
+
+class Znode(NamedTuple):
+    data: bytes
+    mtime_s: float  # when the data was last written, seconds since the epoch
+
+
+class ZnodeReader(Protocol):
+    """A znode missing is left out of an answer rather than an error: members and owners come
+    and go while a group rebalances, and a znode listed and then gone is simply not there."""
+
+    def children(self, parents: Iterable[str]) -> dict[str, list[str]]:
+        """The children of each parent that exists."""
+        ...
+
+    def data(self, paths: Iterable[str]) -> dict[str, Znode]:
+        """The data of each znode that exists."""
+        ...
+
+
+class KazooReader:
+    """Every request of a call sent before any answer is awaited."""
+
+    def __init__(self, zk: KazooClient) -> None:
+        self._zk = zk
+
+    def children(self, parents: Iterable[str]) -> dict[str, list[str]]:
+        return _answered({parent: self._zk.get_children_async(parent) for parent in parents})
+
+    def data(self, paths: Iterable[str]) -> dict[str, Znode]:
+        return {path: Znode(data, stat.mtime / 1000) for path, (data, stat)
+                in _answered({path: self._zk.get_async(path) for path in paths}).items()}
+
+
+def _answered(requests: Mapping[str, IAsyncResult]) -> dict[str, Any]:
+    found = {}
+    for path, request in requests.items():
+        try:
+            found[path] = request.get()
+        except NoNodeError:
+            continue
+    return found
