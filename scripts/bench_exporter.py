@@ -16,7 +16,7 @@ import urllib.request
 
 from kafka import KafkaProducer
 
-from zkconsumer.exporter.kafka_reads import ClusterReads, KafkaReadError
+from zkconsumer.exporter.kafka_reads import ClusterReads
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
 from zkconsumer.exporter.zk_groups import GroupsCache
 from zkconsumer.fetch import KafkaAccess, LogOffsets
@@ -24,7 +24,7 @@ from zkconsumer.lag.status import WindowRules
 from zkconsumer.localcluster import LocalCluster, create_topic
 from zkconsumer.metrics import MetricsServer
 from zkconsumer.model import TopicPartition
-from zkconsumer.offsets import ZookeeperOffsetStore
+from zkconsumer.offsets import KafkaReadError, ZookeeperOffsetStore
 from zkconsumer.topology import open_topic_source
 from zkconsumer.zk.group_state import list_groups, read_group_state
 from zkconsumer.zk.session import zookeeper_session

@@ -5,7 +5,7 @@ whole ZooKeeper outage, a partition retried every `refresh.leader.backoff.ms`) w
 log the same line twice a second. Two policies: `RepeatedCondition` for one condition with a
 clear end (one line when it starts, one summary when it ends), `RetryWarnings` for many keyed
 conditions that come and go between retries (a warning when one starts, then at most one every
-`WARN_EVERY_S`).
+`WARN_EVERY_S`, or only the first for conditions that last until someone fixes them).
 """
 
 from __future__ import annotations
@@ -57,20 +57,25 @@ class RepeatedCondition:
 
 
 class RetryWarnings:
-    """Warns when a condition starts, then at most every 30 s while it lasts or keeps coming
-    back; the repeats go to debug. Something retried every `refresh.leader.backoff.ms` must
-    show in the log, not flood it, also when it clears and returns between retries."""
+    """Warns when a condition starts, then at most every `every_s` (30 s) while it lasts or
+    keeps coming back; the repeats go to debug. Something retried every
+    `refresh.leader.backoff.ms` must show in the log, not flood it, also when it clears and
+    returns between retries. With `every_s` infinite each condition is warned about once: one
+    that stays until someone fixes it (a registration that does not parse, met at every scan)
+    has nothing new to say later."""
 
-    def __init__(self, logger: Any, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, logger: Any, clock: Callable[[], float] = time.monotonic, *,
+                 every_s: float = WARN_EVERY_S) -> None:
         self._log = logger
         self._clock = clock
+        self._every_s = every_s
         self._warned_at: dict[Hashable, float] = {}
 
     def report(self, condition: Hashable, event: str, **fields: Any) -> bool:
         """Log `event` for this condition; True when it went out as a warning."""
         now = self._clock()
         self._warned_at = {key: at for key, at in self._warned_at.items()
-                           if now - at < WARN_EVERY_S}
+                           if now - at < self._every_s}
         if condition in self._warned_at:
             self._log.debug(event, **fields)
             return False

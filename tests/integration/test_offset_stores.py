@@ -3,6 +3,8 @@ raw znodes, a plain kafka-python consumer and the reference ConsumerOffsetChecke
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from kafka import KafkaConsumer, OffsetAndMetadata
 from kafka import TopicPartition as KafkaTopicPartition
@@ -210,6 +212,32 @@ def test_kafka_store_gives_up_with_one_clear_line_when_no_broker_answers(unique_
     assert "\n" not in message
     assert message.startswith(f"committing offsets of group {group} to Kafka at 127.0.0.1:1 "
                               "failed after 2 attempts: ")
+
+
+
+def test_kafka_store_fetch_gives_up_with_one_clear_line_and_leaves_no_client_behind(
+        unique_name):
+    """Each attempt finds Kafka out of reach before opening a kafka-python admin client, whose
+    I/O thread would outlive a failed bootstrap."""
+    group = unique_name("g")
+    clients_before = _kafka_python_threads()
+    store = KafkaOffsetStore(group, "127.0.0.1:1", api_version=(0, 9), retries=2,
+                             backoff_ms=10, request_timeout_ms=1000)
+    try:
+        with pytest.raises(OffsetStoreError) as caught:
+            store.fetch([TopicPartition("t", 0)])
+    finally:
+        store.close()
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"fetching offsets of group {group} from Kafka at 127.0.0.1:1 "
+                              "failed after 3 attempts: KafkaConnectionError: no bootstrap "
+                              "broker accepts connections (127.0.0.1:1: ")
+    assert _kafka_python_threads() <= clients_before
+
+
+def _kafka_python_threads() -> int:
+    return sum(thread.name.startswith("kafka-io") for thread in threading.enumerate())
 
 
 # -- dual -----------------------------------------------------------------------------------

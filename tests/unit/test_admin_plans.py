@@ -6,7 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zkconsumer.admin.group_view import look_once, offsets_differ, partition_rows, storage_of
+from zkconsumer.admin.group_view import (
+    list_row,
+    look_once,
+    offsets_differ,
+    partition_rows,
+    storage_of,
+)
 from zkconsumer.admin.offset_files import (
     OffsetFileError,
     format_json,
@@ -169,3 +175,14 @@ def test_differences_include_partitions_only_one_side_has():
         {"topic": "t", "partition": 0, "zookeeper_offset": 1, "kafka_offset": None},
         {"topic": "t", "partition": 2, "zookeeper_offset": None, "kafka_offset": 3},
     ]
+
+
+def test_a_listed_group_without_figures_keeps_its_row_and_one_with_no_lag_says_none():
+    assert list_row("broken", None, None) == {
+        "group": "broken", "members": None, "zookeeper_offsets": None,
+        "owned_partitions": None, "storage": None, "lag": None, "status": None}
+    state = GroupState("g", zookeeper_offsets={TP("t", 0): ZookeeperOffset(3, 999.0)})
+    [report] = look_once([state], {"g": [TP("t", 0)]}, {}, {}, 300, 1000.0)
+    assert list_row("g", state, report) == {
+        "group": "g", "members": 0, "zookeeper_offsets": 1, "owned_partitions": 0,
+        "storage": "zookeeper", "lag": None, "status": "OK"}

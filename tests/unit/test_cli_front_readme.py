@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 from test_cli_front_options import commands, option_entries
 
+from zkconsumer.admin.offset_reads import OffsetsDifferError
 from zkconsumer.cli import cli
-from zkconsumer.cli.offsets_commands import OffsetsDifferError
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()

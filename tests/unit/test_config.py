@@ -10,8 +10,10 @@ from support.log_capture import captured_logs
 from zkconsumer.config import (
     ConsumerConfig,
     MissingConfigError,
+    SaslLogin,
     Setting,
     ZookeeperConnect,
+    ZookeeperSettings,
     load_config,
 )
 from zkconsumer.errors import ConfigError
@@ -587,3 +589,16 @@ def test_a_reference_key_that_changes_nothing_here_is_accepted_with_a_warning_sa
 def test_a_default_that_changes_nothing_is_not_warned_about():
     assert warnings_from(lambda: load_config(overrides=[
         "group.id=g", "zookeeper.connect=z"], environ={})) == []
+
+
+def test_the_zookeeper_edge_is_given_its_own_settings_with_the_secrets_out_of_sight():
+    digest = config(zookeeper_connect="zk1:2181,zk2:2182/kafka", zookeeper_session_timeout_ms="9000",
+                    zookeeper_auth_digest="alice:s3cret", zookeeper_acl_world_read="false")
+    assert digest.zookeeper == ZookeeperSettings(
+        ZookeeperConnect((("zk1", 2181), ("zk2", 2182)), "/kafka"), connection_timeout_s=9.0,
+        session_timeout_s=9.0, digest="alice:s3cret", world_readable=False)
+    sasl = config(zookeeper_sasl_username="bob", zookeeper_sasl_password="hunter2",
+                  zookeeper_connection_timeout_ms="1500")
+    assert sasl.zookeeper.sasl == SaslLogin("digest-md5", "bob", "hunter2")
+    assert sasl.zookeeper.connection_timeout_s == 1.5
+    assert "s3cret" not in repr(digest.zookeeper) and "hunter2" not in repr(sasl.zookeeper)

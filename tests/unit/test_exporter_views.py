@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import json
 
-from kafka import OffsetAndMetadata
-from kafka import TopicPartition as KafkaTopicPartition
-from kafka.errors import GroupAuthorizationFailedError
 from prometheus_client import generate_latest
 
 from zkconsumer.exporter.burrow_view import burrow_reply
-from zkconsumer.exporter.kafka_reads import GroupOffsets, GroupOffsetsReader, KafkaReadError
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
-from zkconsumer.fetch import KafkaAccess
+from zkconsumer.fetch import LogOffsetsError
 from zkconsumer.lag.history import OffsetHistory
 from zkconsumer.lag.report import (
     GroupState,
@@ -25,6 +21,7 @@ from zkconsumer.lag.report import (
 )
 from zkconsumer.lag.status import Status, WindowRules
 from zkconsumer.model import TopicPartition
+from zkconsumer.offsets import GroupOffsets, KafkaReadError
 from zkconsumer.znodes.consumers import ConsumerRegistration
 
 RULES = WindowRules(samples=3, span_s=30)
@@ -176,12 +173,12 @@ class _Reads:
 
     def log_ends(self, partitions):
         if self.fail_log_ends:
-            raise KafkaReadError("brokers down")
+            raise LogOffsetsError("brokers down")
         for tp in partitions:  # as kafka-python does for a partition it has no metadata for
             if tp.partition not in PARTITIONS.get(tp.topic, ()):
                 raise KeyError(tp)
             if tp.topic in self.failing_topics:
-                raise KafkaReadError(f"no leader for {tp.topic}")
+                raise LogOffsetsError(f"no leader for {tp.topic}")
         return dict.fromkeys(partitions, self.log_end)
 
     def kafka_offsets(self, wanted):
@@ -301,18 +298,3 @@ def test_burrow_topic_paths_and_completeness_as_burrow_counts_it():
     assert offsets["offsets"] == [9, 9]
     assert burrow_reply("/v3/kafka/local/topic/none", "local", reports).status == 404
 
-
-def test_a_group_kafka_refuses_is_left_out_and_the_others_are_read():
-    """kafka-python gives up on every group at the first failing one."""
-    class Admin:
-        def list_group_offsets(self, specs):
-            if "denied" in specs:
-                raise GroupAuthorizationFailedError("denied")
-            return {group: {KafkaTopicPartition(t, p): OffsetAndMetadata(7, "", -1)
-                            for t, p in partitions} for group, partitions in specs.items()}
-
-    reader = GroupOffsetsReader(KafkaAccess("fake:9092", (0, 10)), {})
-    reader._admin = Admin()
-    answer = reader.read({"ok": [T0], "denied": [T0], "none": []})
-    assert answer.found == {"ok": {T0: 7}}
-    assert list(answer.failed) == ["denied"]

@@ -3,10 +3,12 @@ carry a message."""
 
 from __future__ import annotations
 
+import math
+
 from kazoo.exceptions import ConnectionLoss
 
 from zkconsumer.errors import describe_error
-from zkconsumer.throttled_log import RepeatedCondition
+from zkconsumer.throttled_log import RepeatedCondition, RetryWarnings
 
 
 class RecordingLog:
@@ -48,3 +50,15 @@ def test_a_condition_that_comes_back_is_told_again():
 def test_an_error_without_a_message_is_named_by_its_type():
     assert describe_error(ConnectionLoss()) == "ConnectionLoss"
     assert describe_error(ValueError("bad\n value")) == "ValueError: bad value"
+
+
+def test_a_lasting_condition_is_warned_about_once_however_long_it_lasts():
+    log, now = RecordingLog(), [0.0]
+    warnings = RetryWarnings(log, clock=lambda: now[0], every_s=math.inf)
+    for scan in range(5):  # a registration that does not parse, met at every 30 s scan
+        now[0] = scan * 30.0
+        warnings.report(("topic", "t"), "skipping a topic")
+    warnings.report(("topic", "u"), "skipping a topic")
+    assert [(level, event) for level, event, _ in log.lines] == (
+        [("warning", "skipping a topic")] + [("debug", "skipping a topic")] * 4
+        + [("warning", "skipping a topic")])

@@ -1,5 +1,5 @@
-"""Topics from Kafka metadata: what counts as a change, how the refresher reports it, and the
-last known view standing in while Kafka cannot be asked."""
+"""Topics from Kafka metadata: what counts as a change, how the refresher reports it, the last
+known view standing in while Kafka cannot be asked, and the client shared with log offsets."""
 
 from __future__ import annotations
 
@@ -9,7 +9,11 @@ import pytest
 from kafka.errors import KafkaConnectionError
 from support.waiting import wait_until
 
+from zkconsumer.exporter.kafka_reads import ClusterReads
+from zkconsumer.fetch import KafkaAccess
 from zkconsumer.fetch.kafka_client import LazyConsumer
+from zkconsumer.fetch.log_offsets import LogOffsets, LogOffsetsError
+from zkconsumer.model import TopicPartition
 from zkconsumer.topology import (
     KafkaTopics,
     MetadataRefresher,
@@ -74,7 +78,8 @@ def test_the_refresher_compares_with_what_the_last_rebalance_used():
 
 class FlakyConsumer:
     """kafka-python's consumer, answering metadata until told to fail. Like the real one, its
-    `topics()` leaves internal topics out, which its cluster metadata still lists."""
+    `topics()` asks the brokers and leaves internal topics out, and `partitions_for_topic`
+    answers from what was read, asking again for a topic it does not know."""
 
     INTERNAL = "__consumer_offsets"
 
@@ -84,23 +89,26 @@ class FlakyConsumer:
         self.answering = threading.Event()  # cleared: a broker that takes requests, answers none
         self.answering.set()
         self.requests = 0
-        self._cluster = self
 
-    def topics(self, exclude_internal_topics: bool = True):
-        if exclude_internal_topics:
-            self.requests += 1
+    def topics(self):
+        self.requests += 1
         self.answering.wait()
         if self.failing:
             raise KafkaConnectionError("broker down")
-        return {t for t in self.topics_by_name
-                if not (exclude_internal_topics and t == self.INTERNAL)}
+        return {t for t in self.topics_by_name if t != self.INTERNAL}
 
     def partitions_for_topic(self, topic):
-        return self.topics_by_name[topic]
+        if topic not in self.topics_by_name:
+            self.requests += 1
+        return self.topics_by_name.get(topic, set())
+
+    def end_offsets(self, partitions, timeout_ms):
+        self.answering.wait()
+        return {tp: 10 for tp in partitions}
 
 
 class FakeClient:
-    where = "k:9092"
+    """`LazyConsumer`, handing out the fake consumer."""
 
     def __init__(self, consumer) -> None:
         self.consumer = consumer
@@ -115,10 +123,10 @@ class FakeClient:
 
 @pytest.fixture
 def kafka_topics():
-    topics = KafkaTopics("k:9092", stale_after_s=0.05)
+    client = LogOffsets("k:9092", None)
     consumer = FlakyConsumer()
-    topics._client = FakeClient(consumer)
-    return topics, consumer
+    client._client = FakeClient(consumer)
+    return KafkaTopics(client, stale_after_s=0.05), consumer
 
 
 def test_a_topic_without_partitions_yet_does_not_exist(kafka_topics):
@@ -134,6 +142,17 @@ def test_internal_topics_are_listed_for_exclude_internal_topics_to_decide(kafka_
     seen = topics.view()
     assert seen.all_topics == [FlakyConsumer.INTERNAL, "orders"]
     assert seen.partitions(FlakyConsumer.INTERNAL) == [0]
+
+
+def test_one_metadata_request_lists_the_topics_and_a_second_only_without_consumer_offsets():
+    client, consumer = LogOffsets("k:9092", None), FlakyConsumer()
+    client._client = FakeClient(consumer)
+    topics = KafkaTopics(client, stale_after_s=10)  # every view waits for its own read
+    topics.view()
+    assert consumer.requests == 1
+    del consumer.topics_by_name[FlakyConsumer.INTERNAL]
+    assert topics.view().all_topics == ["orders"]
+    assert consumer.requests == 3
 
 
 def test_unreachable_metadata_gives_the_last_view_once_one_was_read(kafka_topics):
@@ -165,9 +184,9 @@ def test_closing_never_waits_for_a_read_under_way_and_closes_the_client_when_it_
     consumer.answering.clear()
     topics.view()
     topics.close()
-    assert not topics._client.closed.is_set(), "the reading thread still uses the client"
+    assert not topics.client._client.closed.is_set(), "the reading thread still uses the client"
     consumer.answering.set()
-    assert topics._client.closed.wait(10)
+    assert topics.client._client.closed.wait(10)
     with pytest.raises(TopicMetadataError, match="closed"):
         topics.view()
 
@@ -177,6 +196,46 @@ def test_metadata_never_read_fails_with_the_brokers_named(kafka_topics):
     consumer.failing = True
     with pytest.raises(TopicMetadataError, match="Kafka at k:9092: .*broker down"):
         topics.view()
+
+
+def test_a_client_shared_with_log_offsets_on_a_silent_broker_holds_no_view_past_the_bound(
+        kafka_topics):
+    topics, consumer = kafka_topics
+    first = topics.view()
+    consumer.answering.clear()
+    asking = threading.Thread(target=topics.client.latest, args=([TopicPartition("orders", 0)],))
+    asking.start()
+    wait_until(lambda: topics.client._turn.locked(), timeout=10, message="log offsets asked")
+    try:
+        assert topics.view() is first, "the last view while log offsets hold the client"
+    finally:
+        consumer.answering.set()
+        asking.join(10)
+    wait_until(lambda: consumer.requests == 2, timeout=10,
+               message="the metadata read taking its turn after the log offsets")
+
+
+def test_a_shared_client_is_closed_by_its_owner_not_by_the_topic_source():
+    client = LogOffsets("k:9092", None)
+    client._client = FakeClient(FlakyConsumer())
+    topics = KafkaTopics(client, stale_after_s=0.05, owns_client=False)
+    topics.view()
+    topics.close()
+    assert client.latest([TopicPartition("orders", 0)]) == {TopicPartition("orders", 0): 10}
+    client.close()
+    assert client._client.closed.is_set()
+    with pytest.raises(LogOffsetsError, match="closed"):
+        client.latest([TopicPartition("orders", 0)])
+
+
+def test_the_exporter_reads_log_ends_through_the_client_its_topics_come_from(kafka_topics):
+    topics, _ = kafka_topics
+    reads = ClusterReads(KafkaAccess("k:9092", None), topics, {})
+    assert reads.log_ends([TopicPartition("orders", 0)]) == {TopicPartition("orders", 0): 10}
+    reads.close()
+    assert not topics.client._client.closed.is_set(), "the topic source's own, to close"
+    topics.close()
+    assert topics.client._client.closed.is_set()
 
 
 class RaisingOnce(FakeSource):

@@ -1,5 +1,8 @@
-"""Administration of legacy groups: offset files, migration and reset plans, group views.
+"""Administration of legacy groups: the operations behind `zkconsumer group` and
+`zkconsumer offsets`, and the pure parts they decide with.
 
-Everything here is pure: the CLI reads ZooKeeper and Kafka through the shared offset stores,
-hands the numbers to these functions, and writes what they decide.
+Offset files, plans and group views are pure. `context` is the I/O edge (one ZooKeeper session,
+Kafka clients, offset stores); `groups`, `offset_reads` and `offset_writes` are the operations,
+which never print: they hand results back and tell a `Reporter` what they have to say along the
+way, so that the command line only parses and renders.
 """

@@ -45,6 +45,25 @@ def partition_rows(report: GroupReport) -> list[dict]:
             for p in report.partitions]
 
 
+def list_row(name: str, state: GroupState | None, report: GroupReport | None) -> dict:
+    """A group `group list` could not read is still a row, with no figures."""
+    if state is None or report is None:
+        return {"group": name, "members": None, "zookeeper_offsets": None,
+                "owned_partitions": None, "storage": None, "lag": None, "status": None}
+    return {"group": name, "members": report.members,
+            "zookeeper_offsets": len(state.zookeeper_offsets),
+            "owned_partitions": len(state.owners), "storage": storage_of(report),
+            "lag": report.total_lag if any(p.lag is not None for p in report.partitions)
+            else None,
+            "status": group_status_name(report)}
+
+
+def member_rows(state: GroupState) -> list[dict]:
+    return [{"consumer_id": consumer_id, "pattern": registration.pattern,
+             "subscription": dict(registration.subscription)}
+            for consumer_id, registration in state.members.items()]
+
+
 def storage_of(report: GroupReport) -> str:
     """Where the group's offsets are: zookeeper, kafka, both, or none."""
     places = {storage for p in report.partitions

@@ -13,13 +13,14 @@ import click
 from kazoo.exceptions import KazooException, NoAuthError
 
 from zkconsumer import __version__
+from zkconsumer.admin.offset_reads import OffsetsDifferError
 from zkconsumer.cli.cluster_commands import cluster
 from zkconsumer.cli.consume_command import consume
 from zkconsumer.cli.demo_command import demo
 from zkconsumer.cli.exporter_command import exporter
 from zkconsumer.cli.group_commands import group
 from zkconsumer.cli.inspect_command import inspect_cluster
-from zkconsumer.cli.offsets_commands import OffsetsDifferError, offsets
+from zkconsumer.cli.offsets_commands import offsets
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.logs import LOG_FORMATS, configure_logging, redact
 from zkconsumer.zk.session import ZookeeperAccessDeniedError

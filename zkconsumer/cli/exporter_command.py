@@ -8,7 +8,7 @@ from contextlib import ExitStack
 
 import click
 
-from zkconsumer.cli.admin_context import admin_config, kafka_access_for
+from zkconsumer.admin.context import admin_config, kafka_access_for
 from zkconsumer.cli.duration_option import Duration
 from zkconsumer.cli.signals import stop_on_signals
 from zkconsumer.exporter.kafka_reads import ClusterReads
@@ -80,7 +80,7 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
     settings = ExporterSettings(interval, WindowRules(window_samples, interval * window_samples),
                                 cluster_name, kafka_offsets)
     with stop_on_signals() as stop_requested, ExitStack() as opened:
-        zk = connect_for(config)
+        zk = connect_for(config.zookeeper)
         opened.callback(zk.close)
         opened.callback(zk.stop)
         groups = GroupsCache(zk, group_regex)

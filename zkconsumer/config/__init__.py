@@ -57,12 +57,15 @@ from zkconsumer.config.loading import (
     load_config,
     parse_setting,
 )
+from zkconsumer.config.zookeeper import SaslLogin, ZookeeperSettings
 
 __all__ = [
     "ConsumerConfig",
     "MissingConfigError",
+    "SaslLogin",
     "Setting",
     "ZookeeperConnect",
+    "ZookeeperSettings",
     "load_config",
     "parse_setting",
 ]

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple, NoReturn
 from zkconsumer.config.addresses import ZookeeperConnect
 from zkconsumer.config.keys import KEY_NAMES, KEYS, KEYS_BY_NAME
 from zkconsumer.config.values import Invalid, non_empty
+from zkconsumer.config.zookeeper import SaslLogin, ZookeeperSettings
 from zkconsumer.errors import ConfigError
 from zkconsumer.logs import get_logger, register_secret
 from zkconsumer.properties import read_properties_file
@@ -96,6 +97,18 @@ class ConsumerConfig:
                      source: str = "config mapping") -> ConsumerConfig:
         """Defaults plus `mapping`, like the reference's constructor taking a `Properties`."""
         return _build(_mapping_settings(mapping, source))
+
+    @property
+    def zookeeper(self) -> ZookeeperSettings:
+        """What the ZooKeeper session is opened with."""
+        sasl = None
+        if self.zookeeper_sasl_username:
+            sasl = SaslLogin(self.zookeeper_sasl_mechanism, self.zookeeper_sasl_username,
+                             self.zookeeper_sasl_password or "")
+        return ZookeeperSettings(self.zookeeper_connect,
+                                 self.zookeeper_connection_timeout_ms / 1000.0,
+                                 self.zookeeper_session_timeout_ms / 1000.0,
+                                 self.zookeeper_auth_digest, sasl, self.zookeeper_acl_world_read)
 
     def to_properties(self) -> dict[str, str]:
         """The effective settings as strings that `from_mapping` reads back to an equal config."""

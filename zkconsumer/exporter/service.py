@@ -11,6 +11,7 @@ after three intervals without a good scan, in `/healthz`.
 from __future__ import annotations
 
 import functools
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -22,7 +23,6 @@ from prometheus_client.core import Metric
 
 from zkconsumer.errors import ZkConsumerError, ZnodeDataError
 from zkconsumer.exporter.burrow_view import burrow_reply
-from zkconsumer.exporter.kafka_reads import GroupOffsets, KafkaReadError
 from zkconsumer.exporter.prometheus_view import group_families
 from zkconsumer.fetch.log_offsets import log_ends_of_each_topic
 from zkconsumer.lag.history import OffsetHistory
@@ -38,6 +38,8 @@ from zkconsumer.lag.status import WindowRules
 from zkconsumer.logs import get_logger
 from zkconsumer.metrics.http_server import Reply
 from zkconsumer.model import TopicPartition
+from zkconsumer.offsets.kafka_reader import GroupOffsets, KafkaReadError
+from zkconsumer.throttled_log import RetryWarnings
 from zkconsumer.topology import TopicView
 
 log = get_logger(__name__)
@@ -87,7 +89,8 @@ class LagExporter:
         self._published = _Published()
         self._kafka_known: dict[str, Mapping[TopicPartition, int]] = {}
         self._kafka_trouble: tuple[str, ...] = ()
-        self._said: set[tuple] = set()
+        # What stays wrong until someone fixes it is met at every scan, and said once.
+        self._warnings = RetryWarnings(log, every_s=math.inf)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.registry = CollectorRegistry()
@@ -175,17 +178,17 @@ class LagExporter:
             try:
                 return view.partitions(topic)
             except ZnodeDataError as exc:
-                self._say_once(("topic", topic), "skipping a topic whose registration does "
-                               "not parse", topic=topic, error=str(exc))
+                self._warnings.report(("topic", topic), "skipping a topic whose registration "
+                                      "does not parse", topic=topic, error=str(exc))
                 return None
         return partitions
 
     def _log_ends(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
         ends = log_ends_of_each_topic(self._reads.log_ends, partitions)
         if ends.unread_topics:
-            self._say_once(("log ends", ends.unread_topics), "no log end for some topics this "
-                           "scan", topics=list(ends.unread_topics[:8]),
-                           count=len(ends.unread_topics), error=ends.error)
+            self._warnings.report(("log ends", ends.unread_topics), "no log end for some topics "
+                                  "this scan", topics=list(ends.unread_topics[:8]),
+                                  count=len(ends.unread_topics), error=ends.error)
         return ends.found
 
     def _kafka_offsets(self, wanted: Mapping[str, list[TopicPartition]]
@@ -214,11 +217,6 @@ class LagExporter:
             log.info("reading the offsets groups keep in Kafka again")
         self._kafka_trouble = trouble
         return known
-
-    def _say_once(self, key: tuple, event: str, **fields) -> None:
-        if key not in self._said:
-            self._said.add(key)
-            log.warning(event, **fields)
 
     def _failed(self, started: float, why: str) -> bool:
         log.warning("scan failed; serving the previous one", error=why)

@@ -8,6 +8,7 @@ tree while a scan reads it, so a read that meets a change half-way is simply mad
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import time
@@ -19,6 +20,7 @@ from kazoo.recipe.cache import TreeCache, TreeEvent
 from zkconsumer.errors import ZkConsumerError, ZnodeDataError
 from zkconsumer.lag.report import GroupState
 from zkconsumer.logs import get_logger
+from zkconsumer.throttled_log import RetryWarnings
 from zkconsumer.zk.group_walk import GroupWalk
 from zkconsumer.zk.znode_reader import Znode
 from zkconsumer.znodes.paths import CONSUMERS, GroupPaths
@@ -41,7 +43,8 @@ class GroupsCache:
         self._tree = TreeCache(zk, CONSUMERS)
         self._loaded = threading.Event()
         self._connected = True
-        self._warned: set[str] = set()
+        # A malformed znode is left out of the figures, and said once, not at every scan.
+        self._malformed = RetryWarnings(log, every_s=math.inf)
         self._cached = _CachedZnodes(self._tree)
         self._walk = GroupWalk(self._cached, self._skip)
         self._tree.listen(self._on_event)
@@ -89,18 +92,16 @@ class GroupsCache:
         try:
             paths = GroupPaths(name)
         except ValueError as exc:  # a znode no consumer could have made
-            self._warn_once(f"{CONSUMERS}/{name}", exc)
+            self._warn_malformed(f"{CONSUMERS}/{name}", exc)
             return None
         return self._walk.state(paths)
 
     def _skip(self, error: ZnodeDataError) -> None:
-        self._warn_once(error.path, error)
+        self._warn_malformed(error.path, error)
 
-    def _warn_once(self, path: str, exc: Exception) -> None:
-        """A malformed znode is left out of the figures, and said once, not at every scan."""
-        if path not in self._warned:
-            self._warned.add(path)
-            log.warning("skipping a znode that does not parse", path=path, error=str(exc))
+    def _warn_malformed(self, path: str, exc: Exception) -> None:
+        self._malformed.report(path, "skipping a znode that does not parse", path=path,
+                               error=str(exc))
 
     def _on_event(self, event: TreeEvent) -> None:
         """Kazoo re-reads the whole tree after a reconnection, in a new session too."""

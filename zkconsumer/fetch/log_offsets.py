@@ -1,27 +1,33 @@
-"""The log's own offsets (first, end, by time), which lag and resets are measured against.
+"""The log's own offsets (first, end, by time), which lag and resets are measured against, and
+the topics and partitions there are to measure.
 
 One unsubscribed kafka-python client answers them for any number of partitions in a few
-requests (ListOffsets per leader), whatever group is being looked at; it negotiates the request
-versions with each broker, so the same code serves 0.10 to 4.x. It is opened at the first
-question (see `LazyConsumer`).
+requests (ListOffsets per leader, one Metadata for every topic), whatever group is being looked
+at; it negotiates the request versions with each broker, so the same code serves 0.10 to 4.x.
+It is opened at the first question (see `LazyConsumer`). A command or service that needs both
+topics and offsets asks them of the same client, so it opens one connection per broker, not two.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.errors import KafkaError, UnsupportedVersionError
 
+from zkconsumer.assignment import INTERNAL_TOPICS
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.fetch.kafka_client import LazyConsumer, client_settings
 from zkconsumer.model import TopicPartition
 
 
 class LogOffsetsError(ZkConsumerError):
-    """The brokers could not tell a partition's offsets."""
+    """The brokers could not tell a partition's offsets, or which topics there are."""
 
 
 _TOPICS_FAILED_BEFORE_GIVING_UP = 2
@@ -64,6 +70,10 @@ def log_ends_of_each_topic(latest: Callable[[list[TopicPartition]], dict[TopicPa
 
 
 class LogOffsets:
+    """One kafka-python consumer, which is not thread-safe, shared by threads that take turns:
+    a topic source reads metadata through it on a thread of its own while a scan or a command
+    asks for offsets (see `KafkaTopics`)."""
+
     def __init__(self, bootstrap_servers: str, api_version: tuple[int, ...] | None,
                  client_options: Mapping[str, Any] | None = None,
                  request_timeout_ms: int = 30000) -> None:
@@ -71,8 +81,33 @@ class LogOffsets:
                                                     api_version,
                                                     request_timeout_ms=request_timeout_ms),
                                     LogOffsetsError)
-        self._where = bootstrap_servers
+        self.where = bootstrap_servers
         self._timeout_ms = request_timeout_ms
+        self._turn = threading.Lock()  # held for a whole question, broker time included
+        self._state = threading.Lock()  # guards the two fields below, never held for a broker
+        self._asking = False
+        self._closed = False
+
+    def topic_partitions(self) -> dict[str, list[int]]:
+        """Every topic's partition numbers, sorted, from one fresh Metadata request.
+
+        kafka-python's `topics()` asks the brokers anew but leaves out the topics they flag as
+        internal, whatever `exclude_internal_topics` says (that setting only steers pattern
+        subscriptions); `partitions_for_topic` answers from the metadata just read, and asks
+        again only for a topic that is not in it. So the internal topics a group's filter
+        decides on (`exclude.internal.topics`) are asked for by name, which costs a second
+        request only on a cluster without them; newer brokers' own internal topics
+        (transaction and share-group state) stay out, as kafka-python lists them. A topic still
+        being created has no partitions yet: it does not exist until it has.
+        """
+        with self._consumer() as consumer:
+            try:
+                names = consumer.topics() | INTERNAL_TOPICS
+                found = {topic: sorted(consumer.partitions_for_topic(topic)) for topic in names}
+            except KafkaError as exc:
+                raise LogOffsetsError(f"cannot read topic metadata from Kafka at "
+                                      f"{self.where}: {exc}") from exc
+        return {topic: numbers for topic, numbers in found.items() if numbers}
 
     def earliest(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         return self._ask("earliest offsets", "beginning_offsets", partitions)
@@ -86,36 +121,64 @@ class LogOffsets:
         wanted = list(partitions)
         if not wanted:
             return {}
-        try:
-            found = self._client.get().offsets_for_times(
-                {_to_kafka(tp): epoch_ms for tp in wanted}, timeout_ms=self._timeout_ms)
-        except UnsupportedVersionError:
-            raise LogOffsetsError(
-                f"the brokers at {self._where} cannot look offsets up by time (that needs "
-                "Kafka 0.10.1 or newer); reset to an offset, earliest or latest instead") from None
-        except KafkaError as exc:
-            raise LogOffsetsError(f"looking up offsets by time at {self._where}: {exc}") from exc
+        with self._consumer() as consumer:
+            try:
+                found = consumer.offsets_for_times({_to_kafka(tp): epoch_ms for tp in wanted},
+                                                   timeout_ms=self._timeout_ms)
+            except UnsupportedVersionError:
+                raise LogOffsetsError(
+                    f"the brokers at {self.where} cannot look offsets up by time (that needs "
+                    "Kafka 0.10.1 or newer); reset to an offset, earliest or latest instead"
+                ) from None
+            except KafkaError as exc:
+                raise LogOffsetsError(f"looking up offsets by time at {self.where}: "
+                                      f"{exc}") from exc
         return {tp: (None if found.get(_to_kafka(tp)) is None else found[_to_kafka(tp)].offset)
                 for tp in wanted}
 
     def close(self) -> None:
-        self._client.close()
+        """Now, or when the question under way is answered: never waits for a broker."""
+        with self._state:
+            self._closed = True
+            asking = self._asking
+        if not asking:
+            self._client.close()
+
+    @contextmanager
+    def _consumer(self) -> Iterator[KafkaConsumer]:
+        """The client, for one question at a time; a `close` that came meanwhile left the
+        client to be closed once the question is answered."""
+        with self._turn:
+            with self._state:
+                if self._closed:
+                    raise LogOffsetsError(f"the Kafka client for {self.where} is closed")
+                self._asking = True
+            try:
+                yield self._client.get()
+            finally:
+                with self._state:
+                    self._asking = False
+                    closing = self._closed
+                if closing:
+                    self._client.close()
 
     def _ask(self, what: str, method: str, partitions: Iterable[TopicPartition]
              ) -> dict[TopicPartition, int]:
         wanted = [_to_kafka(tp) for tp in partitions]
         if not wanted:
             return {}
-        ask = getattr(self._client.get(), method)
-        try:
-            answer = ask(wanted, timeout_ms=self._timeout_ms)
-        except KafkaError as exc:
-            raise LogOffsetsError(f"reading {what} from {self._where}: {exc}") from exc
-        except KeyError as exc:
-            # kafka-python's offset lookup meets a partition its metadata lost meanwhile (a
-            # broker restarting) as a bare KeyError: a transient gap, not a bug of the caller.
-            raise LogOffsetsError(f"reading {what} from {self._where}: no leader known for "
-                                  f"{exc.args[0] if exc.args else 'a partition'} yet") from exc
+        with self._consumer() as consumer:
+            try:
+                answer = getattr(consumer, method)(wanted, timeout_ms=self._timeout_ms)
+            except KafkaError as exc:
+                raise LogOffsetsError(f"reading {what} from {self.where}: {exc}") from exc
+            except KeyError as exc:
+                # kafka-python's offset lookup meets a partition its metadata lost meanwhile
+                # (a broker restarting) as a bare KeyError: a transient gap, not a bug of the
+                # caller.
+                raise LogOffsetsError(f"reading {what} from {self.where}: no leader known for "
+                                      f"{exc.args[0] if exc.args else 'a partition'} yet"
+                                      ) from exc
         return {TopicPartition(tp.topic, tp.partition): offset for tp, offset in answer.items()}
 
 

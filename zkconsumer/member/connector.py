@@ -23,7 +23,7 @@ from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
 from zkconsumer.assignment import TopicFilter, make_consumer_id
-from zkconsumer.config import ConsumerConfig
+from zkconsumer.config import ConsumerConfig, ZookeeperSettings
 from zkconsumer.errors import ZkConsumerError, describe_error
 from zkconsumer.fetch import KafkaAccess, open_fetcher, resolve_kafka_access
 from zkconsumer.fetch.fetcher import Fetcher
@@ -74,7 +74,7 @@ class ConsumerConnector:
     def __init__(self, config: ConsumerConfig | Mapping[str, str], *,
                  on_partitions_revoked: PartitionCallback | None = None,
                  on_partitions_assigned: PartitionCallback | None = None,
-                 connect_zookeeper: Callable[[ConsumerConfig], KazooClient] = connect_for,
+                 connect_zookeeper: Callable[[ZookeeperSettings], KazooClient] = connect_for,
                  open_fetcher: Callable[..., Fetcher] = open_fetcher,
                  open_offset_store: Callable[..., OffsetStore] = open_offset_store) -> None:
         """`connect_zookeeper`, `open_fetcher` and `open_offset_store` make the member's
@@ -97,7 +97,7 @@ class ConsumerConnector:
         self._metrics = MemberMetrics()
         self._metrics_server: MetricsServer | None = None  # with metrics.port only
         self._log = log.bind(consumer_id=self.consumer_id, group=self.config.group_id)
-        self._zk = connect_zookeeper(self.config)
+        self._zk = connect_zookeeper(self.config.zookeeper)
         self._member = MemberState(current_session(self._zk))
         # From now on: an expiry while starting must be known to the member's state too.
         self._zk.add_listener(self._on_session_state)

@@ -6,7 +6,13 @@ the store from the config, and `OffsetTracker` decides what is worth committing.
 
 from zkconsumer.offsets.dual_store import DualOffsetStore
 from zkconsumer.offsets.factory import open_offset_store
-from zkconsumer.offsets.kafka_store import KafkaOffsetStore, is_transient_kafka_error
+from zkconsumer.offsets.kafka_reader import (
+    GroupOffsets,
+    GroupOffsetsReader,
+    KafkaReadError,
+    is_transient_kafka_error,
+)
+from zkconsumer.offsets.kafka_store import KafkaOffsetStore
 from zkconsumer.offsets.retry import RetryPolicy, call_with_retries
 from zkconsumer.offsets.store import OffsetStore, OffsetStoreError
 from zkconsumer.offsets.tracker import OffsetTracker
@@ -14,7 +20,10 @@ from zkconsumer.offsets.zookeeper_store import ZookeeperOffsetStore
 
 __all__ = [
     "DualOffsetStore",
+    "GroupOffsets",
+    "GroupOffsetsReader",
     "KafkaOffsetStore",
+    "KafkaReadError",
     "OffsetStore",
     "OffsetStoreError",
     "OffsetTracker",

@@ -3,7 +3,8 @@
 The group is coordinated in ZooKeeper, so it never joins a Kafka group: OffsetCommit goes out
 with generation -1 and an empty member id, which every broker since 0.8.2 accepts as "this
 group manages its own partitions". kafka-python does exactly that from a KafkaConsumer that is
-never subscribed, which also gives us coordinator discovery and reconnects for free.
+never subscribed, which also gives us coordinator discovery and reconnects for free. Offsets are
+read as every other reader of Kafka-stored offsets reads them (`kafka_reader`).
 """
 
 from __future__ import annotations
@@ -17,26 +18,24 @@ import kafka.errors as kafka_errors
 from kafka import KafkaConsumer, OffsetAndMetadata
 from kafka import TopicPartition as KafkaTopicPartition
 
+from zkconsumer.fetch.brokers import KafkaAccess
 from zkconsumer.fetch.first_contact import checked_options
 from zkconsumer.fetch.kafka_client import client_settings
 from zkconsumer.kafka.errors import FetchError
 from zkconsumer.model import TopicPartition
+from zkconsumer.offsets.kafka_reader import GroupOffsetsReader, is_transient_kafka_error
 from zkconsumer.offsets.retry import RetryPolicy, call_with_retries, describe_error
 from zkconsumer.offsets.store import OffsetStoreError, OwnerCheck
 
 
-def is_transient_kafka_error(exc: BaseException) -> bool:
-    """Coordinator moves and loads, timeouts and lost connections: kafka-python marks these
-    retriable. Its timeout error is listed too because kafka-python 2.x did not mark it."""
-    return isinstance(exc, kafka_errors.KafkaTimeoutError) or (
-        isinstance(exc, kafka_errors.KafkaError) and exc.retriable)
-
-
 class KafkaOffsetStore:
-    """One unsubscribed kafka-python consumer per store, used only for OffsetCommit/OffsetFetch.
+    """Commits through an unsubscribed kafka-python consumer, opened with the store; fetches
+    through a `GroupOffsetsReader`, whose client is opened at the first fetch.
 
-    Each call gets `request_timeout_ms`, within which kafka-python itself re-finds a moved
-    coordinator; what still fails transiently is retried `retries` more times with backoff.
+    Each call gets `request_timeout_ms`: a commit's within which kafka-python itself re-finds
+    a moved coordinator, a fetch's per request, the reader finding coordinators anew after a
+    transient failure. What still fails transiently is retried `retries` more times with
+    backoff.
     """
 
     name = "kafka"
@@ -61,27 +60,29 @@ class KafkaOffsetStore:
             # request timeout, which offsets.channel.socket.timeout.ms may set very low.
             fetch_max_wait_ms=min(500, request_timeout_ms - 1))
         try:
-            self._consumer = KafkaConsumer(**checked_options(options))
+            checked = checked_options(options)
+            self._consumer = KafkaConsumer(**checked)
         except FetchError as exc:  # a refused login, no broker reachable: named at once
             raise OffsetStoreError(f"cannot open the offsets client of group {group}: "
                                    f"{exc}") from None
         except kafka_errors.KafkaError as exc:
             raise OffsetStoreError(f"cannot open the offsets client of group {group} on "
                                    f"{self._where}: {describe_error(exc)}") from exc
+        # The version the first contact found, so that the reader's own need not wait for a
+        # 0.9 broker to leave ApiVersions unanswered again.
+        self._reader = GroupOffsetsReader(
+            KafkaAccess(bootstrap_servers, checked.get("api_version")),
+            client_properties or {}, request_timeout_ms, client_id=client_id)
 
     def fetch(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        wanted = [KafkaTopicPartition(tp.topic, tp.partition) for tp in dict.fromkeys(partitions)]
+        wanted = list(dict.fromkeys(partitions))
         if not wanted:
             return {}
-        # KafkaConsumer.committed() sends one request per partition; its coordinator's method
-        # (internal, but what committed() itself calls) sends one for all, as the reference.
-        found = self._call(
-            lambda: self._consumer._coordinator.fetch_committed_offsets(
-                wanted, timeout_ms=self._timeout_ms),
-            f"fetching offsets of group {self._group} from {self._where}")
-        return {TopicPartition(tp.topic, tp.partition): committed.offset
-                for tp, committed in found.items()
-                if committed is not None and committed.offset >= 0}
+        what = f"fetching offsets of group {self._group} from {self._where}"
+        try:
+            return self._call(lambda: self._reader.read_group(self._group, wanted), what)
+        except FetchError as exc:  # a refused login: no retry changes it
+            raise OffsetStoreError(f"{what} failed: {exc}") from None
 
     def commit(self, offsets: Mapping[TopicPartition, int], *,
                refresh: Mapping[TopicPartition, int] | None = None, retry: bool = True,
@@ -101,6 +102,7 @@ class KafkaOffsetStore:
 
     def close(self) -> None:
         with self._lock:
+            self._reader.close()
             self._consumer.close(autocommit=False, timeout_ms=self._timeout_ms)
 
     def _call(self, operation, what: str, policy: RetryPolicy | None = None):

@@ -59,10 +59,12 @@ def selected_partitions(zk: KazooClient, options: SourceOptions) -> list[TopicPa
         source.close()
 
 
-def _topic_source(zk: KazooClient, options: SourceOptions) -> TopicSource:
+def _topic_source(zk: KazooClient, options: SourceOptions,
+                  client: LogOffsets | None = None) -> TopicSource:
     config = options.config
     return open_topic_source(zk, options.bootstrap_servers, config.kafka_api_version,
-                             kafka_client_options(config.kafka_client_properties))
+                             kafka_client_options(config.kafka_client_properties),
+                             client=client)
 
 
 def _partitions_in(view: TopicView, options: SourceOptions) -> list[TopicPartition]:
@@ -91,7 +93,8 @@ def kafka_access(zk: KazooClient, options: SourceOptions) -> KafkaAccess:
 
 class GroupClients:
     """The driver's connections for one group: a ZooKeeper session, the group's offset store
-    and (when asked for) a log-offsets client.
+    and one Kafka client for log offsets (opened at the first question), through which topics
+    are read too when they come from Kafka metadata.
 
     A one-off read opens them around one plan; a streaming query keeps them for its whole
     life, so each trigger costs a few requests instead of new sessions and clients. Not
@@ -100,13 +103,15 @@ class GroupClients:
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
-        self.zk = connect_for(options.config)
-        self._log: LogOffsets | None = None
+        self.zk = connect_for(options.config.zookeeper)
         with ExitStack() as undo:
             undo.callback(self._close_session)
-            self._topics = _topic_source(self.zk, options)
-            undo.callback(self._topics.close)
             self.access = kafka_access(self.zk, options)
+            self._log = LogOffsets(self.access.bootstrap_servers, self.access.api_version,
+                                   kafka_client_options(options.config.kafka_client_properties))
+            undo.callback(self._log.close)
+            self._topics = _topic_source(self.zk, options, self._log)
+            undo.callback(self._topics.close)
             self._store = open_offset_store(options.config, self.zk, *self.access)
             undo.pop_all()  # all open: close() closes them from here on
 
@@ -123,8 +128,7 @@ class GroupClients:
         options = self.options
         partitions = _partitions_in(self._topics.view(), options)
         committed = self._store.fetch(partitions)
-        log = self._log_offsets()
-        earliest, latest = log.earliest(partitions), log.latest(partitions)
+        earliest, latest = self._log.earliest(partitions), self._log.latest(partitions)
         starts = resolve_starts(options, partitions, committed, earliest, latest, strict)
         ends = resolve_ends(options, partitions, starts, latest)
         settings = kafka_consumer_settings(options.config, self.access.bootstrap_servers,
@@ -148,22 +152,14 @@ class GroupClients:
         return changed
 
     def close(self) -> None:
-        if self._log is not None:
-            self._log.close()
         self._store.close()
         self._topics.close()
+        self._log.close()
         self._close_session()
 
     def _close_session(self) -> None:
         self.zk.stop()
         self.zk.close()
-
-    def _log_offsets(self) -> LogOffsets:
-        if self._log is None:
-            properties = self.options.config.kafka_client_properties
-            self._log = LogOffsets(self.access.bootstrap_servers, self.access.api_version,
-                                   kafka_client_options(properties))
-        return self._log
 
 
 def plan_read(options: SourceOptions) -> ReadPlan:

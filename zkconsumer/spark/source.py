@@ -53,7 +53,7 @@ class ZkConsumerDataSource(DataSource):
     def schema(self) -> str:
         # Spark asks for the schema when the DataFrame is created: the moment to find an
         # unreachable ZooKeeper or an unknown topic, before anything is planned or run.
-        with session_for(self.parsed.config) as zk:
+        with session_for(self.parsed.config.zookeeper) as zk:
             selected_partitions(zk, self.parsed)
         return schema_ddl(self.parsed.decode_utf8)
 

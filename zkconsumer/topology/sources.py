@@ -10,11 +10,10 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.fetch.kafka_client import LazyConsumer, client_settings
+from zkconsumer.fetch.log_offsets import LogOffsets
 from zkconsumer.logs import get_logger
 from zkconsumer.throttled_log import RetryWarnings
 from zkconsumer.zk.registry import list_topics, read_topic
@@ -111,25 +110,24 @@ class _Reading:
 class KafkaTopics:
     """Every topic and its partitions from one Kafka metadata request.
 
-    Internal topics are listed too (kafka-python leaves them out by default): the group's own
-    `exclude.internal.topics` decides, as it does with the registry. While the brokers cannot
-    be reached, kafka-python answers from the metadata it last had, and a request that fails
-    or is slower than `stale_after_s` gives the last view again with a (throttled) warning, as
-    a registry member keeps its last state while a broker is away; the next check that gets
-    through rebalances if anything changed. Only a source that never answered fails (after the
-    client's own request timeout). One read at a time, on a thread of its own that callers
-    share: safe from any thread.
+    `__consumer_offsets` is listed too (kafka-python's listing leaves internal topics out, see
+    `LogOffsets.topic_partitions`): the group's own `exclude.internal.topics` decides, as it
+    does with the registry. While the brokers cannot be reached, kafka-python answers from the
+    metadata it last had, and a request that fails or is slower than `stale_after_s` gives the
+    last view again with a (throttled) warning, as a registry member keeps its last state while
+    a broker is away; the next check that gets through rebalances if anything changed. Only a
+    source that never answered fails (after the client's own request timeout). One read at a
+    time, on a thread of its own that callers share: safe from any thread. `client` may be
+    shared with whoever asks the same brokers for log offsets (it serializes its users, and a
+    view waits no longer for its turn than for an answer); its owner closes it.
     """
 
     watched_in_zookeeper = False
 
-    def __init__(self, bootstrap_servers: str, api_version: tuple[int, ...] | None = None,
-                 client_options: Mapping[str, Any] | None = None,
-                 request_timeout_ms: int = 30000,
-                 stale_after_s: float = STALE_VIEW_AFTER_S) -> None:
-        self._client = LazyConsumer(
-            client_settings(client_options or {}, bootstrap_servers, api_version,
-                            request_timeout_ms=request_timeout_ms), TopicMetadataError)
+    def __init__(self, client: LogOffsets, stale_after_s: float = STALE_VIEW_AFTER_S,
+                 owns_client: bool = True) -> None:
+        self.client = client
+        self._owns_client = owns_client
         self._stale_after_s = stale_after_s
         self._lock = threading.Lock()  # guards the fields below
         self._last: _MetadataView | None = None
@@ -141,7 +139,7 @@ class KafkaTopics:
     def view(self) -> TopicView:
         with self._lock:
             if self._closed:
-                raise TopicMetadataError(f"the topic source for {self._client.where} is closed")
+                raise TopicMetadataError(f"the topic source for {self.client.where} is closed")
             if self._reading is None or not self._read_under_way:
                 self._read_under_way = True
                 self._reading = _Reading(self._read)
@@ -155,56 +153,44 @@ class KafkaTopics:
         if reading.view is not None:
             return reading.view
         exc = reading.error
-        if not isinstance(exc, (KafkaError, TopicMetadataError)):
+        if not isinstance(exc, ZkConsumerError):
             raise TopicMetadataError(f"cannot read topic metadata from Kafka at "
-                                     f"{self._client.where}: {exc!r}") from exc
+                                     f"{self.client.where}: {exc!r}") from exc
         if last is None:
-            if isinstance(exc, TopicMetadataError):
-                raise exc
-            raise TopicMetadataError(f"cannot read topic metadata from Kafka at "
-                                     f"{self._client.where}: {exc}") from exc
+            raise TopicMetadataError(str(exc)) from exc
         self._warnings.report("metadata", "topic metadata unreadable; using the last known",
                               error=str(exc))
         return last
 
     def _read(self) -> _MetadataView:
-        """On the reading thread, the only one that uses the client; a `close` that came
-        meanwhile left the client to be closed here."""
         try:
-            consumer = self._client.get()
-            consumer.topics()  # a fresh metadata request for every topic
-            # kafka-python keeps what it read in its cluster metadata, whose listing can
-            # include the internal topics that `topics()` leaves out.
-            cluster = consumer._cluster
-            # A topic still being created has no partitions yet: it does not exist until it has.
-            fresh = _MetadataView({
-                topic: numbers for topic in cluster.topics(exclude_internal_topics=False)
-                if (numbers := sorted(cluster.partitions_for_topic(topic) or ()))})
+            fresh = _MetadataView(self.client.topic_partitions())
             with self._lock:
                 self._last = fresh
             return fresh
         finally:
             with self._lock:
                 self._read_under_way = False
-                closing = self._closed
-            if closing:
-                self._client.close()
 
     def close(self) -> None:
-        """Close the client now, or when the read under way ends: never waits for a broker."""
+        """Never waits for a broker: the client closes once a read under way ends."""
         with self._lock:
             self._closed = True
-            busy = self._read_under_way
-        if not busy:
-            self._client.close()
+        if self._owns_client:
+            self.client.close()
 
 
 def open_topic_source(zk: KazooClient, bootstrap_override: str | None,
                       api_version: tuple[int, ...] | None = None,
                       client_options: Mapping[str, Any] | None = None,
-                      request_timeout_ms: int = 30000) -> TopicSource:
+                      request_timeout_ms: int = 30000,
+                      client: LogOffsets | None = None) -> TopicSource:
     """Kafka metadata when brokers are given explicitly (they need not be registered in this
-    ZooKeeper), the ZooKeeper registry otherwise."""
-    if bootstrap_override:
-        return KafkaTopics(bootstrap_override, api_version, client_options, request_timeout_ms)
-    return ZookeeperTopics(zk)
+    ZooKeeper), the ZooKeeper registry otherwise. A caller that also asks those brokers for
+    log offsets passes its `client` for the topics to be read through it too."""
+    if not bootstrap_override:
+        return ZookeeperTopics(zk)
+    if client is not None:
+        return KafkaTopics(client, owns_client=False)
+    return KafkaTopics(LogOffsets(bootstrap_override, api_version, client_options,
+                                  request_timeout_ms))

@@ -12,7 +12,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 from kazoo.security import make_acl, make_digest_acl
 
-from zkconsumer.config import ConsumerConfig
+from zkconsumer.config import SaslLogin, ZookeeperSettings
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.zk.polling_handler import PollingHandler
 
@@ -44,11 +44,11 @@ class ZookeeperAccessDeniedError(ZkConsumerError):
 
 
 def connect(connect_string: str, *, timeout_s: float = 6.0, session_timeout_s: float = 6.0,
-            digest: str | None = None, sasl: tuple[str, str, str] | None = None,
+            digest: str | None = None, sasl: SaslLogin | None = None,
             world_readable: bool = True) -> KazooClient:
     """A started client, or ZookeeperUnreachableError naming the servers and the timeout.
 
-    With `digest` ("user:password") or `sasl` (mechanism, user, password) the session
+    With `digest` ("user:password") or `sasl` the session
     authenticates, and every znode it creates gets an ACL that lets only that user change it
     (and everyone read it if `world_readable`).
     """
@@ -56,9 +56,8 @@ def connect(connect_string: str, *, timeout_s: float = 6.0, session_timeout_s: f
     if digest:
         options["auth_data"] = [("digest", digest)]
     if sasl:
-        mechanism, user, password = sasl
-        options["sasl_options"] = {"mechanism": mechanism.upper(), "username": user,
-                                   "password": password}
+        options["sasl_options"] = {"mechanism": sasl.mechanism.upper(),
+                                   "username": sasl.username, "password": sasl.password}
     client = KazooClient(hosts=connect_string, timeout=session_timeout_s, handler=PollingHandler(),
                          connection_retry=reconnect_retry(),
                          default_acl=_acl_for(digest, sasl, world_readable), **options)
@@ -79,25 +78,19 @@ def connect(connect_string: str, *, timeout_s: float = 6.0, session_timeout_s: f
     return client
 
 
-def connect_for(config: ConsumerConfig) -> KazooClient:
-    """A session with the config's servers, timeouts and credentials."""
-    sasl = None
-    if config.zookeeper_sasl_username:
-        sasl = (config.zookeeper_sasl_mechanism, config.zookeeper_sasl_username,
-                config.zookeeper_sasl_password or "")
-    return connect(config.zookeeper_connect.connect_string,
-                   timeout_s=config.zookeeper_connection_timeout_ms / 1000.0,
-                   session_timeout_s=config.zookeeper_session_timeout_ms / 1000.0,
-                   digest=config.zookeeper_auth_digest, sasl=sasl,
-                   world_readable=config.zookeeper_acl_world_read)
+def connect_for(settings: ZookeeperSettings) -> KazooClient:
+    """A session with these servers, timeouts and credentials (`ConsumerConfig.zookeeper`)."""
+    return connect(settings.connect.connect_string, timeout_s=settings.connection_timeout_s,
+                   session_timeout_s=settings.session_timeout_s, digest=settings.digest,
+                   sasl=settings.sasl, world_readable=settings.world_readable)
 
 
-def _acl_for(digest: str | None, sasl: tuple[str, str, str] | None, world_readable: bool):
+def _acl_for(digest: str | None, sasl: SaslLogin | None, world_readable: bool):
     if digest:
         user, _, password = digest.partition(":")
         acl = [make_digest_acl(user, password, all=True)]
     elif sasl:
-        acl = [make_acl("sasl", sasl[1], all=True)]
+        acl = [make_acl("sasl", sasl.username, all=True)]
     else:
         return None  # kazoo's default: open to all, like the reference consumer's znodes
     if world_readable:
@@ -106,9 +99,9 @@ def _acl_for(digest: str | None, sasl: tuple[str, str, str] | None, world_readab
 
 
 @contextmanager
-def session_for(config: ConsumerConfig) -> Iterator[KazooClient]:
+def session_for(settings: ZookeeperSettings) -> Iterator[KazooClient]:
     """`connect_for` as a context manager: the session is closed on the way out."""
-    client = connect_for(config)
+    client = connect_for(settings)
     try:
         yield client
     finally:

@@ -1,26 +1,32 @@
-"""What every `group` and `offsets` command needs: one ZooKeeper session, the brokers found
-through it (or given), and the offset stores the group consumer itself uses."""
+"""What every administration operation needs: one ZooKeeper session, the brokers found through
+it (or given), and the offset stores the group consumer itself uses.
+
+The operations run under a command line but never print: what they have to say along the way
+(progress over many groups, notes on figures they could not get) goes to the `Reporter` the
+caller hands in, so the same operations serve a test, a script or the CLI.
+"""
 
 from __future__ import annotations
 
-import functools
-import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from contextlib import ExitStack, contextmanager
-from typing import TypeVar
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
+from typing import Protocol, TypeVar
 
-import click
 from kazoo.client import KazooClient
 
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ConfigError, ZkConsumerError
-from zkconsumer.exporter.kafka_reads import GroupOffsets, GroupOffsetsReader
 from zkconsumer.fetch import KafkaAccess, LogOffsets, resolve_kafka_access
 from zkconsumer.fetch.kafka_client import kafka_client_options
 from zkconsumer.model import TopicPartition
-from zkconsumer.offsets import KafkaOffsetStore, ZookeeperOffsetStore
+from zkconsumer.offsets import (
+    GroupOffsets,
+    GroupOffsetsReader,
+    KafkaOffsetStore,
+    ZookeeperOffsetStore,
+)
 from zkconsumer.topology import TopicSource, TopicView, open_topic_source
 from zkconsumer.zk.group_state import committed_partitions, group_topics
 from zkconsumer.zk.registry import read_brokers
@@ -28,31 +34,40 @@ from zkconsumer.zk.session import connect_for
 
 T = TypeVar("T")
 STORAGES = ("zookeeper", "kafka")
+BOTH = "both"
 ADMIN_ZOOKEEPER_KEYS = ("zookeeper.auth.digest", "zookeeper.sasl.mechanism",
                         "zookeeper.sasl.username", "zookeeper.sasl.password",
                         "zookeeper.acl.world.read")
-# Groups are independent and each Kafka round trip mostly waits on the network, so commands
+# Groups are independent and each Kafka round trip mostly waits on the network, so operations
 # over many groups work on several at once; eight keeps the broker and ZooKeeper comfortable.
 GROUP_WORKERS = 8
 
+Step = Callable[[int], None]
 
-def admin_options(command: Callable) -> Callable:
-    """The connection options shared by every administration command."""
-    options = [
-        click.option("--zookeeper", "zookeeper_connect", required=True,
-                     envvar="ZKCONSUMER_ZOOKEEPER_CONNECT",
-                     help="host:port[,host:port...][/chroot]."),
-        click.option("--bootstrap-server", envvar="ZKCONSUMER_BOOTSTRAP_SERVER",
-                     help="host:port,... of brokers to use instead of those registered in "
-                          "ZooKeeper (KRaft clusters, or another cluster's ZooKeeper); topics "
-                          "and partitions then come from Kafka metadata."),
-        click.option("--property", "properties", multiple=True, metavar="KEY=VALUE",
-                     help="Kafka client setting: kafka.api.version=0.9, "
-                          "kafka.security.protocol=SSL, ...; repeatable."),
-        click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables."),
-    ]
-    return functools.reduce(lambda decorated, option: option(decorated), reversed(options),
-                            command)
+
+def storages_named(choice: str) -> tuple[str, ...]:
+    """`both` is every storage, as a member with dual commit uses them."""
+    return STORAGES if choice == BOTH else (choice,)
+
+
+class Reporter(Protocol):
+    """Where an operation's asides go; `note` may be called from the group workers."""
+
+    def note(self, text: str) -> None:
+        """A figure the result lacks, and why: the result is still worth having."""
+
+    def progress(self, total: int, label: str) -> AbstractContextManager[Step]:
+        """Entered around `total` steps of work; the step callable is told of each one done."""
+
+
+class Silent:
+    """A reporter for callers with no one to tell (tests, scripts): notes are dropped."""
+
+    def note(self, text: str) -> None:
+        return None
+
+    def progress(self, total: int, label: str) -> AbstractContextManager[Step]:
+        return nullcontext(lambda _steps: None)
 
 
 class AdminContext:
@@ -60,8 +75,9 @@ class AdminContext:
     from `for_each_group` workers (kazoo is thread-safe; each group has its own Kafka client)."""
 
     def __init__(self, zk: KazooClient, bootstrap_override: str | None, config: ConsumerConfig,
-                 stack: ExitStack) -> None:
+                 stack: ExitStack, reporter: Reporter) -> None:
         self.zk = zk
+        self.reporter = reporter
         self._bootstrap_override = bootstrap_override
         self._stack = stack
         self._api_version = config.kafka_api_version
@@ -89,18 +105,20 @@ class AdminContext:
 
     def for_each_group(self, groups: list[str], work: Callable[[str], T], label: str
                        ) -> dict[str, T]:
-        """`work(group)` for every group, several at a time, with a progress bar on long runs.
+        """`work(group)` for every group, several at a time, each one done reported as progress.
         The first failure is raised once the others have finished."""
         results: dict[str, T] = {}
-        with ThreadPoolExecutor(GROUP_WORKERS) as pool, progress(len(groups), label) as bar:
+        with ThreadPoolExecutor(GROUP_WORKERS) as pool, \
+                self.reporter.progress(len(groups), label) as step:
             futures = {pool.submit(work, group): group for group in groups}
             for future in as_completed(futures):
                 results[futures[future]] = future.result()
-                bar.update(1)
+                step(1)
         return {group: results[group] for group in groups}
 
-    def zookeeper_store(self, group: str) -> ZookeeperOffsetStore:
-        return ZookeeperOffsetStore(self.zk, group)
+    def store(self, storage: str, group: str) -> ZookeeperOffsetStore | KafkaOffsetStore:
+        return ZookeeperOffsetStore(self.zk, group) if storage == "zookeeper" \
+            else self.kafka_store(group)
 
     def kafka_store(self, group: str) -> KafkaOffsetStore:
         access = self.kafka_access
@@ -116,12 +134,14 @@ class AdminContext:
         return store
 
     def log_offsets(self) -> LogOffsets:
-        if self._log_offsets is None:
-            access = self.kafka_access
-            self._log_offsets = LogOffsets(access.bootstrap_servers, access.api_version,
-                                           self._client_options)
-            self._stack.callback(self._log_offsets.close)
-        return self._log_offsets
+        """The one client for log offsets and, with `--bootstrap-server`, topic metadata."""
+        access = self.kafka_access
+        with self._lock:
+            if self._log_offsets is None:
+                self._log_offsets = LogOffsets(access.bootstrap_servers, access.api_version,
+                                               self._client_options)
+                self._stack.callback(self._log_offsets.close)
+            return self._log_offsets
 
     def read_offsets(self, storage: str, group: str,
                      extra_topics: Iterable[str] = ()) -> dict[TopicPartition, int]:
@@ -129,7 +149,7 @@ class AdminContext:
         (before 0.10.2) can only be asked about named partitions: those of every topic the group
         has anything for in ZooKeeper, plus `extra_topics`."""
         if storage == "zookeeper":
-            return self.zookeeper_store(group).fetch(committed_partitions(self.zk, group))
+            return ZookeeperOffsetStore(self.zk, group).fetch(committed_partitions(self.zk, group))
         topics = group_topics(self.zk, group) | set(extra_topics)
         return self.kafka_offsets(group, self.partitions_of(topics))
 
@@ -152,10 +172,6 @@ class AdminContext:
             reader = self._group_offsets
         return reader.read(wanted)
 
-    def write_offsets(self, storage: str, group: str, offsets: dict[TopicPartition, int]) -> None:
-        store = self.zookeeper_store(group) if storage == "zookeeper" else self.kafka_store(group)
-        store.commit(offsets)
-
     def group_partitions(self, group: str, topics: Iterable[str] = ()
                          ) -> tuple[set[str], list[TopicPartition]]:
         """The named topics (default: every topic the group has anything for) and their
@@ -176,12 +192,13 @@ class AdminContext:
                 for partition in view.partitions(topic) or ()]
 
     def _view(self) -> TopicView:
+        client = self.log_offsets() if self._bootstrap_override else None
         with self._lock:
             if self._topic_view is None:
                 if self._topic_source is None:
                     self._topic_source = open_topic_source(
                         self.zk, self._bootstrap_override, self._api_version,
-                        self._client_options)
+                        self._client_options, client=client)
                     self._stack.callback(self._topic_source.close)
                 self._topic_view = self._topic_source.view()
             return self._topic_view
@@ -189,14 +206,15 @@ class AdminContext:
 
 @contextmanager
 def admin_context(zookeeper_connect: str, bootstrap_server: str | None,
-                  properties: Iterable[str]) -> Iterator[AdminContext]:
+                  properties: Iterable[str], reporter: Reporter | None = None
+                  ) -> Iterator[AdminContext]:
     """An `AdminContext` on a new ZooKeeper session; every client is closed afterwards."""
     config = admin_config(zookeeper_connect, properties)
     with ExitStack() as stack:
-        zk = connect_for(config)
+        zk = connect_for(config.zookeeper)
         stack.callback(zk.close)
         stack.callback(zk.stop)
-        yield AdminContext(zk, bootstrap_server, config, stack)
+        yield AdminContext(zk, bootstrap_server, config, stack, reporter or Silent())
 
 
 def admin_config(zookeeper_connect: str, properties: Iterable[str]) -> ConsumerConfig:
@@ -213,21 +231,6 @@ def admin_config(zookeeper_connect: str, properties: Iterable[str]) -> ConsumerC
                               "--property")
         settings[key] = value.strip()
     return ConsumerConfig.from_mapping(settings, "--property")
-
-
-@contextmanager
-def progress(total: int, label: str):
-    """A progress bar on stderr for long runs on a terminal; a silent stand-in otherwise."""
-    if total < 20 or not sys.stderr.isatty():
-        yield _Silent()
-        return
-    with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
-        yield bar
-
-
-class _Silent:
-    def update(self, _steps: int) -> None:
-        return None
 
 
 def kafka_access_for(zk: KazooClient, client_options: dict, api_version: tuple[int, ...] | None,

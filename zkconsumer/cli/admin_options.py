@@ -1,0 +1,56 @@
+"""What the `group` and `offsets` commands share on the command line: the connection options,
+how the admin service's notes and progress are shown, and its rows as table cells."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import click
+
+from zkconsumer.admin.context import Step
+
+
+def admin_options(command: Callable) -> Callable:
+    """The connection options shared by every administration command."""
+    options = [
+        click.option("--zookeeper", "zookeeper_connect", required=True,
+                     envvar="ZKCONSUMER_ZOOKEEPER_CONNECT",
+                     help="host:port[,host:port...][/chroot]."),
+        click.option("--bootstrap-server", envvar="ZKCONSUMER_BOOTSTRAP_SERVER",
+                     help="host:port,... of brokers to use instead of those registered in "
+                          "ZooKeeper (KRaft clusters, or another cluster's ZooKeeper); topics "
+                          "and partitions then come from Kafka metadata."),
+        click.option("--property", "properties", multiple=True, metavar="KEY=VALUE",
+                     help="Kafka client setting: kafka.api.version=0.9, "
+                          "kafka.security.protocol=SSL, ...; repeatable."),
+        click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables."),
+    ]
+    return functools.reduce(lambda decorated, option: option(decorated), reversed(options),
+                            command)
+
+
+class Terminal:
+    """The admin service's reporter on the command line: notes on stderr, where they stay out
+    of the JSON and tables on stdout; a progress bar only where someone watches a long run."""
+
+    def note(self, text: str) -> None:
+        click.echo(f"note: {text}", err=True)
+
+    @contextmanager
+    def progress(self, total: int, label: str) -> Iterator[Step]:
+        if total < 20 or not sys.stderr.isatty():
+            yield lambda _steps: None
+            return
+        with click.progressbar(length=total, label=label, file=sys.stderr) as bar:
+            yield bar.update
+
+
+TERMINAL = Terminal()
+
+
+def table_cells(rows: list[dict]) -> list[tuple]:
+    """A row's values in its order, "-" where JSON has null."""
+    return [tuple("-" if v is None else v for v in row.values()) for row in rows]

@@ -1,0 +1,32 @@
+"""The settings a ZooKeeper session is opened with, as the session edge takes them.
+
+`ConsumerConfig` holds some forty keys; opening a session needs six. Handing the edge only these
+keeps it from growing quiet dependencies on the rest, and lets a tool that is not a consumer (the
+exporter, a test) open a session without a group id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from zkconsumer.config.addresses import ZookeeperConnect
+
+
+@dataclass(frozen=True)
+class SaslLogin:
+    mechanism: str
+    username: str
+    password: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class ZookeeperSettings:
+    """`digest` ("user:password") or `sasl`: the session authenticates, and the znodes it
+    creates can be changed only by that user (and read by everyone if `world_readable`)."""
+
+    connect: ZookeeperConnect
+    connection_timeout_s: float = 6.0
+    session_timeout_s: float = 6.0
+    digest: str | None = field(default=None, repr=False)
+    sasl: SaslLogin | None = None
+    world_readable: bool = True
