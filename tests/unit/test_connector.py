@@ -18,15 +18,15 @@ from support.memory_store import MemoryStore
 from support.waiting import wait_until
 
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.fetch import FetchError, KafkaAccess
-from zkconsumer.member import connector as connector_module
+from zkconsumer.fetch import FetchError
 from zkconsumer.member.connector import ConsumerConnector
 from zkconsumer.member.plan import GroupSnapshot
 from zkconsumer.member.state import State
 from zkconsumer.member.streams import ConsumerTimeout
 from zkconsumer.model import Message, TopicPartition
 from zkconsumer.offsets.store import OwnerCheck
-from zkconsumer.topology import TopicMetadataError
+from zkconsumer.topology import TopicMetadataError, open_topic_source
+from zkconsumer.znodes.brokers import BrokerRegistration
 
 TOPIC = "t"
 A = TopicPartition(TOPIC, 0)
@@ -160,19 +160,11 @@ class FakeFetcher:
 
 
 @pytest.fixture
-def world(monkeypatch):
-    """The stand-ins a connector built in this test gets, for the test to poke at."""
-    parts = {"zk": FakeZooKeeper(), "fetcher": FakeFetcher(), "store": MemoryStore()}
-
-    def membership(*args):
-        parts["membership"] = FakeMembership(*args)
-        return parts["membership"]
-
-    monkeypatch.setattr(connector_module, "wait_for_brokers", lambda *_: {0: None})
-    monkeypatch.setattr(connector_module, "resolve_kafka_access",
-                        lambda *_: KafkaAccess("127.0.0.1:9", None))
-    monkeypatch.setattr(connector_module, "ZookeeperMembership", membership)
-    return parts
+def world():
+    """The stand-ins a connector built in this test gets, for the test to poke at; a test may
+    replace `topics` before it builds the connector."""
+    return {"zk": FakeZooKeeper(), "fetcher": FakeFetcher(), "store": MemoryStore(),
+            "topics": None}
 
 
 CONFIG = {"zookeeper.connect": "127.0.0.1:9", "group.id": "g", "consumer.id": "me",
@@ -183,10 +175,19 @@ def connector_in(world, **options) -> ConsumerConnector:
     """A connector whose clients are the world's stand-ins."""
     properties = {key: value for key, value in options.items() if "." in key}
     callbacks = {key: value for key, value in options.items() if "." not in key}
+    def join_group(*args):
+        world["membership"] = FakeMembership(*args)
+        return world["membership"]
+
+    def topic_source(*args):
+        return world["topics"] or open_topic_source(*args)
+
     return ConsumerConnector(
-        {**CONFIG, **properties}, connect_zookeeper=lambda _config: world["zk"],
+        {**CONFIG, **properties}, connect_zookeeper=lambda _settings: world["zk"],
+        find_brokers=lambda *_: {0: BrokerRegistration(1, "127.0.0.1", 9)},
         open_fetcher=lambda *_: world["fetcher"],
-        open_offset_store=lambda *_, **_observers: world["store"], **callbacks)
+        open_offset_store=lambda *_, **_observers: world["store"],
+        open_topic_source=topic_source, join_group=join_group, **callbacks)
 
 
 @contextlib.contextmanager
@@ -369,10 +370,8 @@ class SilentTopics:
         self.closed = True
 
 
-def test_a_shutdown_while_waiting_for_the_first_topic_metadata_ends_the_start_at_once(
-        world, monkeypatch):
-    silent = SilentTopics()
-    monkeypatch.setattr(connector_module, "open_topic_source", lambda *_args: silent)
+def test_a_shutdown_while_waiting_for_the_first_topic_metadata_ends_the_start_at_once(world):
+    silent = world["topics"] = SilentTopics()
     connector = connector_in(world)
     try:
         done, outcome = start_in_background(connector)

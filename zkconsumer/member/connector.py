@@ -39,9 +39,10 @@ from zkconsumer.metrics import MemberMetrics, MemberSources, MetricsServer
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import OffsetStore, OffsetTracker, open_offset_store
 from zkconsumer.throttled_log import RepeatedCondition
-from zkconsumer.topology import MetadataRefresher, open_topic_source
+from zkconsumer.topology import MetadataRefresher, TopicSource, open_topic_source
 from zkconsumer.zk.registry import wait_for_brokers
 from zkconsumer.zk.session import ZookeeperAccessDeniedError, connect_for, current_session
+from zkconsumer.znodes.brokers import BrokerRegistration
 from zkconsumer.znodes.consumers import ConsumerRegistration
 
 log = get_logger(__name__)
@@ -75,16 +76,23 @@ class ConsumerConnector:
                  on_partitions_revoked: PartitionCallback | None = None,
                  on_partitions_assigned: PartitionCallback | None = None,
                  connect_zookeeper: Callable[[ZookeeperSettings], KazooClient] = connect_for,
+                 find_brokers: Callable[[KazooClient, float], Mapping[int, BrokerRegistration]]
+                 = wait_for_brokers,
                  open_fetcher: Callable[..., Fetcher] = open_fetcher,
-                 open_offset_store: Callable[..., OffsetStore] = open_offset_store) -> None:
-        """`connect_zookeeper`, `open_fetcher` and `open_offset_store` make the member's
-        clients; tests give stand-ins (the signatures are those of the defaults)."""
+                 open_offset_store: Callable[..., OffsetStore] = open_offset_store,
+                 open_topic_source: Callable[..., TopicSource] = open_topic_source,
+                 join_group: Callable[..., ZookeeperMembership] = ZookeeperMembership) -> None:
+        """The keyword arguments after the callbacks make the member's clients and its group
+        membership; tests give stand-ins (the signatures are those of the defaults)."""
         self.config = config if isinstance(config, ConsumerConfig) else \
             ConsumerConfig.from_mapping(config)
         self.consumer_id = make_consumer_id(self.config.group_id, self.config.consumer_id)
         self._callbacks = RebalanceCallbacks(on_partitions_revoked, on_partitions_assigned)
+        self._find_brokers = find_brokers
         self._open_fetcher = open_fetcher
         self._open_offset_store = open_offset_store
+        self._open_topic_source = open_topic_source
+        self._join_group = join_group
         self._streams: list[KafkaStream] = []
         self._stop_auto_commit = threading.Event()
         # Whether the threads run, and whether shutdown began: decided under this lock, so a
@@ -261,7 +269,7 @@ class ConsumerConnector:
             self._offset_store = self._open_offset_store(
                 config, self._zk, *access, observe_commit=self._metrics.observe_commit)
             opened.callback(self._offset_store.close)
-            topic_source = open_topic_source(
+            topic_source = self._open_topic_source(
                 self._zk, config.bootstrap_servers, access.api_version,
                 kafka_client_options(config.kafka_client_properties), config.socket_timeout_ms)
             opened.callback(topic_source.close)
@@ -320,8 +328,8 @@ class ConsumerConnector:
 
     def _wire(self, registration: ConsumerRegistration, topic_source, stream_for) -> None:
         config = self.config
-        self._membership = ZookeeperMembership(self._zk, config.group_id, self.consumer_id,
-                                               registration, topic_source)
+        self._membership = self._join_group(self._zk, config.group_id, self.consumer_id,
+                                            registration, topic_source)
         self._committer = OffsetCommitter(
             self._offset_store, OffsetTracker(), lambda: self._streams,
             self._member.current_claims, owner_checks=self._membership.owner_checks,
@@ -394,7 +402,7 @@ class ConsumerConnector:
         """`bootstrap.servers` when set: those brokers need not be in this ZooKeeper at all."""
         config = self.config
         return resolve_kafka_access(
-            lambda: self._startup_retry()(wait_for_brokers, self._zk, BROKER_WAIT_S).values(),
+            lambda: self._startup_retry()(self._find_brokers, self._zk, BROKER_WAIT_S).values(),
             config.kafka_client_properties.get("security.protocol", "PLAINTEXT"),
             config.kafka_api_version, config.bootstrap_servers)
 
