@@ -17,7 +17,7 @@ from zkconsumer.admin.offset_writes import planned_migration, planned_resets, wr
 from zkconsumer.admin.plans import ResetSpec
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.model import TopicPartition
-from zkconsumer.offsets import ZookeeperOffsetStore
+from zkconsumer.offsets import KafkaOffsetStore, ZookeeperOffsetStore
 from zkconsumer.znodes.paths import GroupPaths
 
 pytestmark = pytest.mark.integration
@@ -103,6 +103,27 @@ def test_migration_plan_refuses_rewinds_then_writes_and_reads_back(
         with pytest.raises(OffsetsDifferError) as raised:
             diff.raise_if_differ()
         assert raised.value.exit_code == 3
+
+
+def test_a_stopped_group_that_kept_its_offsets_in_kafka_migrates_back_to_zookeeper_whole(
+        cluster, zk, topic_factory, unique_name, service):
+    """Such a group leaves nothing in ZooKeeper but its owners/<topic> directories (its owner
+    znodes went with the members' sessions): they name the topics whose offsets to move."""
+    topic = topic_factory(partitions=2)
+    group = unique_name("svc-kafka-only")
+    store = KafkaOffsetStore(group, cluster.bootstrap_servers,
+                             api_version=cluster.kafka_api_version)
+    try:
+        store.commit({TopicPartition(topic, 0): 4, TopicPartition(topic, 1): 6})
+    finally:
+        store.close()
+    zk.ensure_path(GroupPaths(group).owners_topic(topic))
+    with service() as (ctx, _):
+        write = planned_migration(ctx, [group], "zookeeper", (), force=False, allow_rewind=False)
+        assert write.plan.counts()["write"] == 2
+        write_and_verify(ctx, write)
+    assert zookeeper_offsets(zk, group) == {TopicPartition(topic, 0): 4,
+                                            TopicPartition(topic, 1): 6}
 
 
 def test_reset_is_refused_for_a_live_group_and_planned_within_the_log(

@@ -16,7 +16,13 @@ from kafka.errors import (
 
 from zkconsumer.fetch import FetchError, KafkaAccess
 from zkconsumer.model import TopicPartition
-from zkconsumer.offsets import GroupOffsetsReader, KafkaReadError
+from zkconsumer.offsets import (
+    GroupOffsetsReader,
+    KafkaReadError,
+    OffsetStoreError,
+    RetryPolicy,
+    read_committed,
+)
 
 T0, T1, T2 = (TopicPartition("t", p) for p in range(3))
 COMMITTED = {T0: 7, T1: -1}  # -1: Kafka's "none committed", as 0.9 answers for T1
@@ -137,3 +143,32 @@ def test_a_refused_login_found_at_first_contact_is_raised_as_it_is():
         reader.read_group("g", [T0])
     with pytest.raises(KafkaReadError, match="^SASL login refused by fake:9092$"):
         reader.read({"g": [T0]})
+
+
+def test_a_read_after_close_opens_nothing():
+    """A scan that outlives its service's stop must not leave a client nobody closes."""
+    opener = Opener()
+    reader = _reader(opener)
+    assert reader.read({"ok": [T0]}).found == {"ok": {T0: 7}}
+    reader.close()
+    with pytest.raises(KafkaReadError, match="closed"):
+        reader.read({"ok": [T0]})
+    with pytest.raises(KafkaReadError, match="closed"):
+        reader.read_group("ok", [T0])
+    assert len(opener.opened) == 1 and opener.opened[0].closed
+
+
+def test_a_transient_failure_is_retried_by_policy_and_the_answer_read_from_a_new_client():
+    opener = Opener({"g": NotCoordinatorError("moved")}, once=True)
+    pauses: list[float] = []
+    found = read_committed(_reader(opener), "g", [T0, T1], RetryPolicy(2, 100),
+                           what="reading g", sleep=pauses.append)
+    assert found == {T0: 7}
+    assert pauses == [0.1] and len(opener.opened) == 2 and opener.opened[0].closed
+
+
+def test_a_failure_that_outlasts_the_retries_is_one_offset_store_error():
+    opener = Opener({"g": NotCoordinatorError("moved")})
+    with pytest.raises(OffsetStoreError, match="reading g failed after 3 attempts"):
+        read_committed(_reader(opener), "g", [T0], RetryPolicy(2, 100), what="reading g",
+                       sleep=lambda _s: None)

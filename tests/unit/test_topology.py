@@ -270,3 +270,22 @@ def test_a_closed_client_is_not_opened_again():
     client.close()
     with pytest.raises(TopicMetadataError, match="is closed"):
         client.get()
+
+
+def test_a_question_waits_for_its_turn_no_longer_than_for_an_answer():
+    """A silent broker holding one question makes the next fail after one request timeout,
+    instead of queueing it behind an answer that may never come."""
+    client = LogOffsets("k:9092", None, request_timeout_ms=100)
+    consumer = FlakyConsumer()
+    client._client = FakeClient(consumer)
+    consumer.answering.clear()
+    held = threading.Thread(target=client.latest, args=([TopicPartition("orders", 0)],))
+    held.start()
+    wait_until(lambda: client._turn.locked(), timeout=10, message="the first question asked")
+    try:
+        with pytest.raises(LogOffsetsError, match="still waiting for an earlier answer"):
+            client.earliest([TopicPartition("orders", 1)])
+    finally:
+        consumer.answering.set()
+        held.join(10)
+    assert client.latest([TopicPartition("orders", 0)]) == {TopicPartition("orders", 0): 10}

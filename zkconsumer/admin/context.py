@@ -25,7 +25,9 @@ from zkconsumer.offsets import (
     GroupOffsets,
     GroupOffsetsReader,
     KafkaOffsetStore,
+    RetryPolicy,
     ZookeeperOffsetStore,
+    read_committed,
 )
 from zkconsumer.topology import TopicSource, TopicView, open_topic_source
 from zkconsumer.zk.group_state import committed_partitions, group_topics
@@ -41,6 +43,9 @@ ADMIN_ZOOKEEPER_KEYS = ("zookeeper.auth.digest", "zookeeper.sasl.mechanism",
 # Groups are independent and each Kafka round trip mostly waits on the network, so operations
 # over many groups work on several at once; eight keeps the broker and ZooKeeper comfortable.
 GROUP_WORKERS = 8
+# Reads of Kafka-stored offsets ride out a coordinator moving or loading as a member's store
+# does, with the reference's defaults (offsets.commit.max.retries, offsets.channel.backoff.ms).
+KAFKA_READ_RETRIES = RetryPolicy(retries=5, backoff_ms=1000)
 
 Step = Callable[[int], None]
 
@@ -72,7 +77,8 @@ class Silent:
 
 class AdminContext:
     """Opened by `admin_context(...)`; closes every client it opened on exit. Safe to use
-    from `for_each_group` workers (kazoo is thread-safe; each group has its own Kafka client)."""
+    from `for_each_group` workers: kazoo is thread-safe, the Kafka readers (offsets, log
+    offsets) take one question at a time, and each group writes through a store of its own."""
 
     def __init__(self, zk: KazooClient, bootstrap_override: str | None, config: ConsumerConfig,
                  stack: ExitStack, reporter: Reporter) -> None:
@@ -155,22 +161,29 @@ class AdminContext:
 
     def kafka_offsets(self, group: str, partitions: Iterable[TopicPartition]
                       ) -> dict[TopicPartition, int]:
-        """The group's Kafka offsets of these partitions. No client is opened to ask about
-        none: kafka-python 3 logs errors when one is closed before it finished bootstrapping."""
+        """The group's Kafka offsets of these partitions, through the one reader every group
+        of the command shares (a client per group would be hundreds for `--all`). No client is
+        opened to ask about none: kafka-python 3 logs errors when one is closed before it
+        finished bootstrapping."""
         wanted = list(partitions)
-        return self.kafka_store(group).fetch(wanted) if wanted else {}
+        if not wanted:
+            return {}
+        return read_committed(self._offsets_reader(), group, wanted, KAFKA_READ_RETRIES,
+                              what=f"reading the Kafka offsets of group {group} from "
+                                   f"{self.kafka_access.bootstrap_servers}")
 
     def kafka_offsets_of_groups(self, wanted: Mapping[str, Iterable[TopicPartition]]
                                 ) -> GroupOffsets:
-        """Kafka's offsets of many groups through one client (`kafka_offsets` opens one per
-        group, as a member's store does; fine for one group, heavy for a cluster's worth)."""
+        """Kafka's offsets of many groups, as many at once as the brokers answer for."""
+        return self._offsets_reader().read(wanted)
+
+    def _offsets_reader(self) -> GroupOffsetsReader:
         access = self.kafka_access
         with self._lock:
             if self._group_offsets is None:
                 self._group_offsets = GroupOffsetsReader(access, self._client_options)
                 self._stack.callback(self._group_offsets.close)
-            reader = self._group_offsets
-        return reader.read(wanted)
+            return self._group_offsets
 
     def group_partitions(self, group: str, topics: Iterable[str] = ()
                          ) -> tuple[set[str], list[TopicPartition]]:

@@ -41,8 +41,8 @@ zkconsumer's own keys:
 - `metrics.port` / `metrics.host`: where a member serves its Prometheus metrics (`/metrics`)
   and `/healthz`; port 0 (the default) serves nothing, host defaults to 127.0.0.1.
 
-Secrets (`zookeeper.auth.digest`, `zookeeper.sasl.password`, `kafka.*password*`) never appear in errors or in the
-config's repr.
+Secrets (`zookeeper.auth.digest`, `zookeeper.sasl.password`, `kafka.*password*`) never appear in
+errors or in the config's repr.
 
 Any other key is kept in `ConsumerConfig.unknown_keys` rather than rejected, as the reference
 does; like the reference, `load_config` warns about each (naming the closest known key), since a

@@ -147,8 +147,13 @@ class LogOffsets:
     @contextmanager
     def _consumer(self) -> Iterator[KafkaConsumer]:
         """The client, for one question at a time; a `close` that came meanwhile left the
-        client to be closed once the question is answered."""
-        with self._turn:
+        client to be closed once the question is answered. A question waits for its turn no
+        longer than for an answer: one slow broker costs a caller one request timeout more
+        at most, never a queue of them."""
+        if not self._turn.acquire(timeout=self._timeout_ms / 1000):
+            raise LogOffsetsError(f"the Kafka client for {self.where} is still waiting for "
+                                  f"an earlier answer after {self._timeout_ms / 1000:g}s")
+        try:
             with self._state:
                 if self._closed:
                     raise LogOffsetsError(f"the Kafka client for {self.where} is closed")
@@ -161,6 +166,8 @@ class LogOffsets:
                     closing = self._closed
                 if closing:
                     self._client.close()
+        finally:
+            self._turn.release()
 
     def _ask(self, what: str, method: str, partitions: Iterable[TopicPartition]
              ) -> dict[TopicPartition, int]:

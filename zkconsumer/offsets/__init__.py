@@ -11,6 +11,7 @@ from zkconsumer.offsets.kafka_reader import (
     GroupOffsetsReader,
     KafkaReadError,
     is_transient_kafka_error,
+    read_committed,
 )
 from zkconsumer.offsets.kafka_store import KafkaOffsetStore
 from zkconsumer.offsets.retry import RetryPolicy, call_with_retries
@@ -32,4 +33,5 @@ __all__ = [
     "call_with_retries",
     "is_transient_kafka_error",
     "open_offset_store",
+    "read_committed",
 ]

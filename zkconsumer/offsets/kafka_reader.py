@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,8 @@ from zkconsumer.fetch.kafka_client import client_settings
 from zkconsumer.kafka.errors import FetchError
 from zkconsumer.kafka.io.connect import parse_servers
 from zkconsumer.model import TopicPartition
+from zkconsumer.offsets.retry import RetryPolicy, call_with_retries
+from zkconsumer.offsets.store import OffsetStoreError
 
 GroupPartitions = Mapping[str, Iterable[TopicPartition]]
 # What the admin client is asked for: per group, (topic, partition) pairs. Brokers before
@@ -80,6 +83,8 @@ class GroupOffsetsReader:
                           if key in KafkaAdminClient.DEFAULT_CONFIG}
         self._connect = connect or _open_admin
         self._admin: Any = None
+        self._contacted = False  # the first contact's findings are in `_settings`
+        self._closed = False
         self._lock = threading.Lock()
 
     def read_group(self, group: str, partitions: Iterable[TopicPartition]
@@ -125,11 +130,20 @@ class GroupOffsetsReader:
                                         for group, error in errors.items()})
 
     def close(self) -> None:
+        """For good: a read after it (a scan outliving its service's stop) opens nothing."""
         with self._lock:
+            self._closed = True
             self._drop()
 
     def _opened(self) -> Any:
+        if self._closed:
+            raise KafkaReadError(f"the offsets reader for Kafka at {self._where} is closed")
         if self._admin is None:
+            if not self._contacted:
+                # Once: a broker slow to answer ApiVersions while in the trouble that made
+                # the client be dropped must not get it taken for a 0.9 broker on reopening.
+                self._settings = _first_contact(self._settings)
+                self._contacted = True
             self._admin = self._connect(self._settings)
         return self._admin
 
@@ -139,19 +153,37 @@ class GroupOffsetsReader:
             admin.close()
 
 
-def _open_admin(settings: Mapping[str, Any]) -> KafkaAdminClient:
-    """An admin client, once a first contact found nothing it would hide (a refused login) and
-    a bootstrap broker accepts connections: kafka-python 3 starts a client's I/O thread before
-    bootstrapping and leaves it running when bootstrapping fails, so every read of a cluster
-    that cannot be reached would otherwise leave a thread behind. Out of reach is a lost
-    connection to kafka-python, transient, however it was found."""
+def read_committed(reader: GroupOffsetsReader, group: str, partitions: Iterable[TopicPartition],
+                   policy: RetryPolicy, *, what: str,
+                   sleep: Callable[[float], None] = time.sleep) -> dict[TopicPartition, int]:
+    """One group's committed offsets with transient failures retried by `policy`: how a
+    member's store and the admin commands ask. OffsetStoreError, one line, when that fails;
+    at once for a refused login, which no retry changes."""
     try:
-        options = checked_options(settings)
+        return call_with_retries(lambda: reader.read_group(group, partitions), what=what,
+                                 policy=policy, is_transient=is_transient_kafka_error,
+                                 handled=(kafka_errors.KafkaError,), sleep=sleep)
+    except FetchError as exc:
+        raise OffsetStoreError(f"{what} failed: {exc}") from None
+
+
+def _first_contact(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """`checked_options`: nothing it would hide (a refused login), the version of a 0.9
+    broker found. Out of reach is a lost connection to kafka-python, transient, however it
+    was found."""
+    try:
+        return checked_options(settings)
     except KafkaUnreachable as exc:
         raise kafka_errors.KafkaConnectionError(str(exc)) from None
-    if not (options.get("proxy_url") or options.get("socks5_proxy")):
-        _check_reachable(options["bootstrap_servers"], options["request_timeout_ms"] / 1000)
-    return KafkaAdminClient(**options)
+
+
+def _open_admin(settings: Mapping[str, Any]) -> KafkaAdminClient:
+    """An admin client, once a bootstrap broker accepts connections: kafka-python 3 starts a
+    client's I/O thread before bootstrapping and leaves it running when bootstrapping fails,
+    so every read of a cluster that cannot be reached would otherwise leave a thread behind."""
+    if not (settings.get("proxy_url") or settings.get("socks5_proxy")):
+        _check_reachable(settings["bootstrap_servers"], settings["request_timeout_ms"] / 1000)
+    return KafkaAdminClient(**settings)
 
 
 def _each_alone(admin: Any, specs: _Specs

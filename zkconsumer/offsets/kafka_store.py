@@ -23,7 +23,11 @@ from zkconsumer.fetch.first_contact import checked_options
 from zkconsumer.fetch.kafka_client import client_settings
 from zkconsumer.kafka.errors import FetchError
 from zkconsumer.model import TopicPartition
-from zkconsumer.offsets.kafka_reader import GroupOffsetsReader, is_transient_kafka_error
+from zkconsumer.offsets.kafka_reader import (
+    GroupOffsetsReader,
+    is_transient_kafka_error,
+    read_committed,
+)
 from zkconsumer.offsets.retry import RetryPolicy, call_with_retries, describe_error
 from zkconsumer.offsets.store import OffsetStoreError, OwnerCheck
 
@@ -78,11 +82,9 @@ class KafkaOffsetStore:
         wanted = list(dict.fromkeys(partitions))
         if not wanted:
             return {}
-        what = f"fetching offsets of group {self._group} from {self._where}"
-        try:
-            return self._call(lambda: self._reader.read_group(self._group, wanted), what)
-        except FetchError as exc:  # a refused login: no retry changes it
-            raise OffsetStoreError(f"{what} failed: {exc}") from None
+        return read_committed(self._reader, self._group, wanted, self._policy,
+                              what=f"fetching offsets of group {self._group} from {self._where}",
+                              sleep=self._sleep)
 
     def commit(self, offsets: Mapping[TopicPartition, int], *,
                refresh: Mapping[TopicPartition, int] | None = None, retry: bool = True,

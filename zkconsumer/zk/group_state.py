@@ -52,11 +52,20 @@ def read_group_state(zk: KazooClient, group: str) -> GroupState:
 
 
 def group_topics(zk: KazooClient, group: str) -> set[str]:
-    """What a command asks the brokers about when the group's topics are not named: its
-    state's topics, with no topic list for wildcard members to match (they name none). A znode
-    that does not parse is left out with a warning rather than raised, since it is no reason to
-    withhold the group's other topics."""
-    return GroupWalk(KazooReader(zk), _skipped).state(GroupPaths(group)).topics(())
+    """What a command asks the brokers about when the group's topics are not named: every
+    topic with a directory under offsets/ or owners/, whatever it holds, and those its members
+    subscribe to by name. A stopped group that keeps its offsets in Kafka has nothing else in
+    ZooKeeper: its owner znodes went with the members' sessions, their topic directories stay.
+    A registration that does not parse is left out with a warning rather than raised, since it
+    is no reason to withhold the group's other topics."""
+    paths = GroupPaths(group)
+    reader = KazooReader(zk)
+    listed = reader.children([paths.offsets, paths.owners])
+    topics = {topic for names in listed.values() for topic in names}
+    for registration in GroupWalk(reader, _skipped).members(paths, {}).values():
+        if not registration.is_wildcard:
+            topics.update(registration.subscription)
+    return topics
 
 
 def _skipped(error: ZnodeDataError) -> None:
