@@ -327,19 +327,13 @@ def exercise(case: Case) -> list[Outcome]:
 
 def _consume(messages) -> None:
     """What the member, its streams, Arrow batches and the Spark reader do with a fetch."""
-    from zkconsumer.arrow_records import record_batch
-    from zkconsumer.records.columns import RecordColumns
     from zkconsumer.spark.reading import arrow_schema, for_spark
 
-    tuples = list(messages)
-    _through_cursor(tuples)
-    if isinstance(messages, RecordColumns):
-        batch = messages.record_batch()
-        messages.payload_bytes()
-        if len(messages):
-            messages.count_before(messages.offset_at(-1))
-    else:
-        batch = record_batch(tuples)
+    _through_cursor(list(messages))
+    batch = messages.record_batch()
+    messages.payload_bytes()
+    if len(messages):
+        messages.count_before(messages.offset_at(-1))
     batch.validate(full=True)
     for decode_utf8 in (False, True):
         for_spark(batch, arrow_schema(decode_utf8), decode_utf8).validate(full=True)

@@ -1,5 +1,6 @@
-"""Messages written as a broker stores them and read back by the compiled decoder, for tests
-that need the columns a real fetch gives (`zkconsumer.records.columns.RecordColumns`)."""
+"""Messages as a fetch gives them (`zkconsumer.records.columns.RecordColumns`): over their tuples,
+as aiokafka's reader and kafka-python give them, or written as a broker stores them and read back
+by the compiled decoder."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Sequence
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from zkconsumer.model import Message
-from zkconsumer.records.columns import RecordColumns, decode_columns
+from zkconsumer.records.columns import RecordColumns, decode_columns, records_of
 
 NO_TIMESTAMP = -1
 
@@ -22,6 +23,11 @@ def v2_batch(message: Message) -> bytes:
     data = bytearray(builder.build())
     struct.pack_into(">q", data, 0, message.offset)
     return bytes(data)
+
+
+def fetched(messages: list[Message]) -> RecordColumns:
+    """The messages (of one partition, in offset order, at least one) over their tuples."""
+    return records_of(messages, messages[0].topic, messages[0].partition)
 
 
 def columns_of(messages: Sequence[Message]) -> RecordColumns:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from support.record_columns import fetched
 
 from zkconsumer.member import async_streams
 from zkconsumer.member.streams import Chunk, Claim, ConsumerTimeout, DeliveryGate, KafkaStream
@@ -24,7 +25,7 @@ def claimed_stream(*chunks: list[Message], timeout_ms: int = -1) -> tuple[KafkaS
     stream = KafkaStream("s", max_chunks=10, timeout_ms=timeout_ms, claims={TP: claim},
                          gate=DeliveryGate())
     for chunk in chunks:
-        assert stream.offer(Chunk(TP, chunk, claim), lambda: True)
+        assert stream.offer(Chunk(TP, fetched(chunk), claim), lambda: True)
     return stream, claim
 
 
@@ -58,7 +59,7 @@ def test_a_cancelled_wait_keeps_the_message_it_brings_for_the_next_ask():
         waiting.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiting
-        assert stream.offer(Chunk(TP, messages(1, 3), claim), lambda: True)
+        assert stream.offer(Chunk(TP, fetched(messages(1, 3)), claim), lambda: True)
         # The cancelled wait took offset 1 in its thread; nobody saw it, so it is not consumed.
         again = await anext(aiter(stream))
         return again.offset, dict(stream.positions)
@@ -92,7 +93,7 @@ def test_a_wait_does_not_block_the_event_loop():
             await asyncio.sleep(0.01)
             ticks += 1
         assert not consumer.done()
-        stream.offer(Chunk(TP, messages(7, 1), claim), lambda: True)
+        stream.offer(Chunk(TP, fetched(messages(7, 1)), claim), lambda: True)
         return (await consumer).offset
 
     # A wait on the loop's thread would hold the loop, and this, for ever: fail instead.
@@ -107,7 +108,7 @@ def test_iterating_again_after_a_consumer_timeout_resumes():
         offsets = [(await anext(iterator)).offset]
         with pytest.raises(ConsumerTimeout):
             await anext(iterator)
-        stream.offer(Chunk(TP, messages(1, 2), claim), lambda: True)
+        stream.offer(Chunk(TP, fetched(messages(1, 2)), claim), lambda: True)
         offsets += [(await anext(iterator)).offset, (await anext(iterator)).offset]
         return offsets
 
@@ -146,7 +147,7 @@ def test_a_commit_does_not_count_what_a_pending_wait_took():
         waiting.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiting
-        stream.offer(Chunk(TP, messages(1, 3), claim), lambda: True)
+        stream.offer(Chunk(TP, fetched(messages(1, 3)), claim), lambda: True)
         stream.mark_consumed_unless_waiting()  # what AsyncConsumerConnector.commit_offsets does
         counted = stream.positions[TP]
         return counted, (await anext(iterator)).offset

@@ -14,8 +14,6 @@ from kafka.codec import gzip_encode
 from kafka.record._crc32c import crc as kafka_crc32c
 from test_records import COUNT_AT, GZIP, NONE, TIMESTAMP, batch, legacy, record_lists, resigned
 
-from zkconsumer.arrow_records import record_batch
-from zkconsumer.member.fetch_loop import payload_bytes
 from zkconsumer.model import Message
 from zkconsumer.records import columns
 from zkconsumer.records.message_sets import CorruptMessageError
@@ -40,13 +38,17 @@ def log_of(entries: list, first_offset: int) -> bytes:
 
 @settings(max_examples=60, deadline=None)
 @given(entries, st.integers(0, 1 << 40), st.integers(0, 30), st.integers(0, 30))
-def test_arrow_columns_hold_what_the_tuples_hold(entries, first_offset, fetch_skip, cut):
+def test_columns_answer_as_their_tuples_do(entries, first_offset, fetch_skip, cut):
     fetch_offset = first_offset + fetch_skip
     records = columns.decode_columns(log_of(entries, first_offset), "t", 3, fetch_offset).records
     rest = records[min(cut, len(records)):]
-    assert rest.record_batch().equals(record_batch(list(rest)))
-    assert rest.payload_bytes() == payload_bytes(list(rest))
-    assert [rest.offset_at(i) for i in range(len(rest))] == [m.offset for m in rest]
+    tuples = columns.records_of(list(rest), "t", 3)
+    assert rest.record_batch().equals(tuples.record_batch())
+    assert rest.payload_bytes() == tuples.payload_bytes()
+    assert [rest.offset_at(i) for i in range(len(rest))] == [m.offset for m in rest] \
+        == [tuples.offset_at(i) for i in range(len(tuples))]
+    for offset in (fetch_offset, first_offset + cut, first_offset + fetch_skip + cut):
+        assert rest.count_before(offset) == tuples.count_before(offset)
 
 
 def test_a_view_shares_the_columns_and_counts_from_its_own_start():
@@ -60,7 +62,8 @@ def test_a_view_shares_the_columns_and_counts_from_its_own_start():
     assert middle.record_batch().column("offset").to_pylist() == [13, 14]
     with pytest.raises(IndexError):
         middle.offset_at(2)
-    assert columns.count_before(records, 14) == 2 and columns.count_before(list(records), 14) == 2
+    assert records.count_before(14) == 2
+    assert columns.records_of(list(records), "t", 0).count_before(14) == 2
 
 
 # Around 64 and 16 bytes: where the carry-less CRC-32 starts and where its tail goes to the table.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 from support.memory_store import MemoryStore
+from support.record_columns import fetched
 
 from zkconsumer.member.committer import OffsetCommitter
 from zkconsumer.member.streams import Chunk, Claim, DeliveryGate, KafkaStream
@@ -121,8 +122,8 @@ def test_a_slow_commit_blocks_no_bookkeeping_and_release_commits_make_one_attemp
 
 
 def _chunk(member: Member, tp: TopicPartition, first: int, count: int) -> Chunk:
-    return Chunk(tp, [Message(tp.topic, tp.partition, o, None, b"", None)
-                      for o in range(first, first + count)], member.claims[tp])
+    return Chunk(tp, fetched([Message(tp.topic, tp.partition, o, None, b"", None)
+                              for o in range(first, first + count)]), member.claims[tp])
 
 
 def test_partitions_claimed_in_an_earlier_session_are_committed_to_no_store():

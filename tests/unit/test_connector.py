@@ -15,6 +15,7 @@ import pytest
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss
 from kazoo.protocol.states import KazooState
 from support.memory_store import MemoryStore
+from support.record_columns import fetched
 from support.waiting import wait_until
 
 from zkconsumer.errors import ZkConsumerError
@@ -135,16 +136,16 @@ class FakeFetcher:
     def poll(self, timeout_ms):
         if self.fail_with is not None:
             raise self.fail_with
-        fetched = {}
+        answer = {}
         for tp, offset in self.positions.items():
             if offset < 100:
-                fetched[tp] = [Message(tp.topic, tp.partition, o, None, b"v", None)
-                               for o in range(offset, min(offset + 10, 100))]
-                self.positions[tp] = fetched[tp][-1].offset + 1
-        if not fetched:
+                answer[tp] = fetched([Message(tp.topic, tp.partition, o, None, b"v", None)
+                                      for o in range(offset, min(offset + 10, 100))])
+                self.positions[tp] = answer[tp].offset_at(-1) + 1
+        if not answer:
             self._woken.wait(timeout_ms / 1000.0)
             self._woken.clear()
-        return fetched
+        return answer
 
     def position(self, tp):
         return self.positions.get(tp)

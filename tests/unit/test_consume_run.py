@@ -8,6 +8,7 @@ import threading
 
 import pytest
 from support.memory_store import MemoryStore
+from support.record_columns import fetched
 
 from zkconsumer.member.committer import OffsetCommitter
 from zkconsumer.member.streams import Chunk, Claim, DeliveryGate, KafkaStream
@@ -85,7 +86,7 @@ def test_an_auto_commit_while_the_handler_runs_does_not_commit_the_message_it_re
     tp = TopicPartition("t", 0)
     claims = {tp: Claim(tp, "c-0")}
     stream = KafkaStream("s", 10, 5000, claims, DeliveryGate())
-    stream.offer(Chunk(tp, [Message("t", 0, o, None, b"v", None) for o in range(5)],
+    stream.offer(Chunk(tp, fetched([Message("t", 0, o, None, b"v", None) for o in range(5)]),
                        claims[tp]), lambda: True)
     store = MemoryStore()
     committer = OffsetCommitter(store, OffsetTracker(), lambda: [stream], lambda: claims)

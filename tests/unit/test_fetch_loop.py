@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from support.record_columns import fetched
 from support.waiting import wait_until
 
 from zkconsumer.kafka.errors import FetchError
@@ -105,7 +106,8 @@ class FetchingOnce(RecordingFetcher):
     def poll(self, timeout_ms):
         if self.positions.get(TP, 0) is None:
             self.positions[TP] = 110
-            return {TP: [Message("t", 0, offset, None, b"", None) for offset in range(100, 110)]}
+            return {TP: fetched([Message("t", 0, offset, None, b"", None)
+                                 for offset in range(100, 110)])}
         return super().poll(timeout_ms)
 
 

@@ -11,13 +11,13 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from support.memory_store import MemoryStore
+from support.record_columns import fetched
 from support.scrape import get
 from test_connector import TOPIC, member, world  # noqa: F401 - `world` is a fixture
 from test_rebalancer import DictMembership, rebalancer
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.localcluster.processes import free_port
-from zkconsumer.member.fetch_loop import payload_bytes
 from zkconsumer.member.rebalancer import (
     RebalanceFailedError,
 )
@@ -28,6 +28,7 @@ from zkconsumer.metrics.member_metrics import HighestSeen, partition_lags
 from zkconsumer.model import Message, TopicPartition
 from zkconsumer.offsets import DualOffsetStore, OffsetStoreError
 from zkconsumer.offsets.metered_store import MeteredOffsetStore
+from zkconsumer.records.columns import records_of
 
 A = TopicPartition("t", 0)
 B = TopicPartition("t", 1)
@@ -44,7 +45,7 @@ def stream_with(*chunks: tuple[TopicPartition, list[Message]]) -> KafkaStream:
     stream = KafkaStream("s", max_chunks=1000, timeout_ms=0, claims=claims, gate=DeliveryGate())
     for tp, chunk in chunks:
         claims.setdefault(tp, Claim(tp, "c-0"))
-        assert stream.offer(Chunk(tp, chunk, claims[tp]), lambda: True)
+        assert stream.offer(Chunk(tp, fetched(chunk), claims[tp]), lambda: True)
     return stream
 
 
@@ -114,8 +115,8 @@ def test_highest_seen_keeps_each_total_from_going_down():
 def test_payload_bytes_counts_keys_and_values_and_none_as_nothing():
     batch = [Message("t", 0, 0, b"key", b"12345", None), Message("t", 0, 1, None, None, None),
              Message("t", 0, 2, None, b"", None), Message("t", 0, 3, b"k", b"123", None)]
-    assert payload_bytes(batch) == 3 + 5 + 1 + 3
-    assert payload_bytes([]) == 0
+    assert fetched(batch).payload_bytes() == 3 + 5 + 1 + 3
+    assert records_of([], "t", 0).payload_bytes() == 0
 
 
 # -- lag, ownership, queues --------------------------------------------------------------------

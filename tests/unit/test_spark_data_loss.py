@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from support.log_capture import captured_logs
+from support.record_columns import fetched
 
 from zkconsumer.fetch import KafkaAccess
 from zkconsumer.model import Message, TopicPartition
@@ -31,8 +32,8 @@ class ScriptedFetcher:
         offsets, self.at = self.steps.pop(0)
         if not offsets:
             return {}
-        return {self.tp: [Message(self.tp.topic, self.tp.partition, o, None, b"v%d" % o, None)
-                          for o in offsets]}
+        return {self.tp: fetched([Message(self.tp.topic, self.tp.partition, o, None,
+                                          b"v%d" % o, None) for o in offsets])}
 
     def position(self, tp: TopicPartition) -> int | None:
         return self.at

@@ -9,7 +9,7 @@ user passes through). `fetch.backend` forces either one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, Protocol
 
 from zkconsumer.config import ConsumerConfig
@@ -18,7 +18,8 @@ from zkconsumer.fetch.kafka_python_fetcher import KafkaPythonFetcher
 from zkconsumer.fetch.settings import kafka_consumer_settings
 from zkconsumer.fetch.wire_fetcher import WireFetcher, wire_unsupported_reason
 from zkconsumer.logs import get_logger
-from zkconsumer.model import Message, TopicPartition
+from zkconsumer.model import TopicPartition
+from zkconsumer.records.columns import RecordColumns
 
 log = get_logger(__name__)
 
@@ -36,7 +37,7 @@ class Fetcher(Protocol):
         """Fetch exactly these partitions, from the offsets given (None: by
         `auto.offset.reset`); those already assigned keep their position unless in `restart`."""
 
-    def poll(self, timeout_ms: int) -> Mapping[TopicPartition, Sequence[Message]]:
+    def poll(self, timeout_ms: int) -> Mapping[TopicPartition, RecordColumns]:
         """What arrived within the timeout, per partition, in offset order."""
 
     def position(self, tp: TopicPartition) -> int | None:

@@ -26,6 +26,7 @@ from zkconsumer.kafka.errors import FetchError
 from zkconsumer.kafka.protocol.retry_policy import error_name, is_retriable
 from zkconsumer.logs import get_logger
 from zkconsumer.model import Message, TopicPartition
+from zkconsumer.records.columns import RecordColumns, records_of
 from zkconsumer.throttled_log import RetryWarnings
 
 log = get_logger(__name__)
@@ -78,7 +79,7 @@ class KafkaPythonFetcher:
             else:
                 self._consumer.seek_to_end(*reset)
 
-    def poll(self, timeout_ms: int) -> dict[TopicPartition, list[Message]]:
+    def poll(self, timeout_ms: int) -> dict[TopicPartition, RecordColumns]:
         if not self._assigned:
             return {}
         deadline = time.monotonic() + timeout_ms / 1000.0
@@ -93,7 +94,8 @@ class KafkaPythonFetcher:
                 return {}
             if batches or remaining_ms == 0 or self._woken.is_set():
                 self._woken.clear()
-                return {TopicPartition(tp.topic, tp.partition): [_to_message(r) for r in records]
+                return {TopicPartition(tp.topic, tp.partition):
+                        records_of([_to_message(r) for r in records], tp.topic, tp.partition)
                         for tp, records in batches.items() if records}
 
     def _back_off(self, error: BrokerResponseError) -> None:

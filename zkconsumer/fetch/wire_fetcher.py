@@ -26,7 +26,7 @@ from __future__ import annotations
 import selectors
 import socket
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from zkconsumer.kafka.errors import ChannelError, FetchError
@@ -42,7 +42,8 @@ from zkconsumer.kafka.protocol.sasl import (
     credentials_from,
 )
 from zkconsumer.logs import get_logger
-from zkconsumer.model import Message, TopicPartition
+from zkconsumer.model import TopicPartition
+from zkconsumer.records.columns import RecordColumns
 
 log = get_logger(__name__)
 
@@ -124,7 +125,7 @@ class WireFetcher:
         listed in `restart`."""
         self._session.assign(positions, restart, self._clock())
 
-    def poll(self, timeout_ms: int) -> dict[TopicPartition, Sequence[Message]]:
+    def poll(self, timeout_ms: int) -> dict[TopicPartition, RecordColumns]:
         session = self._session
         if not session.assigned:
             return {}
@@ -220,11 +221,11 @@ class WireFetcher:
                 self._selector.register(connection.channel, selectors.EVENT_READ, node)
                 self._selected.add(node)
 
-    def _collect(self, deadline: float) -> dict[TopicPartition, Sequence[Message]]:
+    def _collect(self, deadline: float) -> dict[TopicPartition, RecordColumns]:
         """Wait for the first answers, up to the deadline, and ask each broker that answered
         for more at once, so that it prepares the next response while this one is consumed."""
         session = self._session
-        results: dict[TopicPartition, Sequence[Message]] = {}
+        results: dict[TopicPartition, RecordColumns] = {}
         for node in self._ready_nodes(session.wait_until(deadline, self._clock())):
             connection = self._fetch_connections[node]
             request = session.in_flight.get(node)

@@ -25,12 +25,12 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.member.async_streams import AsyncBatches, AsyncMessages, BlockingCalls
 from zkconsumer.model import Message, TopicPartition
-from zkconsumer.records.columns import RecordColumns, offset_at
+from zkconsumer.records.columns import RecordColumns, records_of
 
 if TYPE_CHECKING:  # pyarrow is optional: only arrow_batches() needs it
     import pyarrow as pa
@@ -57,11 +57,12 @@ class Claim:
 
 class Chunk(NamedTuple):
     partition: TopicPartition
-    messages: Sequence[Message]  # a list, or the compiled decoder's RecordColumns
+    messages: RecordColumns
     claim: Claim
 
 
 _NO_CHUNK: tuple[None, None, Sequence[Message]] = (None, None, [])
+_NO_RECORDS = records_of([], "", -1)
 
 
 class StreamsClosed(Exception):
@@ -182,6 +183,10 @@ class KafkaStream(_Cursor):
         # (partition, claim, messages), or (None, None, []) between chunks
         self._chunk: tuple[Any, Any, Sequence[Message]] = _NO_CHUNK
         self._index = 0
+        # The chunk's records, whether its messages are them or their tuples (which the
+        # per-message path wants as a list). Set before the chunk and reset after it, so a
+        # thread that sees the same chunk before and after reading this reads its records.
+        self._records = _NO_RECORDS
         # Messages handed out of the chunks left behind, per topic (see `handed_out`).
         self._handed_out: dict[str, int] = {}
         self._async_calls = BlockingCalls(name)  # where `async for` waits
@@ -227,19 +232,17 @@ class KafkaStream(_Cursor):
         its rest). A batch counts as consumed when the next one is asked for. After a
         `ConsumerTimeout`, call `batches()` again to go on. Iterate it with `for` or, in an
         asyncio application, `async for`."""
-        return Batches(self, columnar=False, kind="batch",
-                       convert=lambda batch: batch if type(batch) is list else list(batch))
+        return Batches(self, columnar=False, kind="batch", convert=RecordColumns.messages)
 
     def arrow_batches(self) -> Batches[pa.RecordBatch]:
         """`batches()` as Arrow record batches (columns key, value, topic, partition, offset,
         timestamp, headers; see `zkconsumer.arrow_records`), counted as consumed exactly as
         batches are. Records the compiled decoder read become Arrow columns without a Python
         object each. Needs pyarrow (the `arrow` extra)."""
-        from zkconsumer.arrow_records import record_batch
+        import zkconsumer.arrow_records  # noqa: F401 - without pyarrow, fail here, not at a batch
 
         return Batches(self, columnar=True, kind="Arrow batch",
-                       convert=lambda batch: batch.record_batch()
-                       if isinstance(batch, RecordColumns) else record_batch(batch))
+                       convert=RecordColumns.record_batch)
 
     def mark_consumed(self) -> None:
         """Count the message (or batch) handed out last as consumed, so the next commit covers
@@ -247,16 +250,18 @@ class KafkaStream(_Cursor):
         released since: its new owner's offset must win."""
         chunk = self._chunk
         index = self._index
-        if index and chunk is self._chunk:
-            partition, claim, messages = chunk
+        records = self._records
+        if index and chunk is not _NO_CHUNK and chunk is self._chunk:
+            partition, claim, _messages = chunk
             if self._claims.get(partition) is claim:
-                self.positions[partition] = offset_at(messages, index - 1) + 1
+                self.positions[partition] = records.offset_at(index - 1) + 1
 
-    def _next_batch(self, columnar: bool) -> Sequence[Message]:
+    def _next_batch(self, columnar: bool) -> RecordColumns:
         partition, messages, index = self._deliverable_chunk(columnar)
-        batch = messages if index == 0 else messages[index:]
+        records = self._records
+        batch = records if index == 0 else records[index:]
         self._index = len(messages)
-        self.positions[partition] = offset_at(batch, 0)
+        self.positions[partition] = batch.offset_at(0)
         return batch
 
     def _deliverable_chunk(self, columnar: bool = False
@@ -288,6 +293,7 @@ class KafkaStream(_Cursor):
         handed = self._index
         self._index = 0
         self._chunk = _NO_CHUNK
+        self._records = _NO_RECORDS
         if handed:
             self._handed_out[partition.topic] = self._handed_out.get(partition.topic, 0) + handed
 
@@ -297,11 +303,11 @@ class KafkaStream(_Cursor):
         speed); if that fails (out of memory), the columns themselves are read on, a tuple at a
         time."""
         if self._claims.get(chunk.partition) is chunk.claim:
+            self._records = chunk.messages
             self._chunk = (chunk.partition, chunk.claim, chunk.messages)
             self._index = 0
-            if not columnar and type(chunk.messages) is not list:
-                self._chunk = (chunk.partition, chunk.claim,
-                               cast(RecordColumns, chunk.messages).messages())
+            if not columnar:
+                self._chunk = (chunk.partition, chunk.claim, chunk.messages.messages())
 
     def _wait_for_delivery(self, deadline: float | None) -> None:
         """The current chunk cannot be handed out now. While only the gate is closed (ZooKeeper
@@ -398,7 +404,7 @@ class Batches(Generic[BatchT]):
     """A stream's chunks, for `for` and `async for` alike; each batch is made by `convert`."""
 
     def __init__(self, stream: KafkaStream, columnar: bool, kind: str,
-                 convert: Callable[[Sequence[Message]], BatchT]) -> None:
+                 convert: Callable[[RecordColumns], BatchT]) -> None:
         self._stream = stream
         self._columnar = columnar
         self._kind = kind

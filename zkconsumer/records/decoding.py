@@ -1,8 +1,8 @@
 """Every Kafka record format decoded into `Message` tuples: the consumer's hot path.
 
 Where the compiled decoder was built (`zkconsumer.records.columns`, nearly always), it does the
-work and the records come back as its `RecordColumns`; what follows describes the reader used
-where it was not, which is kept as the reference the compiled one is tested against.
+work; what follows describes the reader used where it was not, which is kept as the reference
+the compiled one is tested against. The records come back as a `RecordColumns` either way.
 
 A fetch response holds a slice of one partition's log as the broker stores it, entry after
 entry: messages in format v0 (brokers 0.8-0.9) or v1 (0.10, with timestamps), or record batches
@@ -96,12 +96,9 @@ _ABORT = 0
 
 
 class DecodedSet(NamedTuple):
-    messages: Sequence[Message]  # a list, or the compiled decoder's RecordColumns
+    messages: columns.RecordColumns
     next_offset: int | None  # where the next fetch starts; None: no complete entry here
     truncated: bool  # the data ended inside an entry (the broker cuts at the size asked for)
-
-
-_NOTHING = DecodedSet((), None, False)
 
 
 def decode_records(data: bytes | memoryview, topic: str, partition: int, fetch_offset: int,
@@ -122,12 +119,11 @@ def decode_records(data: bytes | memoryview, topic: str, partition: int, fetch_o
     a cut entry is, and one that alone goes past it is corrupt. Malformed data of any kind is a
     `CorruptMessageError` naming the entry.
     """
-    if not data:
-        return _NOTHING  # an idle partition's answer: most answers, for a member that keeps up
+    if not data:  # an idle partition's answer: most answers, for a member that keeps up
+        return DecodedSet(columns.records_of([], topic, partition), None, False)
     transactions = None if aborted is None else _AbortedTransactions(aborted)
-    messages: Sequence[Message]
     if columns.compiled():
-        messages, next_offset, truncated = columns.decode_columns(
+        records, next_offset, truncated = columns.decode_columns(
             data, topic, partition, fetch_offset, check_crcs, transactions, _LenientBatch,
             fetch_bytes)
     else:
@@ -135,11 +131,12 @@ def decode_records(data: bytes | memoryview, topic: str, partition: int, fetch_o
                          expansion_bound(fetch_bytes, len(data)))
         next_offset, truncated = reader.read(bytes(data))  # aiokafka's reader takes bytes only
         messages = reader.messages
-        if reader.messages and reader.messages[0].offset < fetch_offset:
-            messages = [m for m in reader.messages if m.offset >= fetch_offset]
+        if messages and messages[0].offset < fetch_offset:
+            messages = [m for m in messages if m.offset >= fetch_offset]
+        records = columns.records_of(messages, topic, partition)
     if next_offset is not None and next_offset < fetch_offset:
         next_offset = fetch_offset
-    return DecodedSet(messages, next_offset, truncated)
+    return DecodedSet(records, next_offset, truncated)
 
 
 class _Reader:

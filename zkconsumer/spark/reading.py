@@ -1,29 +1,28 @@
 """Reading one offset range on an executor, as Arrow record batches.
 
 Arrow batches cross from the Python worker to Spark without per-row conversion, which is most of
-the cost of a Python data source; a batch per few thousand records keeps memory flat.
+the cost of a Python data source; a batch per fetched chunk keeps memory flat.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from zkconsumer.arrow_records import as_text, record_batch
+from zkconsumer.arrow_records import as_text
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.fetch import LogOffsets, fetcher_for
 from zkconsumer.fetch.fetcher import Fetcher
 from zkconsumer.logs import get_logger
-from zkconsumer.model import Message, TopicPartition
-from zkconsumer.records.columns import RecordColumns, count_before, offset_at
+from zkconsumer.model import TopicPartition
+from zkconsumer.records.columns import RecordColumns
 from zkconsumer.spark.planning import ReadPlan
 from zkconsumer.spark.ranges import OffsetRange
 
-BATCH_ROWS = 8192
 BULK_FETCH_BYTES = 8 << 20
 POLL_MS = 500
 # How long a range may make no progress before the task fails instead of hanging. Timed, not
@@ -80,17 +79,8 @@ def read_range(plan: ReadPlan, offsets: OffsetRange, decode_utf8: bool, fail_on_
         return log_offsets.earliest([tp])[tp]
 
     try:
-        pending: list = []
         for records in fetch_range(fetcher, offsets, fail_on_data_loss, log_start):
-            if isinstance(records, RecordColumns):   # one Arrow batch per fetched chunk
-                yield for_spark(records.record_batch(), schema, decode_utf8)
-                continue
-            pending.extend(records)
-            if len(pending) >= BATCH_ROWS:
-                yield for_spark(record_batch(pending), schema, decode_utf8)
-                pending = []
-        if pending:
-            yield for_spark(record_batch(pending), schema, decode_utf8)
+            yield for_spark(records.record_batch(), schema, decode_utf8)
     finally:
         fetcher.close()
         if log_offsets is not None:
@@ -98,7 +88,7 @@ def read_range(plan: ReadPlan, offsets: OffsetRange, decode_utf8: bool, fail_on_
 
 
 def fetch_range(fetcher: Fetcher, offsets: OffsetRange, fail_on_data_loss: bool,
-                log_start: Callable[[], int]) -> Iterator[Sequence[Message]]:
+                log_start: Callable[[], int]) -> Iterator[RecordColumns]:
     """The range's records in offset order, as the fetcher (either backend) returns them.
 
     When the fetcher moves past offsets it did not return, they were either compacted away (no
@@ -109,9 +99,9 @@ def fetch_range(fetcher: Fetcher, offsets: OffsetRange, fail_on_data_loss: bool,
     fetcher.assign({tp: offsets.start})
     position, progressed_at = offsets.start, time.monotonic()
     while position < offsets.end:
-        records = fetcher.poll(timeout_ms=POLL_MS).get(tp, [])
+        records = fetcher.poll(timeout_ms=POLL_MS).get(tp)
         # Where the fetcher went on from: None while a reset is pending.
-        landed = offset_at(records, 0) if records else fetcher.position(tp)
+        landed = records.offset_at(0) if records else fetcher.position(tp)
         if landed is not None and landed < position:
             raise RangeReadError(f"the position in {tp} went back from offset {position} to "
                                  f"{landed}: the log was truncated or the topic recreated")
@@ -127,9 +117,9 @@ def fetch_range(fetcher: Fetcher, offsets: OffsetRange, fail_on_data_loss: bool,
         if not records:
             position = landed
             continue
-        position = offset_at(records, -1) + 1
+        position = records.offset_at(-1) + 1
         if position > offsets.end:
-            records = records[:count_before(records, offsets.end)]
+            records = records[:records.count_before(offsets.end)]
         yield records
 
 

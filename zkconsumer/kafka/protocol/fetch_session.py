@@ -40,7 +40,8 @@ from zkconsumer.kafka.protocol.retry_policy import (
 )
 from zkconsumer.kafka.protocol.sasl import SaslVersions
 from zkconsumer.logs import get_logger
-from zkconsumer.model import Message, TopicPartition
+from zkconsumer.model import TopicPartition
+from zkconsumer.records.columns import RecordColumns
 from zkconsumer.records.decoding import decode_records
 from zkconsumer.records.message_sets import CorruptMessageError
 from zkconsumer.throttled_log import RetryWarnings
@@ -76,7 +77,7 @@ class Received(NamedTuple):
     connections must close (lost, or moved to another address), and whether the broker's
     answer was usable."""
 
-    records: dict[TopicPartition, Sequence[Message]]
+    records: dict[TopicPartition, RecordColumns]
     lost: list[int]
     answered: bool
 
@@ -372,14 +373,14 @@ class FetchSession:
         if response.error:
             for tp in request.asked:
                 _note_error(errors, response.error, tp)
-        records: dict[TopicPartition, Sequence[Message]] = {}
+        records: dict[TopicPartition, RecordColumns] = {}
         for fetched in response.partitions:
             self._absorb(fetched, request.asked, records, errors, now)
         self._set_aside(errors, now)
         return Received(records, [], True)
 
     def _absorb(self, fetched: protocol.FetchedPartition, offsets: Mapping[TopicPartition, int],
-                records: dict[TopicPartition, Sequence[Message]],
+                records: dict[TopicPartition, RecordColumns],
                 errors: dict[int, list[TopicPartition]], now: float) -> None:
         """Take one partition's answer: its messages into `records`, a retriable error code
         into `errors`, to be set aside once the whole response is read."""
