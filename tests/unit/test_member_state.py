@@ -300,3 +300,32 @@ def test_a_claim_that_passed_its_checks_before_an_expiry_is_refused_after_it():
     assert claims[A].session == S2
     assert member.handle(Event.REBALANCE_DONE) is State.STABLE
     assert member.owned() == {A: "c-1"}
+
+
+class _NeverWaits(threading.Condition):
+    """The member's lock, failing the test if a report waits on it."""
+
+    def wait(self, timeout=None):
+        raise AssertionError("a report waited while holding the member's lock")
+
+
+@pytest.mark.parametrize("start", [started, stable])
+def test_no_report_waits_under_the_lock_nor_leaves_it_held(start):
+    """Invariant 6: kazoo's thread reports here, and the worker and the streams read here, so
+    nothing but the worker's own waits (`next_work`, `wait_for`) may wait, and every call
+    returns with the lock free, whatever the state and the event."""
+    member = start()
+    member._lock = _NeverWaits()
+    member.session_event(Event.CONNECTION_SUSPENDED, S1)
+    member.session_event(Event.CONNECTED, S1)
+    member.session_event(Event.SESSION_EXPIRED, None)
+    member.session_event(Event.CONNECTED, S2)
+    member.reregistered(S2)
+    member.apply_claims(S2, {A: "c-0"})
+    member.withdraw([A])
+    for event in Event:
+        member.handle(event, S2)
+        assert member._lock.acquire(blocking=False), f"{event} left the lock held"
+        member._lock.release()
+    member.fail(RuntimeError("a bug"))
+    assert member._lock.acquire(blocking=False), "fail left the lock held"

@@ -87,7 +87,7 @@ class MemberState:
     """Everything about a member that more than one thread reads or writes, under one lock.
 
     Invariants, kept by `_transition` (the only place the state changes) and the claim
-    methods; the first five are tested in tests/unit/test_member_state.py:
+    methods; each is tested in tests/unit/test_member_state.py:
 
     1. Claims only ever belong to the member's current session: each claim records the session
        it was made in, which is `session`; `apply_claims` refuses claims made in any other
