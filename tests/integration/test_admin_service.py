@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import pytest
 from support.kafka import committed_in_kafka, produce
 from support.legacy_groups import register_member
-from support.offsets import zookeeper_offsets
+from support.offsets import commit_in_kafka, zookeeper_offsets
 
 from zkconsumer.admin.context import admin_context
 from zkconsumer.admin.groups import LiveGroupError, delete_group, describe_group
@@ -17,7 +17,7 @@ from zkconsumer.admin.offset_writes import planned_migration, planned_resets, wr
 from zkconsumer.admin.plans import ResetSpec
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.model import TopicPartition
-from zkconsumer.offsets import KafkaOffsetStore, ZookeeperOffsetStore
+from zkconsumer.offsets import ZookeeperOffsetStore
 from zkconsumer.znodes.paths import GroupPaths
 
 pytestmark = pytest.mark.integration
@@ -111,12 +111,9 @@ def test_a_stopped_group_that_kept_its_offsets_in_kafka_migrates_back_to_zookeep
     znodes went with the members' sessions): they name the topics whose offsets to move."""
     topic = topic_factory(partitions=2)
     group = unique_name("svc-kafka-only")
-    store = KafkaOffsetStore(group, cluster.bootstrap_servers,
-                             api_version=cluster.kafka_api_version)
-    try:
-        store.commit({TopicPartition(topic, 0): 4, TopicPartition(topic, 1): 6})
-    finally:
-        store.close()
+    commit_in_kafka(cluster.bootstrap_servers, group,
+                    {TopicPartition(topic, 0): 4, TopicPartition(topic, 1): 6},
+                    cluster.kafka_api_version)
     zk.ensure_path(GroupPaths(group).owners_topic(topic))
     with service() as (ctx, _):
         write = planned_migration(ctx, [group], "zookeeper", (), force=False, allow_rewind=False)

@@ -21,6 +21,7 @@ from kazoo.client import KazooState
 from support.exporter import get, lag_of
 from support.kafka import produce
 from support.legacy_groups import kafka_version_args, register_member, write_offsets
+from support.offsets import commit_in_kafka
 from support.sessions import expire_session
 from support.waiting import wait_until
 
@@ -32,7 +33,6 @@ from zkconsumer.exporter.zk_groups import GroupsCache, GroupsCacheError
 from zkconsumer.fetch import KafkaAccess
 from zkconsumer.lag.status import Status, WindowRules
 from zkconsumer.model import TopicPartition
-from zkconsumer.offsets import KafkaOffsetStore
 from zkconsumer.topology import open_topic_source
 from zkconsumer.zk.group_state import read_group_state
 from zkconsumer.zk.session import connect
@@ -52,12 +52,9 @@ def test_the_exporter_command_serves_lag_offsets_members_owners_and_burrow(
     write_offsets(zk, idle, f"{prefix}-deleted", {0: 1})  # an offset outlives its topic
     # Offsets in Kafka only; its one member hangs, owning partition 0 but not 1 and 2.
     register_member(zk, in_kafka, topic, owned=[0])
-    store = KafkaOffsetStore(in_kafka, cluster.bootstrap_servers,
-                             api_version=cluster.kafka_api_version)
-    try:
-        store.commit({TopicPartition(topic, 0): 7, TopicPartition(topic, 1): 2})
-    finally:
-        store.close()
+    commit_in_kafka(cluster.bootstrap_servers, in_kafka,
+                    {TopicPartition(topic, 0): 7, TopicPartition(topic, 1): 2},
+                    cluster.kafka_api_version)
     member = members(live, topics={topic: 1}, **{"auto.commit.interval.ms": "200"})
 
     exporter = exporter_process("--zookeeper", cluster.zookeeper_connect, "--interval", "0.5s",
@@ -194,11 +191,7 @@ def test_the_exporter_reads_a_zookeeper_less_broker_with_bootstrap_server(
     in_zookeeper, in_kafka = f"{prefix}-zk", f"{prefix}-kafka"
     write_offsets(zk, in_zookeeper, topic, {0: 2, 1: 6})
     register_member(zk, in_kafka, topic, owned=[0, 1])
-    store = KafkaOffsetStore(in_kafka, modern_broker.bootstrap_servers)
-    try:
-        store.commit({TopicPartition(topic, 0): 5})
-    finally:
-        store.close()
+    commit_in_kafka(modern_broker.bootstrap_servers, in_kafka, {TopicPartition(topic, 0): 5})
     exporter = exporter_process("--zookeeper", cluster.zookeeper_connect, "--bootstrap-server",
                                 modern_broker.bootstrap_servers, "--interval", "0.5s",
                                 "--group-regex", f"{prefix}-.*")

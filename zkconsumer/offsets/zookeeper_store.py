@@ -108,15 +108,12 @@ class ZookeeperOffsetStore:
     def _learn_existing(self, topics: set[str]) -> None:
         """One pipelined read per topic instead of one per partition; creates missing topic
         directories, since a transaction can only create znodes whose parent exists."""
-        requests = [(directory, self._zk.get_children_async(directory))
-                    for directory in map(self._paths.offsets_topic, sorted(topics))]
-        for directory, request in requests:
-            try:
-                children = request.get()
-            except NoNodeError:
+        directories = [self._paths.offsets_topic(topic) for topic in sorted(topics)]
+        listed = KazooReader(self._zk).children(directories)
+        for directory in directories:
+            if directory not in listed:
                 self._zk.ensure_path(directory)
-                children = []
-            self._existing.update(f"{directory}/{child}" for child in children)
+            self._existing.update(f"{directory}/{child}" for child in listed.get(directory, ()))
 
     def _transaction(self, batch: list[tuple[TopicPartition, str, bytes]],
                      owners: Mapping[TopicPartition, OwnerCheck]):
