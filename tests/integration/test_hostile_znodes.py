@@ -1,8 +1,9 @@
 """Hostile znode data met by the commands that read a group: a member joining it, `group
-describe` and `group list`. Each registration below is one no member writes (JSON nested
-100,000 deep, a topic name that is a path, a stream count of 2^31-1 that every member would
-turn into thread ids, bytes that are not UTF-8); each must end in one clear line naming the
-znode, never a traceback, a hang or a member exhausting its memory."""
+describe` (text and JSON) and `group list`. Each registration below is one no member writes
+(JSON nested 100,000 deep, a topic name that is a path, a stream count of 2^31-1 that every
+member would turn into thread ids, bytes that are not UTF-8, a JSON escape of a lone UTF-16
+surrogate that no encoder can write back); each must end in one clear line naming the znode,
+never a traceback, a hang or a member exhausting its memory."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ REGISTRATIONS = {
     "topic-name-a-path": b'{"version":1,"pattern":"static","subscription":{"../../x":1}}',
     "streams-2^31-1": b'{"version":1,"pattern":"static","subscription":{"t":2147483647}}',
     "not-utf8": b'{"version":1,"pattern":"static","subscription":{"\xff\xfe":1}}',
+    "lone-surrogate": b'{"version":1,"pattern":"white_list","subscription":{"t.*\\udc80":1}}',
 }
 
 
@@ -63,10 +65,11 @@ def test_a_hostile_registration_is_one_line_naming_it(cluster, sandbox, registra
     assert code == 1, lines
     assert lines[-1].startswith("error: ") and path in lines[-1], lines
 
-    code, lines = run("group", "describe", "--zookeeper", chroot.connect_string,
-                      "--group", GROUP)
-    assert code == 1, lines
-    assert len(lines) == 1 and lines[0].startswith("error: ") and path in lines[0], lines
+    for output in ([], ["--json"]):
+        code, lines = run("group", "describe", "--zookeeper", chroot.connect_string,
+                          "--group", GROUP, *output)
+        assert code == 1, lines
+        assert len(lines) == 1 and lines[0].startswith("error: ") and path in lines[0], lines
 
     code, lines = run("group", "list", "--zookeeper", chroot.connect_string)
     assert code == 0, lines

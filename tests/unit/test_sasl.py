@@ -4,6 +4,10 @@ against the test front's independent server, and what a refusal says (never the 
 
 from __future__ import annotations
 
+import re
+import struct
+import time
+
 import pytest
 from kafka.protocol.sasl import (
     SaslAuthenticateRequest,
@@ -66,7 +70,7 @@ def test_a_server_signature_that_does_not_match_fails_the_login():
     (b"r=someone-elses-nonce,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096", "nonce does not extend"),
     (b"r=" + RFC_NONCE.encode() + b",s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096", "nonce does not extend"),
     (b"r=" + RFC_NONCE.encode() + b"x,i=4096", "no salt"),
-    (b"r=" + RFC_NONCE.encode() + b"x,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=1", "fewer than the minimum"),
+    (b"r=" + RFC_NONCE.encode() + b"x,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=1", "asks for 1 SCRAM"),
 ])
 def test_a_first_server_message_that_cannot_be_trusted_gets_no_proof(server_first, complaint):
     client = rfc_client()
@@ -173,3 +177,47 @@ def test_credentials_are_required_and_never_shown():
         credentials_from({**settings, "sasl_plain_password": None})
     with pytest.raises(ConfigError, match="kafka.sasl.mechanism.*SASL_SSL needs one"):
         credentials_from({**settings, "sasl_mechanism": None})
+
+
+@pytest.mark.parametrize(("iterations", "complaint"), [
+    ("214748364", "asks for 214748364 SCRAM iterations; Kafka stores credentials with 4096 to "
+                  "16384"),
+    ("16385", "asks for 16385 SCRAM iterations"),
+    ("4095", "asks for 4095 SCRAM iterations"),
+    ("\u2460\u2460\u2460\u2460", "iteration count '\u2460\u2460\u2460\u2460' is not a number"),
+    ("9" * 40, "is not a number of iterations"),
+    (" 4096", "is not a number of iterations"),
+    ("", "is not a number of iterations"),
+])
+def test_an_iteration_count_kafka_could_not_have_stored_is_one_login_error_at_once(iterations,
+                                                                                  complaint):
+    """Before, 214,748,364 iterations held the login in PBKDF2 for minutes, a circled digit
+    raised ValueError and forty nines OverflowError."""
+    exchange = SaslExchange("b1:9093", Credentials("SCRAM-SHA-256", "alice", "secret"),
+                            SaslVersions(1, 1), nonce="n0nce")
+    exchange.handshake_answered(b"\0\0\0\1" + b"\0\0\0\0\0\0")
+    started = time.monotonic()
+    with pytest.raises(SaslLoginError, match="broker b1:9093 failed .*user alice.*" +
+                       re.escape(complaint)):
+        exchange.token_answered(f"r=n0nceXY,s=c2FsdA==,i={iterations}".encode())
+    assert time.monotonic() - started < 1
+
+
+@pytest.mark.parametrize("salt", ["!!!", "c2FsdA=", "c2Fsd\u00e9==", "c2 FsdA=="])
+def test_a_salt_that_is_not_base64_is_one_login_error(salt):
+    """Before, binascii.Error escaped."""
+    client = ScramClient(Credentials("SCRAM-SHA-512", "alice", "secret"), nonce="n0nce")
+    with pytest.raises(SaslLoginError, match="SCRAM salt .* is not base64"):
+        client.next_token(f"r=n0nceXY,s={salt},i=4096".encode())
+
+
+def test_what_a_broker_writes_into_an_error_stays_on_one_short_line():
+    exchange = SaslExchange("b1:9093", Credentials("SCRAM-SHA-256", "alice", "secret"),
+                            SaslVersions(1, 1), nonce="n0nce")
+    message = "denied\nerror: forged line " + "x" * 500
+    answer = (b"\0\0\0\1" + struct.pack(">h", 58) + struct.pack(">h", len(message))
+              + message.encode() + struct.pack(">i", 0))
+    with pytest.raises(SaslLoginError) as raised:
+        exchange.authenticate_answered(answer)
+    assert "\n" not in str(raised.value) and len(str(raised.value)) < 250
+    assert "'denied\\nerror: forged line xxx" in str(raised.value)

@@ -48,6 +48,27 @@ def test_bad_options_name_the_option(extra, option):
         parse(**extra)
 
 
+@pytest.mark.parametrize(("starting", "complaint"), [
+    ("{" + '"t":{' * 100_000, "nested too deeply"),
+    ('{"t":' + "[" * 100_000, "nested too deeply"),
+    ('{"t": {"\u0663": 5}}', "is not a partition number"),  # an Arabic-Indic digit three
+    ('{"t": {"3_0": 5}}', "is not a partition number"),
+    ('{"t": {" 3": 5}}', "is not a partition number"),
+    ('{"t": {"2147483648": 5}}', "is not a partition number"),
+    ('{"t": {"0": 9223372036854775808}}', "offset must be an integer from -2"),
+    ('{"../t": {"0": 5}}', "topic name"),
+], ids=["nested-objects", "nested-arrays", "other-script-digit", "underscore", "space",
+        "past-int32", "past-long", "topic-a-path"])
+def test_starting_offsets_json_that_no_writer_makes_is_one_config_error_of_one_short_line(
+        starting, complaint):
+    """Before, JSON nested deeply raised RecursionError, and `int` read partition keys that
+    are no number (a digit of another script, an underscore, a space) as partitions."""
+    with pytest.raises(ConfigError, match="startingOffsets") as raised:
+        parse(startingOffsets=starting)
+    assert complaint in str(raised.value)
+    assert "\n" not in str(raised.value) and len(str(raised.value)) < 300
+
+
 def test_missing_group_is_named():
     with pytest.raises(ConfigError, match="group.id"):
         SourceOptions.parse({"zookeeper.connect": "zk:2181", "topics": "t"})

@@ -82,3 +82,43 @@ def test_hostile_documents_are_a_znode_data_error(decoder, data):
 def test_topic_partitions_that_no_broker_writes_are_refused(partitions):
     with pytest.raises(ZnodeDataError):
         TopicPartitions.decode(PATH, b'{"version":1,"partitions":' + partitions + b"}")
+
+
+# Each a document its decoder accepts whole once the one escape is made a real character: the
+# surrogate is the only fault in it.
+SURROGATE_DOCUMENTS = {
+    "registration-whitelist": ("registration", b'{"version":1,"pattern":"white_list",'
+                               b'"subscription":{"orders\\\\..*\\udc80":1},'
+                               b'"timestamp":"1700000000000"}'),
+    "registration-timestamp": ("registration", b'{"version":1,"pattern":"static",'
+                               b'"subscription":{"t":1},"timestamp":"17\\ud800"}'),
+    "broker-host": ("broker", b'{"version":1,"host":"b1\\ud800","port":9092,"jmx_port":-1}'),
+    "broker-endpoint": ("broker", b'{"version":2,"host":"b1","port":9092,"jmx_port":-1,'
+                        b'"endpoints":["PLAINTEXT://b\\udfff:9092"]}'),
+    "broker-rack": ("broker", b'{"version":3,"host":"b1","port":9092,"jmx_port":-1,'
+                    b'"endpoints":["PLAINTEXT://b1:9092"],"rack":"\\uDBFF"}'),
+    "topic-key": ("topic", b'{"version":1,"partitions":{"0":[0]},"\\ud800":1}'),
+    "topic-id": ("topic", b'{"version":3,"partitions":{"0":[0]},"topic_id":"\\ud800"}'),
+}
+
+
+@pytest.mark.parametrize("decoder,data", SURROGATE_DOCUMENTS.values(),
+                         ids=SURROGATE_DOCUMENTS.keys())
+def test_a_string_escaping_a_lone_surrogate_is_malformed_znode_data(decoder, data):
+    """Before, such a document was accepted, and the project's own encoders then failed with
+    UnicodeEncodeError wherever the value was written: the CLI's text and `--json`, the
+    exporter's labels and Burrow's JSON. Refused once, at the decoder, no renderer meets it."""
+    with pytest.raises(ZnodeDataError, match="lone UTF-16 surrogate") as raised:
+        DECODERS[decoder](PATH, data)
+    assert raised.value.path == PATH
+    whole = data.replace(b"\\ud800", b"x").replace(b"\\udc80", b"x").replace(
+        b"\\udfff", b"x").replace(b"\\uDBFF", b"x")
+    decoded = DECODERS[decoder](PATH, whole)
+    assert decoded is not None
+
+
+def test_a_surrogate_pair_escaped_as_two_escapes_is_the_character_it_encodes():
+    broker = BrokerRegistration.decode(
+        PATH, b'{"version":1,"host":"b\\ud83d\\ude00","port":9092,"jmx_port":-1}')
+    assert broker.host == "b\U0001F600"
+    assert broker.host.encode("utf-8")

@@ -29,6 +29,7 @@ _TEXT_LINE = re.compile(r"/consumers/(?P<group>[^/]+)/offsets/(?P<topic>[^/:]+)/
 # small enough to read whole: a file larger than this is not an offsets file.
 MAX_FILE_BYTES = 64 << 20
 _PARTITION_MAX = 2**31 - 1
+_PARTITION_KEY = re.compile(r"[0-9]{1,10}")
 
 
 class OffsetFileError(ZkConsumerError):
@@ -95,23 +96,32 @@ def offsets_to_json(offsets: Mapping[TopicPartition, int]) -> str:
 
 
 def offsets_from_json(text: str, option: str, source: str) -> dict[TopicPartition, int]:
-    """The JSON `offsets_to_json` writes; errors name `option` and where it came from."""
+    """The JSON `offsets_to_json` writes; errors name `option` and where it came from, and show
+    no more of the text than fits a line. Partitions are decimal digits (`int` would also take
+    other scripts' digits, signs, spaces and underscores), topics legal topic names, offsets
+    within a long."""
     try:
         document = json.loads(text)
         if not isinstance(document, dict):
             raise ValueError("expected an object of topics")
         offsets = {}
         for topic, partitions in document.items():
+            check_name("topic", topic)
             if not isinstance(partitions, dict):
                 raise ValueError(f"topic {topic!r} must map partition numbers to offsets")
             for partition, offset in partitions.items():
-                if type(offset) is not int or offset < EARLIEST:
-                    raise ValueError(f"{topic}/{partition}: offset must be an integer >= -2")
+                if not _PARTITION_KEY.fullmatch(partition) or int(partition) > _PARTITION_MAX:
+                    raise ValueError(f"{topic}: {partition[:20]!r} is not a partition number")
+                if type(offset) is not int or not EARLIEST <= offset <= LONG_MAX:
+                    raise ValueError(f"{topic}/{partition}: offset must be an integer from -2 "
+                                     f"to {LONG_MAX}")
                 offsets[TopicPartition(topic, int(partition))] = offset
         return offsets
-    except ValueError as exc:
-        raise ConfigError(option, text, f"not offsets JSON like {{\"topic\":{{\"0\":42}}}}: {exc}",
-                          source) from None
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        raise ConfigError(option, shown, f"not offsets JSON like "
+                          f"{{\"topic\":{{\"0\":42}}}}: {reason}", source) from None
 
 
 def _parse_json(text: str, source: str) -> GroupOffsets:

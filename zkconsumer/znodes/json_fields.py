@@ -8,6 +8,7 @@ offending field; callers never see a bare KeyError, TypeError or JSONDecodeError
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
@@ -18,6 +19,10 @@ INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 
 _JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", float: "number"}
+# A JSON escape of a UTF-16 surrogate: the only way a lone one gets into a parsed string, since
+# the text itself was decoded from UTF-8, which cannot hold one.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def describe(value: object) -> str:
@@ -60,6 +65,9 @@ class JsonObject:
             raise ZnodeDataError(path, "JSON nested too deeply") from None
         if not isinstance(value, dict):
             raise ZnodeDataError(path, f"expected a JSON object, got {_kind(value)}")
+        if _SURROGATE_ESCAPE.search(text) and _holds_lone_surrogate(value):
+            raise ZnodeDataError(path, "a string holds an escaped lone UTF-16 surrogate "
+                                       "(\\ud800-\\udfff), which is no character")
         return cls(path, value)
 
     def fail(self, reason: str) -> ZnodeDataError:
@@ -143,6 +151,26 @@ class JsonObject:
         if not isinstance(value, str):
             raise self.fail(f"field {self.field_name(key)} must be a string, got {describe(value)}")
         return value
+
+
+def _holds_lone_surrogate(value: object) -> bool:
+    """Whether any key or string in a parsed document is a surrogate without its pair (a pair
+    escaped as two escapes is read as the one character it encodes). Such a string is refused
+    here, once, rather than carried to every renderer: no UTF-8 encoder, the CLI's, `--json`'s,
+    the exporter's labels or Burrow's JSON, can write it. Walked without recursion: the parser
+    has already bounded the nesting."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if _LONE_SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
 
 
 def _kind(value: object) -> str:

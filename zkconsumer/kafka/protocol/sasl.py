@@ -17,6 +17,7 @@ drives one exchange over a connection.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import hmac
 import secrets
@@ -32,9 +33,12 @@ UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED = 33,
 SASL_SECURITY_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 _SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 WIRE_MECHANISMS = ("PLAIN", *_SCRAM_HASHES)
-# Kafka refuses SCRAM credentials stored with fewer iterations; a broker asking for fewer is
-# not one to trust with a proof.
-_MIN_SCRAM_ITERATIONS = 4096
+# Kafka stores SCRAM credentials with 4,096 to 16,384 iterations and refuses any other count.
+# A broker asking for fewer is not one to trust with a proof; one asking for more would hold
+# the login computing PBKDF2 for as long as it likes (2^31 iterations take minutes).
+MIN_SCRAM_ITERATIONS, MAX_SCRAM_ITERATIONS = 4096, 16384
+# What a broker's SCRAM message, error message or field can put into one error line.
+_SHOWN_CHARACTERS = 80
 _ERROR_NAMES = {UNSUPPORTED_SASL_MECHANISM: "UNSUPPORTED_SASL_MECHANISM",
                 ILLEGAL_SASL_STATE: "ILLEGAL_SASL_STATE",
                 SASL_AUTHENTICATION_FAILED: "SASL_AUTHENTICATION_FAILED"}
@@ -181,13 +185,13 @@ class ScramClient:
         nonce, salt, iterations = fields.get("r", ""), fields.get("s"), fields.get("i", "")
         if not nonce.startswith(self._nonce) or len(nonce) == len(self._nonce):
             raise SaslLoginError("the broker's SCRAM nonce does not extend ours")
-        if salt is None or not iterations.isdigit():
+        if not nonce.isascii() or not nonce.isprintable():
+            raise SaslLoginError(f"the broker's SCRAM nonce {_shown(nonce)} is not printable "
+                                 "ASCII, as RFC 5802 asks")
+        if salt is None or "i" not in fields:
             raise SaslLoginError("the broker's first SCRAM message has no salt or iterations")
-        if int(iterations) < _MIN_SCRAM_ITERATIONS:
-            raise SaslLoginError(f"the broker asks for {iterations} SCRAM iterations, fewer "
-                                 f"than the minimum of {_MIN_SCRAM_ITERATIONS}")
         salted = hashlib.pbkdf2_hmac(self._hash, self._credentials.password.encode(),
-                                     base64.b64decode(salt), int(iterations))
+                                     _scram_salt(salt), _scram_iterations(iterations))
         client_key = self._hmac(salted, b"Client Key")
         stored_key = hashlib.new(self._hash, client_key).digest()
         without_proof = f"c=biws,r={nonce}"
@@ -200,7 +204,7 @@ class ScramClient:
     def _verify(self, server_final: str) -> None:
         fields = _scram_fields(server_final)
         if "e" in fields:
-            raise SaslLoginError(f"the broker ended SCRAM with error {fields['e']}")
+            raise SaslLoginError(f"the broker ended SCRAM with error {_shown(fields['e'])}")
         verifier = fields.get("v", "")
         if not hmac.compare_digest(verifier.encode(),
                                    base64.b64encode(self._server_signature or b"")):
@@ -241,7 +245,7 @@ class SaslExchange:
         error, enabled = self._parsed(decode_handshake, payload, "SaslHandshake")
         if error == UNSUPPORTED_SASL_MECHANISM:
             raise self.failure(f"the broker does not enable this mechanism (it enables "
-                               f"{', '.join(enabled) or 'none'})")
+                               f"{_shown(', '.join(enabled)) if enabled else 'none'})")
         if error:
             raise self.failure(f"SaslHandshake answered {error_text(error)}")
         return self._mechanism.first_token()
@@ -250,7 +254,8 @@ class SaslExchange:
         """A SaslAuthenticate answer: its error, or its token for the mechanism."""
         error, message, token = self._parsed(decode_authenticate, payload, "SaslAuthenticate")
         if error:
-            raise self.failure(f"{message or 'authentication failed'} ({error_text(error)})")
+            raise self.failure(f"{_shown(message) if message else 'authentication failed'} "
+                               f"({error_text(error)})")
         return self.token_answered(token)
 
     def token_answered(self, token: bytes) -> bytes | None:
@@ -286,6 +291,38 @@ class SaslExchange:
 
 
 # -- small codecs ----------------------------------------------------------------------------
+
+def _shown(text: str) -> str:
+    """Text a broker wrote, fit for one line of an error: as it is when it is short printable
+    ASCII, otherwise quoted with its control characters escaped (no newline can start a line
+    that looks like ours) and cut to a few words."""
+    if len(text) <= _SHOWN_CHARACTERS and text.isascii() and text.isprintable():
+        return text
+    quoted = repr(text)
+    return quoted if len(quoted) <= _SHOWN_CHARACTERS else quoted[:_SHOWN_CHARACTERS - 3] + "..."
+
+
+def _scram_iterations(text: str) -> int:
+    """The broker's iteration count, if Kafka could have stored it: ASCII digits only (`int`
+    would take other scripts' digits and spaces) and within Kafka's bounds, so that no answer
+    can hold a login in PBKDF2 for longer than a real broker's credentials do."""
+    if not (text.isascii() and text.isdigit()) or len(text) > 9:
+        raise SaslLoginError(f"the broker's SCRAM iteration count {_shown(text)} is not a "
+                             "number of iterations")
+    iterations = int(text)
+    if not MIN_SCRAM_ITERATIONS <= iterations <= MAX_SCRAM_ITERATIONS:
+        raise SaslLoginError(f"the broker asks for {iterations} SCRAM iterations; Kafka stores "
+                             f"credentials with {MIN_SCRAM_ITERATIONS} to "
+                             f"{MAX_SCRAM_ITERATIONS}")
+    return iterations
+
+
+def _scram_salt(text: str) -> bytes:
+    try:
+        return base64.b64decode(text.encode("ascii"), validate=True)
+    except (UnicodeEncodeError, binascii.Error):
+        raise SaslLoginError(f"the broker's SCRAM salt {_shown(text)} is not base64") from None
+
 
 def _sasl_name(name: str) -> str:
     return name.replace("=", "=3D").replace(",", "=2C")
