@@ -1,15 +1,28 @@
-"""Fuzz the record decoders (issue 24): mutated fetch data of every format through every entry
-point that reads fetched bytes (see tests/fuzz/record_fuzzing.py for seeds, mutations and the
-target). Findings are saved, one input per file, with what happened to it:
+"""Fuzz the parsers of untrusted bytes, one target after another (tests/fuzz/harness.py runs
+them; the targets' seeds, mutations and entry points are in tests/fuzz/*_fuzzing.py):
+
+    records       fetched record data of every format, through both decoders, the cursor,
+                  Arrow batches and Spark's conversion (CorruptMessageError allowed)
+    sasl          a broker's answers to a SASL login: SaslHandshake, SaslAuthenticate, bare
+                  tokens, SCRAM's server-first and server-final messages (SaslLoginError)
+    responses     the protocol codec's ApiVersions, Metadata, ListOffsets and Fetch answers, in
+                  every version (ProtocolError)
+    znodes        registrations, owners, offsets, broker and topic znodes, decoded and then
+                  written out as the renderers write them (ZnodeDataError)
+    offset-files  `offsets import` files and Spark's offsets JSON (OffsetFileError, ConfigError)
+
+Every error let out must be one short line. Findings are saved, one input per file, with what
+happened to it:
 
     crash-SIG*.bin  the worker process died of a signal on this input (a read out of bounds...)
-    hang-*.bin      a worker spent over --hang-after seconds on it
-    error-*.bin     an exception other than CorruptMessageError escaped (the .txt has it)
+    hang-*.bin      a worker spent over the target's limit on it (records 30 s, the others 1 s)
+    error-*.bin     another exception escaped, or a MemoryError past the bound (the .txt has it)
 
-Replay one with `python tests/fuzz/record_fuzzing.py replay FILE`; copy the ones worth keeping
-into tests/fuzz/regressions/, where the suite replays each in a process of its own.
+Replay one with `python tests/fuzz/harness.py replay TARGET FILE`; copy record inputs worth
+keeping into tests/fuzz/regressions/, where the suite replays each in a process of its own.
 
     .venv/bin/python scripts/fuzz.py --seconds 600 --seed 1 --findings .cache/fuzz-findings
+    .venv/bin/python scripts/fuzz.py --target sasl --target znodes --seconds 600
 
 Under AddressSanitizer and UndefinedBehaviorSanitizer (`--sanitized DIR`): both C extensions
 (records/_columns.c, member/_cursor.c) are compiled with `-fsanitize=address,undefined
@@ -38,7 +51,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "fuzz"))
 
-import record_fuzzing  # noqa: E402  # found through the path set just above
+import harness  # noqa: E402  # found through the path set just above
 
 EXTENSIONS = {"_columns": ROOT / "zkconsumer" / "records" / "_columns.c",
               "_cursor": ROOT / "zkconsumer" / "member" / "_cursor.c"}
@@ -66,13 +79,15 @@ def sanitizer_environment() -> dict[str, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--target", action="append", choices=sorted(harness.TARGET_MODULES),
+                        help="what to fuzz (repeatable; default: records)")
+    parser.add_argument("--seconds", type=float, default=60.0, help="per target")
     parser.add_argument("--seed", type=int, default=int(time.time()))
     parser.add_argument("--findings", type=Path,
                         default=Path(tempfile.gettempdir()) / "zkconsumer-fuzz-findings",
                         help="where inputs that crash, hang or raise are saved")
-    parser.add_argument("--hang-after", type=float, default=30.0,
-                        help="seconds on one input that count as a hang")
+    parser.add_argument("--hang-after", type=float,
+                        help="seconds on one input that count as a hang (default: the target's)")
     parser.add_argument("--sanitized", type=Path, metavar="DIR",
                         help="build the extensions with ASan and UBSan into DIR and use those")
     parser.add_argument("--sanitize-note", action="store_true",
@@ -82,22 +97,26 @@ def main() -> int:
     if options.sanitized:
         build_sanitized(options.sanitized)
         env = sanitizer_environment()
-    started = time.monotonic()
-    report = record_fuzzing.run(options.seconds, options.seed, options.findings,
-                                extensions=options.sanitized, env=env,
-                                hang_after=options.hang_after, log=print)
-    took = time.monotonic() - started
-    print(f"{report.inputs} inputs in {took:.0f} s, seed {options.seed}: {report.crashes} "
-          f"crashes, {report.hangs} hangs, {report.errors} other exceptions")
-    for finding in report.findings:
-        print(f"  {finding}")
-    if options.sanitize_note:
-        build = ("extensions built with -fsanitize=address,undefined, ASan runtime preloaded"
-                 if options.sanitized else "extensions as built in the tree, no sanitizer")
-        print(f"fuzz run ({build}; {os.cpu_count()} CPUs): {report.inputs} inputs tried in "
-              f"{took / 60:.1f} min from seed {options.seed}; crashes {report.crashes}, hangs "
-              f"{report.hangs}, other exceptions {report.errors}")
-    return 1 if report.crashes or report.hangs or report.errors else 0
+    failed = False
+    for name in options.target or ["records"]:
+        started = time.monotonic()
+        report = harness.run(name, options.seconds, options.seed, options.findings / name,
+                             extensions=options.sanitized if name == "records" else None,
+                             env=env if name == "records" else None,
+                             hang_after=options.hang_after, log=print)
+        took = time.monotonic() - started
+        print(f"{name}: {report.inputs} inputs in {took:.0f} s, seed {options.seed}: "
+              f"{report.crashes} crashes, {report.hangs} hangs, {report.errors} other exceptions")
+        for finding in report.findings:
+            print(f"  {finding}")
+        if options.sanitize_note:
+            build = ("extensions built with -fsanitize=address,undefined, ASan runtime preloaded"
+                     if options.sanitized else "extensions as built in the tree, no sanitizer")
+            print(f"fuzz run of {name} ({build}; {os.cpu_count()} CPUs): {report.inputs} inputs "
+                  f"tried in {took / 60:.1f} min from seed {options.seed}; crashes "
+                  f"{report.crashes}, hangs {report.hangs}, other exceptions {report.errors}")
+        failed = failed or bool(report.crashes or report.hangs or report.errors)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -14,29 +14,18 @@ then as the fetcher's consumers use the result: Message tuples, the stream's C c
 record batches and the Spark reader's conversion. `CorruptMessageError` is the one exception
 allowed out; anything else is a finding, and so is the death of the process by a signal.
 
-A worker process does the work and writes each input, before trying it, to a file mapped in
-memory; the parent watches it, so an input that kills the worker (or hangs it) is saved from
-there and the run goes on with a fresh worker. `scripts/fuzz.py` runs this from the command line;
-`test_record_fuzzing.py` runs it briefly in the suite and replays what earlier runs found.
+The harness (`harness.py`, target "records") runs it in watched worker processes, so an input
+that kills a worker (or hangs it) is saved and the run goes on. `scripts/fuzz.py` runs it from
+the command line; `test_record_fuzzing.py` runs it briefly in the suite and replays what earlier
+runs found.
 """
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
-import json
-import mmap
-import os
+import functools
 import random
-import signal
 import struct
-import subprocess
-import sys
-import time
-import traceback
 import zlib
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from types import SimpleNamespace
 from typing import NamedTuple
 
@@ -47,7 +36,6 @@ ATTRIBUTES_AT, CRC_AT, COUNT_AT = 21, 17, 57
 TIMESTAMP = 1_700_000_000_000
 TOPIC, PARTITION = "fuzzed", 3
 MAX_INPUT = 1 << 20
-SLOT_SIZE = 16 + MAX_INPUT + 1024  # counter, length, then the input
 HUGE = (-2, -1, 0, 1, 0x7FFFFFFF, -0x80000000, 1 << 34, -(1 << 40), 1 << 62)
 
 
@@ -361,174 +349,26 @@ def _through_cursor(tuples: list) -> None:
         raise AssertionError("the cursor handed out a different number of messages")
 
 
-# -- the worker: runs inputs, each written to the slot first ----------------------------------
+# -- as the harness drives it -----------------------------------------------------------------
 
-class _Slot:
-    """The input being tried, in a file mapped in memory: a counter, a length, the bytes."""
-
-    def __init__(self, path: Path, create: bool) -> None:
-        if create:
-            path.write_bytes(b"\0" * SLOT_SIZE)
-        self._file = path.open("r+b")
-        self._memory = mmap.mmap(self._file.fileno(), SLOT_SIZE)
-
-    def put(self, number: int, raw: bytes) -> None:
-        self._memory[16:16 + len(raw)] = raw
-        struct.pack_into(">QQ", self._memory, 0, number, len(raw))
-
-    def current(self) -> tuple[int, bytes]:
-        number, length = struct.unpack_from(">QQ", self._memory, 0)
-        return number, bytes(self._memory[16:16 + min(length, SLOT_SIZE - 16)])
-
-    def close(self) -> None:
-        self._memory.close()
-        self._file.close()
+@functools.cache
+def _seed_cases() -> list[Case]:
+    return seeds()
 
 
-class _ExtensionsFrom(importlib.abc.MetaPathFinder):
-    """Loads the two C extensions from another build (a sanitizer's) instead of the tree's."""
-
-    def __init__(self, directory: Path) -> None:
-        self._directory = directory
-
-    def find_spec(self, name, path=None, target=None):
-        if name not in ("zkconsumer.records._columns", "zkconsumer.member._cursor"):
-            return None
-        built = sorted(self._directory.glob(name.rsplit(".", 1)[1] + ".*.so"))
-        if not built:
-            raise ImportError(f"no {name} built in {self._directory}")
-        return importlib.util.spec_from_file_location(name, built[0])
+def _mutated_input(rng: random.Random, corpus: list[bytes]) -> bytes:
+    """A mutation of the seeds (the corpus is always theirs, kept here decoded)."""
+    return mutated(rng, _seed_cases()).encoded()
 
 
-def _work(seed: int, seconds: float, slot_path: Path, findings: Path,
-          extensions: Path | None) -> None:
-    if extensions is not None:
-        sys.meta_path.insert(0, _ExtensionsFrom(extensions))
-    slot = _Slot(slot_path, create=False)
-    rng = random.Random(seed)
-    corpus = seeds()
-    deadline = time.monotonic() + seconds
-    tried = errors = 0
-    cases: Iterator[Case] = iter(corpus)
-    while time.monotonic() < deadline:
-        case = next(cases, None) or mutated(rng, corpus)
-        tried += 1
-        slot.put(tried, case.encoded())
-        try:
-            exercise(case)
-        except Exception:  # a finding: saved, and the run goes on
-            errors += 1
-            _save(findings, "error", case, traceback.format_exc())
-    slot.close()
-    print(json.dumps({"inputs": tried, "errors": errors}), flush=True)
+def _exercised(raw: bytes) -> list[str]:
+    return [f"{outcome.path}: {outcome.result}" for outcome in exercise(Case.decoded(raw))]
 
 
-def _save(findings: Path, kind: str, case: Case, note: str) -> Path:
-    findings.mkdir(parents=True, exist_ok=True)
-    raw = case.encoded()
-    path = findings / f"{kind}-{zlib.crc32(raw):08x}.bin"
-    path.write_bytes(raw)
-    path.with_suffix(".txt").write_text(note)
-    return path
+def targets() -> dict:
+    """The record decoders as `harness.Target`; imported only where the harness runs, since
+    other tests import this module for its seeds."""
+    from harness import Target
 
-
-# -- the parent: workers in turn, watched ---------------------------------------------------
-
-class Report(NamedTuple):
-    inputs: int
-    crashes: int  # worker deaths by a signal
-    hangs: int  # inputs a worker spent over the hang limit on
-    errors: int  # exceptions other than CorruptMessageError
-    findings: list[Path]
-
-
-def run(seconds: float, seed: int, findings: Path, *, extensions: Path | None = None,
-        env: dict[str, str] | None = None, hang_after: float = 30.0,
-        log: Callable[[str], None] = lambda line: None) -> Report:
-    """Fuzz for `seconds` in worker processes; what kills or hangs one is saved in `findings`
-    (as `Case.encoded()` bytes, with a note) and the run goes on with a fresh worker."""
-    findings.mkdir(parents=True, exist_ok=True)
-    slot_path = findings / f".slot-{os.getpid()}"
-    output_path = findings / f".out-{os.getpid()}"
-    errors_path = findings / f".err-{os.getpid()}"
-    inputs = crashes = hangs = errors = 0
-    saved: list[Path] = []
-    deadline = time.monotonic() + seconds
-    worker_seed = seed
-    try:
-        while (left := deadline - time.monotonic()) > 1:
-            slot = _Slot(slot_path, create=True)
-            with output_path.open("w+") as output, errors_path.open("w+") as error_output:
-                worker = subprocess.Popen(
-                    [sys.executable, __file__, "work", str(worker_seed), str(left),
-                     str(slot_path), str(findings), str(extensions or "")],
-                    stdout=output, stderr=error_output, env={**os.environ, **(env or {})})
-                hung = _watch(worker, slot, hang_after)
-                output.seek(0)
-                error_output.seek(0)
-                stdout, stderr = output.read(), error_output.read()
-            if hung:
-                hangs += 1
-                number, raw = slot.current()
-                inputs += number
-                saved.append(_save(findings, "hang", Case.decoded(raw),
-                                   f"over {hang_after} s on this input"))
-                log(f"hang: input saved as {saved[-1]}")
-            else:
-                if worker.returncode < 0:
-                    crashes += 1
-                    number, raw = slot.current()
-                    inputs += number
-                    name = signal.Signals(-worker.returncode).name
-                    saved.append(_save(findings, f"crash-{name}", Case.decoded(raw),
-                                       stderr[-20000:]))
-                    log(f"crash ({name}): input saved as {saved[-1]}")
-                elif worker.returncode:
-                    raise RuntimeError(f"the fuzz worker failed:\n{stderr[-5000:]}")
-                else:
-                    counts = json.loads(stdout.strip().splitlines()[-1])
-                    inputs += counts["inputs"]
-                    errors += counts["errors"]
-            slot.close()
-            worker_seed += 1_000_003
-    finally:
-        for path in (slot_path, output_path, errors_path):
-            path.unlink(missing_ok=True)
-    saved += sorted(findings.glob("error-*.bin"))
-    return Report(inputs, crashes, hangs, errors, saved)
-
-
-def _watch(worker: subprocess.Popen, slot: _Slot, hang_after: float) -> bool:
-    """Waits for the worker to end; kills it if it spends over `hang_after` seconds on one
-    input, and says whether it did."""
-    seen, since = 0, time.monotonic()
-    while True:
-        try:
-            worker.wait(timeout=min(1.0, hang_after / 4))
-            return False
-        except subprocess.TimeoutExpired:
-            number, _ = slot.current()
-            if number != seen:
-                seen, since = number, time.monotonic()
-            elif time.monotonic() - since > hang_after:
-                worker.kill()
-                worker.wait()
-                return True
-
-
-def replay(path_or_case: Path | Case) -> list[Outcome]:
-    """One saved input through the target, in this process."""
-    case = path_or_case if isinstance(path_or_case, Case) else Case.decoded(
-        path_or_case.read_bytes())
-    return exercise(case)
-
-
-if __name__ == "__main__":
-    command, *arguments = sys.argv[1:]
-    if command == "work":
-        seed_text, seconds_text, slot_text, findings_text, extensions_text = arguments
-        _work(int(seed_text), float(seconds_text), Path(slot_text), Path(findings_text),
-              Path(extensions_text) if extensions_text else None)
-    elif command == "replay":
-        for outcome in replay(Path(arguments[0])):
-            print(f"{outcome.path}: {outcome.result}")
+    return {"records": Target("records", lambda: [case.encoded() for case in _seed_cases()],
+                              _mutated_input, _exercised, hang_after=30.0, memory_bound=None)}

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import harness
 import pytest
 import record_fuzzing
 from record_fuzzing import Case, hostile_control_batch
@@ -18,7 +19,7 @@ from zkconsumer.records import columns
 
 HERE = Path(__file__).parent
 REGRESSIONS = sorted((HERE / "regressions").glob("*.bin"))
-IN_SUITE_SECONDS = 30
+IN_SUITE_SECONDS = 20
 
 
 def replayed(case: Case, tmp_path: Path) -> subprocess.CompletedProcess:
@@ -26,8 +27,8 @@ def replayed(case: Case, tmp_path: Path) -> subprocess.CompletedProcess:
     signal, not the end of the test run."""
     saved = tmp_path / "case.bin"
     saved.write_bytes(case.encoded())
-    return subprocess.run([sys.executable, str(HERE / "record_fuzzing.py"), "replay", str(saved)],
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run([sys.executable, str(HERE / "harness.py"), "replay", "records",
+                           str(saved)], capture_output=True, text=True, timeout=120, check=False)
 
 
 def outcomes_of(result: subprocess.CompletedProcess) -> list[str]:
@@ -60,7 +61,7 @@ def test_inputs_that_fuzzing_found_are_corrupt_in_a_process_that_survives(found,
 
 def test_a_short_fuzzing_run_finds_no_crash_hang_or_stray_exception(tmp_path):
     seed = int(os.environ.get("ZKCONSUMER_FUZZ_SEED", time.time_ns() % 1_000_000))
-    report = record_fuzzing.run(IN_SUITE_SECONDS, seed, tmp_path / "findings")
+    report = harness.run("records", IN_SUITE_SECONDS, seed, tmp_path / "findings")
     found = "\n".join(f"{path}:\n{path.with_suffix('.txt').read_text()[-2000:]}"
                       for path in report.findings)
     assert (report.crashes, report.hangs, report.errors) == (0, 0, 0), (

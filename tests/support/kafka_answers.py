@@ -4,6 +4,7 @@ Offset and fetch answers are built from what the request asked, as kafka-python 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
@@ -100,3 +101,63 @@ def fetch_answer(version: int, body: bytes, log_end: int, error_of: ErrorOf = no
         FetchResponse.FetchableTopicResponse(topic=topic.topic, partitions=[
             partition(TopicPartition(topic.topic, p.partition), p.fetch_offset)
             for p in topic.partitions]) for topic in asked.topics]))
+
+
+# -- every decoder, every version: the valid answers hostile ones are made from --------------
+
+FETCH_VERSIONS = range(protocol.IMPLEMENTED[protocol.FETCH][1] + 1)
+LIST_OFFSETS_VERSIONS = range(protocol.IMPLEMENTED[protocol.LIST_OFFSETS][1] + 1)
+METADATA_VERSIONS = range(protocol.IMPLEMENTED[protocol.METADATA][1] + 1)
+
+
+def fetch_response(version: int, error: int = 0) -> FetchResponse:
+    """Two topics, a partition with aborted transactions, one in error, one empty."""
+    data = FetchResponse.FetchableTopicResponse.PartitionData
+    leader = data.LeaderIdAndEpoch(leader_id=3, leader_epoch=7)  # a tagged field from v12 on
+    return FetchResponse[version](throttle_time_ms=5, error_code=error, session_id=0, responses=[
+        FetchResponse.FetchableTopicResponse(topic="t", partitions=[
+            data(partition_index=0, error_code=0, high_watermark=50, last_stable_offset=40,
+                 log_start_offset=3, current_leader=leader,
+                 aborted_transactions=[data.AbortedTransaction(producer_id=11, first_offset=30),
+                                       data.AbortedTransaction(producer_id=12, first_offset=35)],
+                 preferred_read_replica=-1, records=b"abc"),
+            data(partition_index=1, error_code=6, high_watermark=-1, last_stable_offset=-1,
+                 log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1,
+                 records=None)]),
+        FetchResponse.FetchableTopicResponse(topic="u", partitions=[
+            data(partition_index=4, error_code=0, high_watermark=8, last_stable_offset=8,
+                 log_start_offset=0, aborted_transactions=[], preferred_read_replica=-1,
+                 records=b"")])])
+
+
+def valid_answers() -> list[tuple[str, int, bytes]]:
+    """(decoder, version, a valid answer) for every decoder and version."""
+    answers = [("api_versions", 0, encoded(ApiVersionsResponse[0](error_code=0, api_keys=[
+        ApiVersionsResponse.ApiVersion(api_key=1, min_version=4, max_version=17)])))]
+    answers += [("fetch", v, encoded(fetch_response(v))) for v in FETCH_VERSIONS]
+    answer = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
+    answers += [("list_offsets", v, encoded(ListOffsetsResponse[v](
+        throttle_time_ms=0, topics=[ListOffsetsResponse.ListOffsetsTopicResponse(
+            name="t", partitions=[answer(partition_index=0, error_code=0, old_style_offsets=[17],
+                                         timestamp=-1, offset=17, leader_epoch=4)])])))
+        for v in LIST_OFFSETS_VERSIONS]
+    broker, topic = MetadataResponse.MetadataResponseBroker, MetadataResponse.MetadataResponseTopic
+    answers += [("metadata", v, encoded(MetadataResponse[v](
+        throttle_time_ms=0, cluster_id="c", controller_id=1, authorized_operations=set(),
+        brokers=[broker(node_id=0, host="h", port=9092, rack="r")],
+        topics=[topic(error_code=0, name="t", topic_id=uuid.UUID(int=1), is_internal=False,
+                      authorized_operations=set(), partitions=[
+                          topic.MetadataResponsePartition(
+                              error_code=0, partition_index=0, leader_id=0, leader_epoch=1,
+                              replica_nodes=[0], isr_nodes=[0], offline_replicas=[])])])))
+        for v in METADATA_VERSIONS]
+    return answers
+
+
+def decode_answer(decoder: str, version: int, payload: bytes):
+    """A payload through our decoder named as `valid_answers` names it."""
+    if decoder == "api_versions":
+        return protocol.decode_api_versions(payload)
+    if decoder == "fetch":
+        return protocol.decode_fetch(version, payload)
+    return getattr(protocol, f"decode_{decoder}")(payload, version)

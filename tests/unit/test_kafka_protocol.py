@@ -17,13 +17,18 @@ from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+from support.kafka_answers import (
+    FETCH_VERSIONS,
+    LIST_OFFSETS_VERSIONS,
+    METADATA_VERSIONS,
+    decode_answer,
+    fetch_response,
+    valid_answers,
+)
 
 from zkconsumer.kafka.protocol import codec as protocol
 from zkconsumer.model import TopicPartition
 
-FETCH_VERSIONS = range(protocol.IMPLEMENTED[protocol.FETCH][1] + 1)
-LIST_OFFSETS_VERSIONS = range(protocol.IMPLEMENTED[protocol.LIST_OFFSETS][1] + 1)
-METADATA_VERSIONS = range(protocol.IMPLEMENTED[protocol.METADATA][1] + 1)
 A0, A2, B0, B3 = (TopicPartition("a", 0), TopicPartition("a", 2), TopicPartition("b", 0),
                   TopicPartition("b", 3))
 
@@ -209,29 +214,10 @@ def test_a_fetch_response_limit_never_overflows():
     assert request.max_bytes == 0x7FFFFFFF
 
 
-def _fetch_response(version: int, error: int = 0) -> FetchResponse:
-    data = FetchResponse.FetchableTopicResponse.PartitionData
-    leader = data.LeaderIdAndEpoch(leader_id=3, leader_epoch=7)  # a tagged field from v12 on
-    return FetchResponse[version](throttle_time_ms=5, error_code=error, session_id=0, responses=[
-        FetchResponse.FetchableTopicResponse(topic="t", partitions=[
-            data(partition_index=0, error_code=0, high_watermark=50, last_stable_offset=40,
-                 log_start_offset=3, current_leader=leader,
-                 aborted_transactions=[data.AbortedTransaction(producer_id=11, first_offset=30),
-                                       data.AbortedTransaction(producer_id=12, first_offset=35)],
-                 preferred_read_replica=-1, records=b"abc"),
-            data(partition_index=1, error_code=6, high_watermark=-1, last_stable_offset=-1,
-                 log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1,
-                 records=None)]),
-        FetchResponse.FetchableTopicResponse(topic="u", partitions=[
-            data(partition_index=4, error_code=0, high_watermark=8, last_stable_offset=8,
-                 log_start_offset=0, aborted_transactions=[], preferred_read_replica=-1,
-                 records=b"")])])
-
-
 @pytest.mark.parametrize("version", FETCH_VERSIONS)
 def test_fetch_responses_from_kafka_python_decode(version):
     transactional = version >= 4
-    assert protocol.decode_fetch(version, answered_by_them(_fetch_response(version))) == (0, [
+    assert protocol.decode_fetch(version, answered_by_them(fetch_response(version))) == (0, [
         (TopicPartition("t", 0), 0, 50, 40 if transactional else -1,
          [(11, 30), (12, 35)] if transactional else None, b"abc"),
         (TopicPartition("t", 1), 6, -1, -1, None, b""),
@@ -331,7 +317,7 @@ def test_metadata_responses_from_kafka_python_decode(version):
 
 def test_unknown_tagged_fields_of_a_flexible_response_are_skipped():
     """A newer broker may add tagged fields anywhere; here in the header and at the end."""
-    payload = answered_by_them(_fetch_response(12))
+    payload = answered_by_them(fetch_response(12))
     header_tags = b"\x01" + b"\x05\x02zz"  # one field, tag 5, two bytes
     tagged = payload[:4] + header_tags + payload[5:-1] + b"\x01\x09\x01z"
     assert protocol.decode_fetch(12, tagged) == protocol.decode_fetch(12, payload)
@@ -356,44 +342,12 @@ ABSURD_VARINTS = [b"\xff\xff\xff\xff\x0f", b"\x80\x80\x80\x80\x01", b"\x00",
                   b"\xff\xff\xff\xff\x7f"]
 
 
-def _valid_answers() -> list[tuple[str, int, bytes]]:
-    """(decoder, version, a valid answer) for every decoder and version."""
-    answers = [("api_versions", 0, answered_by_them(ApiVersionsResponse[0](error_code=0, api_keys=[
-        ApiVersionsResponse.ApiVersion(api_key=1, min_version=4, max_version=17)])))]
-    answers += [("fetch", v, answered_by_them(_fetch_response(v))) for v in FETCH_VERSIONS]
-    answer = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse
-    answers += [("list_offsets", v, answered_by_them(ListOffsetsResponse[v](
-        throttle_time_ms=0, topics=[ListOffsetsResponse.ListOffsetsTopicResponse(
-            name="t", partitions=[answer(partition_index=0, error_code=0, old_style_offsets=[17],
-                                         timestamp=-1, offset=17, leader_epoch=4)])])))
-        for v in LIST_OFFSETS_VERSIONS]
-    broker, topic = MetadataResponse.MetadataResponseBroker, MetadataResponse.MetadataResponseTopic
-    answers += [("metadata", v, answered_by_them(MetadataResponse[v](
-        throttle_time_ms=0, cluster_id="c", controller_id=1, authorized_operations=set(),
-        brokers=[broker(node_id=0, host="h", port=9092, rack="r")],
-        topics=[topic(error_code=0, name="t", topic_id=uuid.UUID(int=1), is_internal=False,
-                      authorized_operations=set(), partitions=[
-                          topic.MetadataResponsePartition(
-                              error_code=0, partition_index=0, leader_id=0, leader_epoch=1,
-                              replica_nodes=[0], isr_nodes=[0], offline_replicas=[])])])))
-        for v in METADATA_VERSIONS]
-    return answers
-
-
-VALID_ANSWERS = _valid_answers()
-
-
-def decode(decoder: str, version: int, payload: bytes):
-    if decoder == "api_versions":
-        return protocol.decode_api_versions(payload)
-    if decoder == "fetch":
-        return protocol.decode_fetch(version, payload)
-    return getattr(protocol, f"decode_{decoder}")(payload, version)
+VALID_ANSWERS = valid_answers()
 
 
 def test_every_valid_answer_used_below_decodes():
     for decoder, version, payload in VALID_ANSWERS:
-        decode(decoder, version, payload)
+        decode_answer(decoder, version, payload)
 
 
 @pytest.mark.parametrize(("decoder", "version", "payload"), VALID_ANSWERS,
@@ -401,7 +355,7 @@ def test_every_valid_answer_used_below_decodes():
 def test_an_answer_cut_anywhere_is_a_protocol_error(decoder, version, payload):
     for end in range(4, len(payload)):
         with pytest.raises(protocol.ProtocolError):
-            decode(decoder, version, payload[:end])
+            decode_answer(decoder, version, payload[:end])
 
 
 @settings(max_examples=300, deadline=None)
@@ -424,7 +378,7 @@ def test_a_mutated_answer_decodes_or_is_a_protocol_error(answer, data):
                 st.sampled_from([-2, -1, 0x7FFF, 0x7FFFFFFF, -(2**31)] if size == 4
                                 else [-2, -1, 0x7FFF, -(2**15)])))
     try:
-        decode(decoder, version, bytes(mutated))
+        decode_answer(decoder, version, bytes(mutated))
     except protocol.ProtocolError:
         pass
 

@@ -10,21 +10,13 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.znode_samples import DECODERS
 
 from zkconsumer.errors import ZnodeDataError
 from zkconsumer.znodes.brokers import BrokerRegistration
-from zkconsumer.znodes.consumers import ConsumerRegistration, decode_offset, decode_owner
-from zkconsumer.znodes.topics import PartitionState, TopicPartitions
+from zkconsumer.znodes.topics import TopicPartitions
 
 PATH = "/some/znode"
-DECODERS = {
-    "registration": ConsumerRegistration.decode,
-    "owner": decode_owner,
-    "offset": decode_offset,
-    "broker": BrokerRegistration.decode,
-    "topic": TopicPartitions.decode,
-    "partition-state": PartitionState.decode,
-}
 # The field names the decoders look for, so that generated objects reach past the first check.
 FIELDS = ["version", "subscription", "pattern", "timestamp", "host", "port", "endpoints",
           "listener_security_protocol_map", "rack", "jmx_port", "features", "partitions",

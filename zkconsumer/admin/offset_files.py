@@ -16,6 +16,7 @@ from zkconsumer.errors import ConfigError, ZkConsumerError
 from zkconsumer.kafka.protocol.codec import EARLIEST
 from zkconsumer.model import TopicPartition
 from zkconsumer.znodes.consumers import LONG_MAX, NO_OFFSET
+from zkconsumer.znodes.json_fields import describe
 from zkconsumer.znodes.paths import check_name
 
 GroupOffsets = dict[str, dict[TopicPartition, int]]
@@ -108,12 +109,12 @@ def offsets_from_json(text: str, option: str, source: str) -> dict[TopicPartitio
         for topic, partitions in document.items():
             check_name("topic", topic)
             if not isinstance(partitions, dict):
-                raise ValueError(f"topic {topic!r} must map partition numbers to offsets")
+                raise ValueError(f"topic {describe(topic)} must map partition numbers to offsets")
             for partition, offset in partitions.items():
                 if not _PARTITION_KEY.fullmatch(partition) or int(partition) > _PARTITION_MAX:
-                    raise ValueError(f"{topic}: {partition[:20]!r} is not a partition number")
+                    raise ValueError(f"{describe(topic)}: {describe(partition)} is not a partition number")
                 if type(offset) is not int or not EARLIEST <= offset <= LONG_MAX:
-                    raise ValueError(f"{topic}/{partition}: offset must be an integer from -2 "
+                    raise ValueError(f"{describe(topic)}/{partition}: offset must be an integer from -2 "
                                      f"to {LONG_MAX}")
                 offsets[TopicPartition(topic, int(partition))] = offset
         return offsets

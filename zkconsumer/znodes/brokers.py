@@ -146,7 +146,7 @@ def _parse_endpoint(fields: JsonObject, text: str, protocols: Mapping[str, str])
     if protocols:
         if listener not in protocols:
             raise fields.fail(
-                f"endpoint {describe(text)} uses listener {listener!r}, "
+                f"endpoint {describe(text)} uses listener {describe(listener)}, "
                 "which is not in listener_security_protocol_map"
             )
         protocol = protocols[listener]

@@ -89,7 +89,7 @@ class ConsumerRegistration:
         cls, pattern: str, regex: str, streams: int, timestamp_ms: int
     ) -> ConsumerRegistration:
         if pattern not in (SubscriptionPattern.WHITE_LIST, SubscriptionPattern.BLACK_LIST):
-            raise ValueError(f"a wildcard pattern is white_list or black_list, got {pattern!r}")
+            raise ValueError(f"a wildcard pattern is white_list or black_list, got {describe(pattern)}")
         return cls(1, {regex: _check_streams(streams)}, pattern, str(timestamp_ms))
 
     @property
@@ -154,7 +154,7 @@ class ConsumerRegistration:
 def _check_streams(streams: int) -> int:
     if not isinstance(streams, int) or isinstance(streams, bool) or not 1 <= streams <= MAX_STREAMS:
         raise ValueError(f"a stream count must be an integer from 1 to {MAX_STREAMS}, "
-                         f"got {streams!r}")
+                         f"got {describe(streams)}")
     return streams
 
 
@@ -211,6 +211,6 @@ def encode_offset(offset: int) -> bytes:
         or not NO_OFFSET <= offset <= LONG_MAX
     ):
         raise ValueError(
-            f"an offset must be an integer between {NO_OFFSET} and {LONG_MAX}, got {offset!r}"
+            f"an offset must be an integer between {NO_OFFSET} and {LONG_MAX}, got {describe(offset)}"
         )
     return str(offset).encode("ascii")

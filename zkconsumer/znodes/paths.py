@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from zkconsumer.errors import ZnodeDataError
+from zkconsumer.znodes.json_fields import describe
 
 BROKER_IDS = "/brokers/ids"
 BROKER_TOPICS = "/brokers/topics"
@@ -30,26 +31,26 @@ _INT32_MAX = 2**31 - 1
 def check_name(kind: str, name: str) -> str:
     """Return `name` if it can be one path element; `kind` ("topic", "group", ...) is for errors."""
     if not isinstance(name, str) or not name:
-        raise ValueError(f"{kind} name must be a non-empty string, got {name!r}")
+        raise ValueError(f"{kind} name must be a non-empty string, got {describe(name)}")
     if name in (".", ".."):
-        raise ValueError(f"{kind} name {name!r} is not allowed in a ZooKeeper path")
+        raise ValueError(f"{kind} name {describe(name)} is not allowed in a ZooKeeper path")
     bad = _FORBIDDEN_CHARS.search(name)
     if bad:
         raise ValueError(
-            f"{kind} name {name!r} contains {bad.group()!r}, not allowed in a znode name"
+            f"{kind} name {describe(name)} contains {bad.group()!r}, not allowed in a znode name"
         )
     return name
 
 
 def _check_number(kind: str, number: int) -> int:
     if not isinstance(number, int) or isinstance(number, bool) or not 0 <= number <= _INT32_MAX:
-        raise ValueError(f"{kind} must be a non-negative 32-bit integer, got {number!r}")
+        raise ValueError(f"{kind} must be a non-negative 32-bit integer, got {describe(number)}")
     return number
 
 
 def _parse_number(kind: str, name: str, path: str) -> int:
     if not isinstance(name, str) or not _CANONICAL_NUMBER.fullmatch(name) or int(name) > _INT32_MAX:
-        raise ZnodeDataError(path, f"{name!r} is not a {kind} (a non-negative decimal integer)")
+        raise ZnodeDataError(path, f"{describe(name)} is not a {kind} (a non-negative decimal integer)")
     return int(name)
 
 
