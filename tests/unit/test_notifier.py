@@ -265,6 +265,12 @@ def test_a_refusal_other_than_5xx_or_429_is_not_retried_and_429_is():
     assert len(post.calls) == 2
 
 
+def test_a_request_that_cannot_be_made_is_not_retried():
+    post = FakePost(ValueError("URL can't contain control characters"))
+    assert not notifier(post).deliver(alert(), b"", lambda s: False)
+    assert len(post.calls) == 1
+
+
 def test_a_stop_during_a_backoff_ends_the_attempts():
     post = FakePost(500)
     assert not notifier(post).deliver(alert(), b"", lambda s: True)
@@ -351,6 +357,10 @@ def test_each_good_scan_is_handed_on_and_a_failing_hook_does_not_stop_the_scans(
 
 @pytest.mark.parametrize(("args", "error"), [
     (["--notify-url", "ftp://x/"], "'ftp://x/' is not an http:// or https:// URL"),
+    (["--notify-url", "http://x/a b"], "is not an http:// or https:// URL"),
+    (["--notify-url", "http://x:port/"], "is not an http:// or https:// URL"),
+    (["--notify-url", "http://x/", "--notify-content-type", "text/plain\nX-Evil: 1"],
+     "holds control characters"),
     (["--notify-url", "http://x/", "--notify-group", "a("], "is not a regular expression"),
     (["--notify-url", "http://x/", "--notify-template", "{bad}"], "unknown field $grop"),
     (["--notify-template", "{good}", "--notify-group", "g"], "--notify-template needs "

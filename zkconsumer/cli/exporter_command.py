@@ -32,6 +32,9 @@ from zkconsumer.zk.session import connect_for
 
 log = get_logger(__name__)
 
+# What an HTTP request line or header cannot carry.
+_UNSENDABLE = re.compile(r"[\x00-\x20\x7f]")
+
 # Loading /consumers of a big cluster (tens of thousands of znodes) takes seconds, not minutes.
 CACHE_LOAD_TIMEOUT_S = 300
 
@@ -46,10 +49,22 @@ def _regex(_ctx, _param, value: str | None) -> str | None:
 
 
 def _http_url(_ctx, _param, value: str | None) -> str | None:
+    """A URL every POST can be made to: what http.client would refuse is refused now."""
     if value is not None:
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        try:
+            parts = urlsplit(value)
+            usable = (parts.scheme in ("http", "https") and bool(parts.hostname)
+                      and not _UNSENDABLE.search(value) and parts.port != 0)
+        except ValueError:  # a port that is not a number, or out of range
+            usable = False
+        if not usable:
             raise click.BadParameter(f"{value!r} is not an http:// or https:// URL")
+    return value
+
+
+def _header_value(_ctx, _param, value: str) -> str:
+    if _UNSENDABLE.search(value.replace(" ", "")):
+        raise click.BadParameter(f"{value!r} holds control characters")
     return value
 
 
@@ -109,6 +124,7 @@ NOTIFY_THRESHOLDS = [status.name for status in Status if status > Status.OK]
               callback=_template, envvar="ZKCONSUMER_EXPORTER_NOTIFY_TEMPLATE",
               help="The body: a file of $field placeholders (default: every field as JSON).")
 @click.option("--notify-content-type", default="application/json", show_default=True,
+              callback=_header_value,
               envvar="ZKCONSUMER_EXPORTER_NOTIFY_CONTENT_TYPE",
               help="The body's Content-Type; with JSON, text fields are escaped for JSON.")
 @click.option("--notify-timeout", type=Duration(), default="5s", show_default=True,

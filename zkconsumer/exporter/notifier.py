@@ -35,7 +35,7 @@ FIRST_BACKOFF_S = 1.0
 MAX_BACKOFF_S = 30.0
 
 # (url, body, content type, timeout) -> the HTTP status; OSError (or http.client's
-# HTTPException) when nothing answered.
+# HTTPException) when nothing answered, ValueError for a request that cannot be made.
 Post = Callable[[str, bytes, str, float], int]
 
 
@@ -141,8 +141,11 @@ class Notifier:
             try:
                 status = self._post(settings.url, body, settings.content_type,
                                     settings.timeout_s)
-            except (OSError, http.client.HTTPException) as exc:
+            except (OSError, http.client.HTTPException) as exc:  # no answer: try again
                 status, problem = 0, f"{type(exc).__name__}: {exc}"
+            except ValueError as exc:  # a URL or header http.client refuses: no try can do
+                problem = f"{type(exc).__name__}: {exc}"
+                break
             else:
                 problem = f"HTTP {status}"
             if 200 <= status < 300:
