@@ -4,8 +4,10 @@ bodies from the user's template, and the sender's bounded retries and never-bloc
 
 from __future__ import annotations
 
+import http.server
 import json
 import re
+import socket
 import threading
 
 import pytest
@@ -23,7 +25,13 @@ from zkconsumer.exporter.notice_body import (
     NotifyTemplateError,
 )
 from zkconsumer.exporter.notice_rules import Event, Notice, NoticeRules, NoticeState
-from zkconsumer.exporter.notifier import ATTEMPTS, Notifier, NotifySettings, backoff_s
+from zkconsumer.exporter.notifier import (
+    ATTEMPTS,
+    Notifier,
+    NotifySettings,
+    backoff_s,
+    http_post,
+)
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
 from zkconsumer.lag.report import GroupReport, GroupState, PartitionReport, ZookeeperOffset
 from zkconsumer.lag.status import Status, WindowRules
@@ -317,6 +325,42 @@ def test_the_sender_thread_posts_what_a_scan_queued_and_stops():
     finally:
         sender.stop()
     assert post.calls[0][1] == b"g alert"
+
+
+def test_http_post_answers_the_status_and_follows_no_redirect():
+    received: list[tuple[str, str, bytes]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append((self.path, self.headers["Content-Type"], body))
+            code = int(self.path.strip("/"))
+            self.send_response(code)
+            if code == 302:
+                self.send_header("Location", "/200")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *_args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_port}"
+    try:
+        assert http_post(f"{base}/204", b'{"a": 1}', "application/json", 5) == 204
+        assert http_post(f"{base}/503", b"x", "text/plain", 5) == 503
+        assert http_post(f"{base}/302", b"x", "text/plain", 5) == 302
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert received == [("/204", "application/json", b'{"a": 1}'), ("/503", "text/plain", b"x"),
+                        ("/302", "text/plain", b"x")]
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        closed_port = unused.getsockname()[1]
+    with pytest.raises(OSError):
+        http_post(f"http://127.0.0.1:{closed_port}/", b"", "text/plain", 5)
 
 
 # --- the exporter's hook and the command's options -----------------------------------------

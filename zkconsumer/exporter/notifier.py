@@ -5,7 +5,7 @@ queue; a sender thread POSTs them one by one. So a receiver that is slow or down
 scan: when the queue is full a notification is dropped, counted and logged (at most once every
 30 s), and the scans go on. Each notification gets a bounded number of attempts, further apart
 each time; an answer 2xx is delivered, a 5xx, a 429 or no answer is tried again, any other
-answer (a 4xx: the receiver refuses this body) is not.
+answer (a 4xx: the receiver refuses this body; a redirect, not followed) is not.
 """
 
 from __future__ import annotations
@@ -50,11 +50,22 @@ class NotifySettings:
     attempts: int = ATTEMPTS
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an answer, not followed: urllib would repeat a POST as a GET without its
+    body, and a receiver answering that would count as delivered."""
+
+    def redirect_request(self, *_args, **_kwargs) -> None:
+        return None
+
+
+_opener = urllib.request.build_opener(_NoRedirect)
+
+
 def http_post(url: str, body: bytes, content_type: str, timeout_s: float) -> int:
     request = urllib.request.Request(url, data=body, method="POST",
                                      headers={"Content-Type": content_type})
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+        with _opener.open(request, timeout=timeout_s) as response:
             response.read()
             return response.status
     except urllib.error.HTTPError as answer:
@@ -82,7 +93,8 @@ class Notifier:
     """`scan_done` after each good scan (never blocks); `start` and `stop` the sender.
     `notifications` is the counter to serve with the exporter's metrics."""
 
-    def __init__(self, settings: NotifySettings, *, post: Post = http_post, clock: Callable[[], float] = time.monotonic,
+    def __init__(self, settings: NotifySettings, *, post: Post = http_post,
+                 clock: Callable[[], float] = time.monotonic,
                  queue_size: int = QUEUE_SIZE) -> None:
         self.settings = settings
         self._state = NoticeState(settings.rules)
@@ -91,11 +103,10 @@ class Notifier:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._warnings = RetryWarnings(log, clock)
-        self.notifications = Counter("zkconsumer_exporter_notifications",
-                             "Notifications of group status changes, by event and result "
-                             "(sent, failed: refused or out of attempts, dropped: the queue was "
-                             "full).", ["event", "result"],
-                             registry=None)
+        self.notifications = Counter(
+            "zkconsumer_exporter_notifications", "Notifications of group status changes, by "
+            "event and result (sent, failed: refused or out of attempts, dropped: the queue "
+            "was full).", ["event", "result"], registry=None)
 
     def scan_done(self, reports: Iterable[GroupReport], now: float) -> None:
         """Decide what this scan calls for and queue it; a full queue drops, never waits."""
