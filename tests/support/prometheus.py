@@ -4,7 +4,8 @@ The binary is taken from PATH when one runs there; otherwise the Debian package 
 with `apt-get download` (no root needed: nothing is installed) and unpacked with `dpkg-deb -x`
 into the project's download cache, beside the Kafka bundle (`ZKCONSUMER_CACHE_DIR`, else
 ~/.cache/zkconsumer). The tree is unpacked in a temporary folder and renamed into place whole,
-under a file lock, so a run never sees half of it.
+under a file lock, so a run never sees half of it. The package's promtool, beside the binary,
+checks and tests alerting rules (`promtool_or_skip`).
 
 Like the Tansu broker, the server is started from a symlink inside the test work root, so its
 command line names that folder and `scripts/test` can reap it after a crash.
@@ -87,6 +88,18 @@ def prometheus_binary_or_skip(cache_dir: Path | None = None) -> Path:
     if isinstance(found, PrometheusUnavailable):
         pytest.skip(str(found))
     return found
+
+
+def promtool_or_skip(cache_dir: Path | None = None) -> Path:
+    """promtool, which the Debian package ships beside prometheus (usr/bin/promtool); a
+    `pytest.skip` with the reason when there is none that runs."""
+    import pytest
+
+    prometheus = prometheus_binary_or_skip(cache_dir)
+    for candidate in (prometheus.with_name("promtool"), shutil.which("promtool")):
+        if candidate is not None and _runs(Path(candidate)) is None:
+            return Path(candidate)
+    pytest.skip(f"no runnable promtool beside {prometheus} nor on PATH")
 
 
 def _runs(binary: Path) -> str | None:

@@ -10,13 +10,19 @@ from pathlib import Path
 
 import yaml
 
+from zkconsumer.exporter.notice_body import BodyTemplate
+from zkconsumer.exporter.notice_rules import NoticeRules
+from zkconsumer.exporter.notifier import Notifier, NotifySettings
 from zkconsumer.exporter.prometheus_view import group_families
+from zkconsumer.exporter.service import ExporterSettings, LagExporter
+from zkconsumer.lag.status import WindowRules
 from zkconsumer.metrics.member_metrics import MemberMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
 COMPOSE_DIR = ROOT / "scripts" / "compose"
 PROMETHEUS_CONFIG = COMPOSE_DIR / "prometheus.yml"
+ALERT_RULES = COMPOSE_DIR / "prometheus-alerts.yml"
 GRAFANA = COMPOSE_DIR / "grafana"
 DASHBOARD = GRAFANA / "dashboards" / "zkconsumer.json"
 
@@ -34,13 +40,26 @@ def _scrape_targets() -> dict[str, list[str]]:
             for job in config["scrape_configs"]}
 
 
-def _worker_metric_names() -> set[str]:
-    """The series names a member's registry can produce: a counter's `_total` (and
-    `_created`), a histogram's `_bucket`, `_sum`, `_count`, a gauge's own name."""
+def _series_names(registry) -> set[str]:
+    """The series names a registry can produce: a counter's `_total` (and `_created`), a
+    histogram's `_bucket`, `_sum`, `_count`, a gauge's own name."""
     suffixes = {"counter": ("_total", "_created"), "gauge": ("",),
                 "histogram": ("_bucket", "_sum", "_count", "_created")}
-    return {family.name + suffix for family in MemberMetrics().registry.collect()
+    return {family.name + suffix for family in registry.collect()
             for suffix in suffixes[family.type]}
+
+
+def _worker_metric_names() -> set[str]:
+    return _series_names(MemberMetrics().registry)
+
+
+def _exporter_metric_names() -> set[str]:
+    """The exporter's group families, its own health and its notifier's counter."""
+    exporter = LagExporter(None, None, ExporterSettings(30, WindowRules(10, 300)))
+    notifier = Notifier(NotifySettings("http://receiver/", BodyTemplate("", json_escaped=False),
+                                       NoticeRules()))
+    exporter.registry.register(notifier.notifications)
+    return _series_names(exporter.registry) | {family.name for family in group_families([])}
 
 
 def _dashboard_exprs() -> list[str]:
@@ -99,3 +118,16 @@ def test_every_metric_the_dashboard_queries_is_published():
     assert {"zkconsumer_group_lag", "zkconsumer_group_total_lag", "zkconsumer_group_status",
             "zkconsumer_partition_owned", "zkconsumer_messages_consumed_total",
             "zkconsumer_rebalance_duration_seconds_bucket", "zkconsumer_commits_total"} <= used
+
+
+def test_prometheus_loads_the_alert_rules_and_they_use_only_published_metrics():
+    config = yaml.safe_load(PROMETHEUS_CONFIG.read_text())
+    mounts = dict(mount.removesuffix(":ro").split(":")
+                  for mount in _services()["prometheus"]["volumes"])
+    assert config["rule_files"] == [mounts[f"./{ALERT_RULES.relative_to(ROOT).as_posix()}"]]
+    rules = [rule for group in yaml.safe_load(ALERT_RULES.read_text())["groups"]
+             for rule in group["rules"]]
+    used = {name for rule in rules for name in METRIC_NAME.findall(rule["expr"])}
+    assert used - _exporter_metric_names() == set()
+    assert {"zkconsumer_group_status", "zkconsumer_group_total_lag", "zkconsumer_partition_owned",
+            "zkconsumer_exporter_scans_total"} <= used

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 from contextlib import ExitStack
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import click
 
@@ -12,6 +14,9 @@ from zkconsumer.admin.context import admin_config, kafka_access_for
 from zkconsumer.cli.duration_option import Duration
 from zkconsumer.cli.signals import stop_on_signals
 from zkconsumer.exporter.kafka_reads import ClusterReads
+from zkconsumer.exporter.notice_body import DEFAULT_TEMPLATE, BodyTemplate, NotifyTemplateError
+from zkconsumer.exporter.notice_rules import NoticeRules
+from zkconsumer.exporter.notifier import Notifier, NotifySettings
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
 from zkconsumer.exporter.zk_groups import GroupsCache
 from zkconsumer.fetch.brokers import KafkaAccess
@@ -19,13 +24,16 @@ from zkconsumer.fetch.first_contact import checked_options
 from zkconsumer.fetch.kafka_client import client_settings, kafka_client_options
 from zkconsumer.kafka.errors import FetchError
 from zkconsumer.kafka.protocol.sasl import SaslLoginError
-from zkconsumer.lag.status import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_SAMPLES, WindowRules
+from zkconsumer.lag.status import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_SAMPLES, Status, WindowRules
 from zkconsumer.logs import get_logger
 from zkconsumer.metrics import MetricsServer
 from zkconsumer.topology import open_topic_source
 from zkconsumer.zk.session import connect_for
 
 log = get_logger(__name__)
+
+# What an HTTP request line or header cannot carry.
+_UNSENDABLE = re.compile(r"[\x00-\x20\x7f]")
 
 # Loading /consumers of a big cluster (tens of thousands of znodes) takes seconds, not minutes.
 CACHE_LOAD_TIMEOUT_S = 300
@@ -38,6 +46,44 @@ def _regex(_ctx, _param, value: str | None) -> str | None:
         except re.error as exc:
             raise click.BadParameter(f"{value!r} is not a regular expression: {exc}") from None
     return value
+
+
+def _http_url(_ctx, _param, value: str | None) -> str | None:
+    """A URL every POST can be made to: what http.client would refuse is refused now."""
+    if value is not None:
+        try:
+            parts = urlsplit(value)
+            usable = (parts.scheme in ("http", "https") and bool(parts.hostname)
+                      and not _UNSENDABLE.search(value) and parts.port != 0)
+        except ValueError:  # a port that is not a number, or out of range
+            usable = False
+        if not usable:
+            raise click.BadParameter(f"{value!r} is not an http:// or https:// URL")
+    return value
+
+
+def _header_value(_ctx, _param, value: str) -> str:
+    if _UNSENDABLE.search(value.replace(" ", "")):
+        raise click.BadParameter(f"{value!r} holds control characters")
+    return value
+
+
+def _template(_ctx, _param, value: Path | None) -> str | None:
+    """The template file's text, checked now: a bad one is said at start, in one line."""
+    if value is None:
+        return None
+    try:
+        text = value.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.BadParameter(f"cannot read {value}: {exc}") from None
+    try:
+        BodyTemplate(text, json_escaped=False)
+    except NotifyTemplateError as exc:
+        raise click.BadParameter(f"{value}: {exc}") from None
+    return text
+
+
+NOTIFY_THRESHOLDS = [status.name for status in Status if status > Status.OK]
 
 
 @click.command("exporter")
@@ -71,10 +117,33 @@ def _regex(_ctx, _param, value: str | None) -> str | None:
 @click.option("--kafka-offsets/--no-kafka-offsets", default=True, show_default=True,
               envvar="ZKCONSUMER_EXPORTER_KAFKA_OFFSETS",
               help="Also read the offsets groups keep in Kafka (offsets.storage=kafka).")
+@click.option("--notify-url", callback=_http_url, envvar="ZKCONSUMER_EXPORTER_NOTIFY_URL",
+              help="POST a notification here when a group's status turns bad, changes, and "
+                   "turns OK again.")
+@click.option("--notify-template", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              callback=_template, envvar="ZKCONSUMER_EXPORTER_NOTIFY_TEMPLATE",
+              help="The body: a file of $field placeholders (default: every field as JSON).")
+@click.option("--notify-content-type", default="application/json", show_default=True,
+              callback=_header_value,
+              envvar="ZKCONSUMER_EXPORTER_NOTIFY_CONTENT_TYPE",
+              help="The body's Content-Type; with JSON, text fields are escaped for JSON.")
+@click.option("--notify-timeout", type=Duration(), default="5s", show_default=True,
+              envvar="ZKCONSUMER_EXPORTER_NOTIFY_TIMEOUT", help="Each POST's timeout.")
+@click.option("--notify-threshold", type=click.Choice(NOTIFY_THRESHOLDS, case_sensitive=False),
+              default="WARN", show_default=True, envvar="ZKCONSUMER_EXPORTER_NOTIFY_THRESHOLD",
+              help="The least status that alerts (in Burrow's order).")
+@click.option("--notify-resend", type=Duration(), envvar="ZKCONSUMER_EXPORTER_NOTIFY_RESEND",
+              help="Send an alert again this often while it holds (default: once).")
+@click.option("--notify-group", callback=_regex, envvar="ZKCONSUMER_EXPORTER_NOTIFY_GROUP",
+              help="Only notify about groups whose whole name matches this regex.")
 def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_regex,
-             interval, window_samples, cluster_name, kafka_offsets) -> None:
+             interval, window_samples, cluster_name, kafka_offsets, notify_url,
+             notify_template, notify_content_type, notify_timeout, notify_threshold,
+             notify_resend, notify_group) -> None:
     """Serve lag, owners and Burrow-style status of every group under /consumers until
     Ctrl-C or SIGTERM."""
+    notifier = _notifier(notify_url, notify_template, notify_content_type, notify_timeout,
+                         notify_threshold, notify_resend, notify_group, cluster_name)
     config = admin_config(zookeeper_connect, properties)
     client_options = kafka_client_options(config.kafka_client_properties)
     settings = ExporterSettings(interval, WindowRules(window_samples, interval * window_samples),
@@ -91,11 +160,16 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
         opened.callback(_quietly, topics.close)
         reads = ClusterReads(access, topics, client_options)
         opened.callback(_quietly, reads.close)
-        service = LagExporter(groups, reads, settings)
+        service = LagExporter(groups, reads, settings,
+                              after_scan=None if notifier is None else notifier.scan_done)
         # Listening first: a port in use is said at once, not after loading /consumers.
         server = MetricsServer(host, port, service.registry, service.health, service.route)
         opened.callback(_quietly, server.stop)
         if groups.start(CACHE_LOAD_TIMEOUT_S, stop_requested):
+            if notifier is not None:
+                service.registry.register(notifier.notifications)
+                notifier.start()
+                opened.callback(_quietly, notifier.stop)
             service.start()
             opened.callback(_quietly, service.stop)
             log.info("exporting group lag", zookeeper=zookeeper_connect,
@@ -103,6 +177,24 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
                      groups=group_regex or "all")
             stop_requested.wait()
     log.info("exporter stopped")
+
+
+def _notifier(url: str | None, template: str | None, content_type: str, timeout_s: float,
+              threshold: str, resend_s: float | None, group_regex: str | None,
+              cluster: str) -> Notifier | None:
+    """The notifier the options ask for; None without --notify-url."""
+    if url is None:
+        given = [option for option, value in (("--notify-template", template),
+                                              ("--notify-resend", resend_s),
+                                              ("--notify-group", group_regex)) if value]
+        if given:
+            raise click.UsageError(f"{given[0]} needs --notify-url")
+        return None
+    body = BodyTemplate(template or DEFAULT_TEMPLATE,
+                        json_escaped="json" in content_type.lower())
+    rules = NoticeRules(Status[threshold.upper()], resend_s,
+                        re.compile(group_regex) if group_regex else None)
+    return Notifier(NotifySettings(url, body, rules, cluster, content_type, timeout_s))
 
 
 def _check_login(access: KafkaAccess, client_options: dict) -> None:

@@ -78,10 +78,16 @@ class _Published:
     at: float | None = None  # when the scan ended; None before the first
 
 
+# Told every good scan's reports and when it ended (the notifier's `scan_done`).
+AfterScan = Callable[[list[GroupReport], float], None]
+
+
 class LagExporter:
     def __init__(self, groups: GroupsSource, reads: Reads, settings: ExporterSettings,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 after_scan: AfterScan | None = None) -> None:
         self.settings = settings
+        self._after_scan = after_scan
         self._groups = groups
         self._reads = reads
         self._clock = clock
@@ -124,6 +130,12 @@ class LagExporter:
         self._scans.labels("success").inc()
         self._scan_seconds.set(ended - started)
         self._groups_seen.set(len(reports))
+        if self._after_scan is not None:
+            try:
+                self._after_scan(reports, ended)
+            except Exception as exc:  # noqa: BLE001 - the scans go on whatever it does
+                log.error("handing a scan to the notifier failed",
+                          error=f"{type(exc).__name__}: {exc}")
         return True
 
     def start(self) -> None:
