@@ -61,7 +61,7 @@ def parse_properties(text: str, source: str = "properties") -> dict[str, Propert
             value = _unescape(raw_value)
         except _MalformedEscape as exc:
             where = f"{source} line {line_number}"
-            raise ConfigError(raw_key, raw_value, str(exc), where) from None
+            raise ConfigError(_cut(raw_key), _cut(raw_value), str(exc), where) from None
         result[key] = PropertyValue(value, line_number)
     return result
 
@@ -104,7 +104,15 @@ def _split_key_value(line: str) -> tuple[str, str]:
     return key, line[start:]
 
 
+def _cut(text: str) -> str:
+    """A file's text as an error shows it: a few words, not a whole line of any length."""
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _unescape(raw: str) -> str:
+    """Java's escapes read; `\\uXXXX` escapes are UTF-16 code units, so a pair of them is one
+    character (as Java reads it) and a surrogate without its pair is no character at all: it
+    would reach a znode path or a client setting that no encoder can write."""
     if "\\" not in raw:
         return raw
     out: list[str] = []
@@ -125,4 +133,9 @@ def _unescape(raw: str) -> str:
             index += 4
         else:
             out.append(_ESCAPES.get(code, code))
-    return "".join(out)
+    text = "".join(out)
+    try:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+    except UnicodeDecodeError:
+        raise _MalformedEscape("a \\uXXXX escape of a lone UTF-16 surrogate (\\ud800-\\udfff), "
+                               "which is no character") from None

@@ -167,3 +167,24 @@ def test_round_trip_with_values_wrapped_over_lines(entries, width):
 def test_any_text_parses_or_raises_config_error(text):
     with contextlib.suppress(ConfigError):
         parse_properties(text)
+
+
+def test_an_escaped_surrogate_pair_is_the_one_character_java_reads():
+    """Before, the two escapes stayed two surrogates, which no UTF-8 encoder can write."""
+    assert parse_properties("client.id=app-\\uD83D\\uDE00")["client.id"].value == "app-\U0001F600"
+
+
+@pytest.mark.parametrize("line", ["group.id=g\\ud800", "group.id=\\uDE00\\uD83D",
+                                  "\\uDBFF=1", "client.id=a\\udc00b"])
+def test_an_escape_of_a_lone_surrogate_is_one_config_error_naming_the_line(line):
+    """Before, it was read into the value, and the group id reached a znode path no encoder
+    could write."""
+    with pytest.raises(ConfigError, match=r"line 1\): a \\uXXXX escape of a lone UTF-16 "
+                                          r"surrogate"):
+        parse_properties(line, "consumer.properties")
+
+
+def test_a_malformed_escape_in_a_long_value_shows_a_few_words_of_it():
+    with pytest.raises(ConfigError) as raised:
+        parse_properties("k=\\uZZZZ" + "x" * 5000)
+    assert len(str(raised.value)) < 200 and "malformed \\uXXXX escape" in str(raised.value)
