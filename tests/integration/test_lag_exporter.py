@@ -18,6 +18,8 @@ import time
 import pytest
 from click.testing import CliRunner
 from kazoo.client import KazooState
+from support import burrow_shapes as shapes
+from support.burrow_shapes import mismatches
 from support.exporter import get, lag_of
 from support.kafka import produce
 from support.legacy_groups import kafka_version_args, register_member, write_offsets
@@ -99,6 +101,63 @@ def test_the_exporter_command_serves_lag_offsets_members_owners_and_burrow(
     listed = json.loads(get(exporter.port, "/v3/kafka/local/consumer")[1])["consumers"]
     assert listed == sorted([idle, live, in_kafka])
     assert get(exporter.port, "/healthz")[0] == 200
+    assert exporter.stop() == 0
+
+
+def test_every_burrow_read_path_answers_burrows_shape_from_the_running_exporter(
+        cluster, zk, topic_factory, unique_name, exporter_process):
+    topic = topic_factory(partitions=2)
+    produce(cluster, topic, [b"m-%d" % i for i in range(8)], partitions=2)  # 4 each
+    group = unique_name("burrow")
+    write_offsets(zk, group, topic, {0: 1, 1: 4})
+    register_member(zk, group, topic, owned=[0])
+    exporter = exporter_process("--zookeeper", cluster.zookeeper_connect, "--interval", "0.5s",
+                                "--window-samples", "3", "--group-regex", re.escape(group),
+                                *kafka_version_args(cluster))
+
+    def answer(path: str, shape, status: int = 200) -> dict:
+        code, body = get(exporter.port, path)
+        document = json.loads(body)
+        assert code == status, (path, document)
+        assert mismatches(document, shape) == [], path
+        return document
+
+    def scanned() -> bool:
+        try:
+            code, body = get(exporter.port, f"/v3/kafka/local/consumer/{group}/lag")
+        except OSError:
+            return False  # not listening yet
+        return code == 200 and len(json.loads(body)["status"]["partitions"]) == 2
+
+    wait_until(scanned, timeout=60, message="the group's first scan")
+    assert answer("/v3/kafka", shapes.CLUSTER_LIST)["clusters"] == ["local"]
+    module = answer("/v3/kafka/local", shapes.CLUSTER_DETAIL)["module"]
+    assert module["servers"] == cluster.bootstrap_servers.split(",")
+    assert answer("/v3/kafka/local/consumer", shapes.CONSUMER_LIST)["consumers"] == [group]
+    detail = answer(f"/v3/kafka/local/consumer/{group}", shapes.CONSUMER_DETAIL)["topics"]
+    assert [(p["offsets"][-1]["offset"], p["current-lag"]) for p in detail[topic]] == [
+        (1, 3), (4, 0)]
+    assert detail[topic][0]["owner"] == f"{group}_host-1700000000000-abcdef01-0"
+    status = answer(f"/v3/kafka/local/consumer/{group}/status", shapes.CONSUMER_STATUS)
+    assert status["status"]["totallag"] == 3
+    answer(f"/v3/kafka/local/consumer/{group}/lag", shapes.CONSUMER_STATUS)
+    missing = answer(f"/v3/kafka/local/consumer/{group}-none/status", shapes.CONSUMER_STATUS,
+                     status=404)
+    assert missing["status"]["status"] == "NOTFOUND"
+    assert answer("/v3/kafka/local/topic", shapes.TOPIC_LIST)["topics"] == [topic]
+    assert answer(f"/v3/kafka/local/topic/{topic}", shapes.TOPIC_DETAIL)["offsets"] == [4, 4]
+    assert answer(f"/v3/kafka/local/topic/{topic}/consumers",
+                  shapes.TOPIC_CONSUMERS)["consumers"] == [group]
+    assert get(exporter.port, "/burrow/admin") == (200, "GOOD")
+    assert answer("/v3/admin/loglevel", shapes.LOG_LEVEL)["level"] == "info"
+    config = answer("/v3/config", shapes.MAIN_CONFIG)
+    assert config["zookeeper"]["servers"] == cluster.zookeeper_connect.split("/")[0].split(",")
+    assert answer("/v3/config/consumer", shapes.MODULE_LIST)["modules"] == ["zookeeper", "kafka"]
+    for coordinator, name in (("cluster", "local"), ("consumer", "zookeeper"),
+                              ("consumer", "kafka"), ("storage", "default"),
+                              ("evaluator", "default")):
+        answer(f"/v3/config/{coordinator}/{name}", shapes.MODULE_DETAIL[coordinator])
+    answer("/v3/kafka/local/nope", shapes.INVALID_REQUEST, status=404)
     assert exporter.stop() == 0
 
 

@@ -1,13 +1,10 @@
-"""One scan from ZooKeeper's and Kafka's numbers to reports, metric families and Burrow's JSON;
-and the service around it (fakes for the cache and the brokers)."""
+"""One scan from ZooKeeper's and Kafka's numbers to reports and metric families, and the service
+around it (fakes for the cache and the brokers); Burrow's JSON is test_exporter_burrow_api's."""
 
 from __future__ import annotations
 
-import json
-
 from prometheus_client import generate_latest
 
-from zkconsumer.exporter.burrow_view import burrow_reply
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
 from zkconsumer.fetch import LogOffsetsError
 from zkconsumer.lag.history import OffsetHistory
@@ -124,34 +121,6 @@ def exporter_with(reports) -> LagExporter:
     exporter._scan = lambda now: reports
     assert exporter.scan_once()
     return exporter
-
-
-def test_burrow_status_lists_only_partitions_not_ok_and_lag_lists_all():
-    [report] = two_scans([stopped_and_orphaned()], {T0: 5, T1: 9})
-    reports = {"g": report}
-    status = json.loads(burrow_reply("/v3/kafka/local/consumer/g/status", "local",
-                                     reports).body)
-    assert status["error"] is False
-    body = status["status"]
-    assert (body["status"], body["partition_count"], body["totallag"]) == ("ERR", 2, 7)
-    assert [(p["partition"], p["status"]) for p in body["partitions"]] == [(1, "STOP")]
-    assert body["maxlag"]["partition"] == 1 and body["maxlag"]["current_lag"] == 7
-    assert body["maxlag"]["end"] == {"offset": 2, "timestamp": 1000, "observedAt": 1_000_000,
-                                     "lag": 7}
-    lag = json.loads(burrow_reply("/v3/kafka/local/consumer/g/lag", "local", reports).body)
-    assert [p["status"] for p in lag["status"]["partitions"]] == ["OK", "STOP"]
-    assert lag["status"]["partitions"][0]["owner"] == "a-0"
-
-
-def test_burrow_lists_and_not_found_answers():
-    reports = {"b": None, "a": None}
-    assert json.loads(burrow_reply("/v3/kafka", "local", reports).body)["clusters"] == ["local"]
-    listed = json.loads(burrow_reply("/v3/kafka/local/consumer", "local", reports).body)
-    assert listed["consumers"] == ["a", "b"]
-    missing = burrow_reply("/v3/kafka/local/consumer/zz/status", "local", reports)
-    assert missing.status == 404 and json.loads(missing.body)["error"] is True
-    assert burrow_reply("/v3/kafka/other/consumer", "local", reports).status == 404
-    assert burrow_reply("/metrics", "local", reports) is None
 
 
 class _Reads:
@@ -280,7 +249,7 @@ def test_one_topic_without_a_log_end_leaves_the_others_published():
     assert lags[("t", 0)] == 5 and lags[("other", 0)] is None
 
 
-def test_burrow_topic_paths_and_completeness_as_burrow_counts_it():
+def test_completeness_as_burrow_counts_it():
     state = GroupState("g", zookeeper_offsets={T0: ZookeeperOffset(5, 999.0),
                                                T1: ZookeeperOffset(5, 999.0)})
     history = OffsetHistory(RULES)
@@ -291,10 +260,3 @@ def test_burrow_topic_paths_and_completeness_as_burrow_counts_it():
     history = OffsetHistory(RULES)
     [report] = one_scan([state], {T0: 9, T1: 9}, history=history)
     assert report.completeness == 0.0
-    reports = {"g": report}
-    topics = json.loads(burrow_reply("/v3/kafka/local/topic", "local", reports).body)
-    assert topics["topics"] == ["t"]
-    offsets = json.loads(burrow_reply("/v3/kafka/local/topic/t", "local", reports).body)
-    assert offsets["offsets"] == [9, 9]
-    assert burrow_reply("/v3/kafka/local/topic/none", "local", reports).status == 404
-

@@ -3,6 +3,7 @@ for Burrow's clients, from one long-running process."""
 
 from __future__ import annotations
 
+import logging
 import re
 from contextlib import ExitStack
 from pathlib import Path
@@ -13,6 +14,8 @@ import click
 from zkconsumer.admin.context import admin_config, kafka_access_for
 from zkconsumer.cli.duration_option import Duration
 from zkconsumer.cli.signals import stop_on_signals
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.exporter.burrow_config import Connections, burrow_log_level, client_profile
 from zkconsumer.exporter.kafka_reads import ClusterReads
 from zkconsumer.exporter.notice_body import DEFAULT_TEMPLATE, BodyTemplate, NotifyTemplateError
 from zkconsumer.exporter.notice_rules import NoticeRules
@@ -27,6 +30,7 @@ from zkconsumer.kafka.protocol.sasl import SaslLoginError
 from zkconsumer.lag.status import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_SAMPLES, Status, WindowRules
 from zkconsumer.logs import get_logger
 from zkconsumer.metrics import MetricsServer
+from zkconsumer.model import format_address
 from zkconsumer.topology import open_topic_source
 from zkconsumer.zk.session import connect_for
 
@@ -146,8 +150,6 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
                          notify_threshold, notify_resend, notify_group, cluster_name)
     config = admin_config(zookeeper_connect, properties)
     client_options = kafka_client_options(config.kafka_client_properties)
-    settings = ExporterSettings(interval, WindowRules(window_samples, interval * window_samples),
-                                cluster_name, kafka_offsets)
     with stop_on_signals() as stop_requested, ExitStack() as opened:
         zk = connect_for(config.zookeeper)
         opened.callback(zk.close)
@@ -156,6 +158,10 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
         opened.callback(_quietly, groups.close)
         access = kafka_access_for(zk, client_options, config.kafka_api_version, bootstrap_server)
         _check_login(access, client_options)
+        settings = ExporterSettings(
+            interval, WindowRules(window_samples, interval * window_samples), cluster_name,
+            kafka_offsets, _connections(config, access, client_options, group_regex,
+                                        format_address(host, port)))
         topics = open_topic_source(zk, bootstrap_server, access.api_version, client_options)
         opened.callback(_quietly, topics.close)
         reads = ClusterReads(access, topics, client_options)
@@ -195,6 +201,17 @@ def _notifier(url: str | None, template: str | None, content_type: str, timeout_
     rules = NoticeRules(Status[threshold.upper()], resend_s,
                         re.compile(group_regex) if group_regex else None)
     return Notifier(NotifySettings(url, body, rules, cluster, content_type, timeout_s))
+
+
+def _connections(config: ConsumerConfig, access: KafkaAccess, client_options: dict,
+                 group_regex: str | None, listen: str) -> Connections:
+    """What Burrow's /v3/config and /v3/kafka/<cluster> tell about the exporter."""
+    zookeeper = config.zookeeper
+    return Connections(
+        tuple(zookeeper.connect.servers_string.split(",")), zookeeper.connect.chroot,
+        zookeeper.session_timeout_s, tuple(access.bootstrap_servers.split(",")),
+        client_profile(client_options, access.api_version), group_regex or "", listen,
+        burrow_log_level(logging.getLevelName(logging.getLogger().getEffectiveLevel())))
 
 
 def _check_login(access: KafkaAccess, client_options: dict) -> None:

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.core import Metric
 
 from zkconsumer.errors import ZkConsumerError, ZnodeDataError
+from zkconsumer.exporter.burrow_config import BurrowSetup, Connections
 from zkconsumer.exporter.burrow_view import burrow_reply
 from zkconsumer.exporter.prometheus_view import group_families
 from zkconsumer.fetch.log_offsets import log_ends_of_each_topic
@@ -69,6 +70,7 @@ class ExporterSettings:
     rules: WindowRules
     cluster: str = "local"
     kafka_offsets: bool = True
+    connections: Connections = field(default_factory=Connections)  # for Burrow's /v3/config
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,8 @@ class LagExporter:
         self._reads = reads
         self._clock = clock
         self._history = OffsetHistory(settings.rules)
+        self._burrow = BurrowSetup(settings.cluster, settings.interval_s, settings.rules.samples,
+                                   settings.kafka_offsets, settings.connections)
         self._published = _Published()
         self._kafka_known: dict[str, Mapping[TopicPartition, int]] = {}
         self._kafka_trouble: tuple[str, ...] = ()
@@ -160,7 +164,7 @@ class LagExporter:
         return True, f"{len(published.reports)} groups, last scan {age:.0f} s ago"
 
     def route(self, path: str) -> Reply | None:
-        return burrow_reply(path, self.settings.cluster, self._published.reports)
+        return burrow_reply(path, self._burrow, self._published.reports, self.health())
 
     def _loop(self) -> None:
         while True:
