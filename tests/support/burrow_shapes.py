@@ -87,6 +87,12 @@ CONSUMER_MODULE = {"class-name": str, "cluster": str, "servers": [str], "group-w
 STORAGE_MODULE = {"class-name": str, "intervals": int, "min-distance": int,
                   "group-whitelist": str, "expire-group": int}
 EVALUATOR_MODULE = {"class-name": str, "expire-cache": int}
+# Burrow's http notifier module (from its source, httpResponseConfigModuleNotifierHTTP: no
+# notifier was configured in the recording)
+NOTIFIER_MODULE = {"class-name": str, "group-whitelist": str, "interval": int, "threshold": int,
+                   "timeout": int, "keepalive": int, "url-open": str, "url-close": str,
+                   "method-open": str, "method-close": str, "template-open": str,
+                   "template-close": str, "extra": dict, "send-close": bool}
 
 CLUSTER_LIST = envelope(clusters=[str])
 CLUSTER_DETAIL = envelope(module=CLUSTER_MODULE)
@@ -109,4 +115,5 @@ MODULE_LIST = envelope(coordinator=str, modules=[str])
 MODULE_DETAIL = {"cluster": envelope(module=CLUSTER_MODULE),
                  "consumer": envelope(module=CONSUMER_MODULE),
                  "storage": envelope(module=STORAGE_MODULE),
-                 "evaluator": envelope(module=EVALUATOR_MODULE)}
+                 "evaluator": envelope(module=EVALUATOR_MODULE),
+                 "notifier": envelope(module=NOTIFIER_MODULE)}

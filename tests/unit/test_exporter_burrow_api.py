@@ -3,6 +3,7 @@ support.burrow_shapes) and with the figures of the scan."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -13,6 +14,7 @@ from zkconsumer.exporter.burrow_config import (
     BurrowSetup,
     Connections,
     KafkaClientProfile,
+    NotifierSummary,
     burrow_log_level,
     client_profile,
 )
@@ -20,7 +22,7 @@ from zkconsumer.exporter.burrow_view import burrow_reply
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
 from zkconsumer.lag.history import OffsetHistory
 from zkconsumer.lag.report import GroupState, ScanInputs, ZookeeperOffset, group_partitions, scan
-from zkconsumer.lag.status import WindowRules
+from zkconsumer.lag.status import Status, WindowRules
 from zkconsumer.model import TopicPartition
 from zkconsumer.znodes.consumers import ConsumerRegistration
 
@@ -267,6 +269,19 @@ def test_config_modules_say_where_offsets_are_read_and_the_window():
     assert answer("/v3/config/consumer", setup=without_kafka)["modules"] == ["zookeeper"]
     assert answer("/v3/config/evaluator/default", setup=without_kafka)["module"][
         "expire-cache"] == 1, "whole seconds, as Burrow's"
+
+
+def test_the_notifier_is_burrows_http_notifier_module_when_the_exporter_has_one():
+    notified = BurrowSetup("local", 10.0, 3, True, dataclasses.replace(
+        CONNECTIONS, notifier=NotifierSummary("http://alerts:8080/hook", int(Status.WARN),
+                                              None, "orders-.*", 5.0)))
+    listed = answer("/v3/config/notifier", setup=notified, shape=shapes.MODULE_LIST)
+    assert listed["modules"] == ["default"]
+    module = answer("/v3/config/notifier/default", setup=notified,
+                    shape=shapes.MODULE_DETAIL["notifier"])["module"]
+    assert (module["class-name"], module["url-open"], module["url-close"], module["threshold"],
+            module["interval"], module["send-close"], module["group-whitelist"]) == (
+        "http", "http://alerts:8080/hook", "http://alerts:8080/hook", 2, 0, True, "orders-.*")
 
 
 def test_client_profile_tells_tls_and_sasl_without_secrets():

@@ -15,7 +15,12 @@ from zkconsumer.admin.context import admin_config, kafka_access_for
 from zkconsumer.cli.duration_option import Duration
 from zkconsumer.cli.signals import stop_on_signals
 from zkconsumer.config import ConsumerConfig
-from zkconsumer.exporter.burrow_config import Connections, burrow_log_level, client_profile
+from zkconsumer.exporter.burrow_config import (
+    Connections,
+    NotifierSummary,
+    burrow_log_level,
+    client_profile,
+)
 from zkconsumer.exporter.kafka_reads import ClusterReads
 from zkconsumer.exporter.notice_body import DEFAULT_TEMPLATE, BodyTemplate, NotifyTemplateError
 from zkconsumer.exporter.notice_rules import NoticeRules
@@ -148,6 +153,9 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
     Ctrl-C or SIGTERM."""
     notifier = _notifier(notify_url, notify_template, notify_content_type, notify_timeout,
                          notify_threshold, notify_resend, notify_group, cluster_name)
+    notified = None if notifier is None else NotifierSummary(
+        notify_url, Status[notify_threshold.upper()].value, notify_resend, notify_group or "",
+        notify_timeout)
     config = admin_config(zookeeper_connect, properties)
     client_options = kafka_client_options(config.kafka_client_properties)
     with stop_on_signals() as stop_requested, ExitStack() as opened:
@@ -161,7 +169,7 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
         settings = ExporterSettings(
             interval, WindowRules(window_samples, interval * window_samples), cluster_name,
             kafka_offsets, _connections(config, access, client_options, group_regex,
-                                        format_address(host, port)))
+                                        format_address(host, port), notified))
         topics = open_topic_source(zk, bootstrap_server, access.api_version, client_options)
         opened.callback(_quietly, topics.close)
         reads = ClusterReads(access, topics, client_options)
@@ -204,14 +212,16 @@ def _notifier(url: str | None, template: str | None, content_type: str, timeout_
 
 
 def _connections(config: ConsumerConfig, access: KafkaAccess, client_options: dict,
-                 group_regex: str | None, listen: str) -> Connections:
+                 group_regex: str | None, listen: str, notifier: NotifierSummary | None
+                 ) -> Connections:
     """What Burrow's /v3/config and /v3/kafka/<cluster> tell about the exporter."""
     zookeeper = config.zookeeper
     return Connections(
         tuple(zookeeper.connect.servers_string.split(",")), zookeeper.connect.chroot,
         zookeeper.session_timeout_s, tuple(access.bootstrap_servers.split(",")),
         client_profile(client_options, access.api_version), group_regex or "", listen,
-        burrow_log_level(logging.getLevelName(logging.getLogger().getEffectiveLevel())))
+        burrow_log_level(logging.getLevelName(logging.getLogger().getEffectiveLevel())),
+        notifier)
 
 
 def _check_login(access: KafkaAccess, client_options: dict) -> None:

@@ -49,6 +49,20 @@ class Connections:
     group_regex: str = ""
     listen: str = ""
     log_level: str = "info"
+    notifier: NotifierSummary | None = None
+
+
+@dataclass(frozen=True)
+class NotifierSummary:
+    """The notifier the exporter was started with (`--notify-*`), as Burrow's http notifier
+    module describes one: the URL, the least status that alerts, how often an alert that holds
+    is sent again (0: never) and the groups notified about."""
+
+    url: str
+    threshold: int
+    resend_s: float | None = None
+    group_regex: str = ""
+    timeout_s: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -124,6 +138,21 @@ def evaluator_modules(setup: BurrowSetup) -> dict[str, dict]:
     """Statuses are judged once a scan and served from it until the next."""
     return {DEFAULT_MODULE: {"class-name": "caching",
                              "expire-cache": _whole_seconds(setup.interval_s)}}
+
+
+def notifier_modules(setup: BurrowSetup) -> dict[str, dict]:
+    """The one http notifier, when the exporter has one: it POSTs on a status change and on
+    recovery (`send-close`), with the body the template makes (not a Burrow template file)."""
+    notifier = setup.connections.notifier
+    if notifier is None:
+        return {}
+    return {DEFAULT_MODULE: {
+        "class-name": "http", "group-whitelist": notifier.group_regex,
+        "interval": 0 if notifier.resend_s is None else _whole_seconds(notifier.resend_s),
+        "threshold": notifier.threshold, "timeout": _whole_seconds(notifier.timeout_s),
+        "keepalive": 0, "url-open": notifier.url, "url-close": notifier.url,
+        "method-open": "POST", "method-close": "POST", "template-open": "",
+        "template-close": "", "extra": {}, "send-close": True}}
 
 
 def main_config(setup: BurrowSetup) -> dict:

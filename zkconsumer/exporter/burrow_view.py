@@ -34,6 +34,7 @@ from zkconsumer.exporter.burrow_config import (
     consumer_modules,
     evaluator_modules,
     main_config,
+    notifier_modules,
     storage_modules,
 )
 from zkconsumer.lag.report import GroupReport, PartitionReport
@@ -53,7 +54,7 @@ _COORDINATORS: dict[str, Callable[[BurrowSetup], Mapping[str, dict]]] = {
     "consumer": consumer_modules,
     "storage": storage_modules,
     "evaluator": evaluator_modules,
-    "notifier": lambda _setup: {},
+    "notifier": notifier_modules,
 }
 
 
