@@ -96,7 +96,7 @@ def test_every_partition_goes_to_exactly_one_subscribed_member_whatever_the_orde
     reordered = {member: list(reversed(topics)) for member, topics in shuffled}
     assert group_assign(strategy, reordered, partition_counts) == result
     if strategy == "range":
-        for topic, count in partition_counts.items():
+        for topic in partition_counts:
             shares = [sum(tp.topic == topic for tp in partitions)
                       for member, partitions in result.items() if topic in subscriptions[member]]
             assert not shares or max(shares) - min(shares) <= 1
