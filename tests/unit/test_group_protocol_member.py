@@ -514,3 +514,32 @@ def test_an_event_the_state_does_not_take_raises_a_named_error():
     answer(member, sent(member, LEAVE, 1.0), LeaveGroupResponse[0](error_code=0), 1.1)
     with pytest.raises(UnexpectedGroupEvent, match="event commit is not one state closed"):
         member.commit({A: 1}, 2.0)
+
+
+def test_a_commit_sent_before_leaving_still_reports_its_outcome():
+    member = stable()
+    assert member.commit({A: 7}, 1.0) == []
+    commit = sent(member, COMMIT, 1.0)
+    member.close(1.0)
+    leave = sent(member, LEAVE, 1.0)
+    commit_answered(member, commit, 1.1)
+    answer(member, leave, LeaveGroupResponse[0](error_code=0), 1.2)
+    assert member.next_events()[-1] == Committed({A: 7})
+    assert member.state is State.CLOSED
+
+
+def test_an_answer_arriving_after_the_close_is_dropped():
+    member = new_member()
+    member.start(0.0)
+    find = sent(member, FIND, 0.0)
+    member.close(0.1)
+    coordinator_found(member, find, 0.2)
+    assert member.state is State.CLOSED
+
+
+def test_the_driver_waits_for_answers_not_for_what_is_already_asked():
+    member = new_member()
+    member.start(0.0)
+    assert member.wait_until(0.0) == 0.0  # FindCoordinator due
+    sent(member, FIND, 0.0)
+    assert member.wait_until(0.0) == 30.0  # its answer, or its timeout

@@ -343,10 +343,11 @@ class GroupMember:
         else close at once."""
         if self._state in _IN_GROUP and self._member_id:
             self._pass_generation("the member is leaving the group")
+            self._next_round()
             self._transition(Event.LEAVE)
-            self._in_flight.clear()
         else:
             self._pass_generation("the member closed")
+            self._next_round()
             self._transition(Event.CLOSE)
 
     # -- what to send -------------------------------------------------------------------------
@@ -398,16 +399,17 @@ class GroupMember:
         """When something next falls due (a request, a backoff's end, a heartbeat, the session
         passing, an answer overdue), for the driver's wait."""
         times = [request.deadline for request in self._in_flight.values()]
-        if self._state in (State.FINDING, State.JOINING):
+        state, idle = self._state, not self._in_flight.keys() - {OFFSET_COMMIT}
+        if state in (State.FINDING, State.JOINING) and idle:
             times.append(self._not_before)
-        if self._state is State.STABLE:
+        if state in (State.SYNCING, State.LEAVING) and idle:
+            times.append(now)
+        if state is State.STABLE:
             times += [self._heartbeat_at, self._alive_since + self._session_s]
             if self._fetches:
                 times.append(self._fetch_at)
-            if self._commits:
+            if self._commits and OFFSET_COMMIT not in self._in_flight:
                 times.append(now)
-        if self._state in (State.SYNCING, State.LEAVING) and not self._in_flight:
-            times.append(now)
         return max(now, min(times)) if times else now + self._heartbeat_s
 
     # -- what came back -----------------------------------------------------------------------
@@ -549,8 +551,6 @@ class GroupMember:
             return
         error = min(codes, key=_severity)
         self._events.append(CommitFailed(offsets, _describe(OFFSET_COMMIT, error)))
-        if error in (TOPIC_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED):
-            self._fatal(OFFSET_COMMIT, error)
         if error in _COMMIT_ONLY or request.round != self._round:
             return
         if not self._handled_as_group_error(OFFSET_COMMIT, error, now):
@@ -624,6 +624,7 @@ class GroupMember:
 
     def _fail(self, exc: GroupError) -> NoReturn:
         self._pass_generation(str(exc))
+        self._next_round()
         self._transition(Event.FAIL)
         log.error("the member cannot stay in its group", group=self._group_id, error=str(exc))
         raise exc
