@@ -18,6 +18,7 @@ from kafka.protocol.consumer.group import (
 )
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
 
+from zkconsumer.errors import ConfigError
 from zkconsumer.kafka.errors import (
     GroupAuthorizationError,
     GroupConfigError,
@@ -290,7 +291,7 @@ def test_an_unknown_generation_or_member_rejoins_under_a_fresh_member_id(api_key
 
 
 @pytest.mark.parametrize("api_key", APIS)
-@pytest.mark.parametrize("error", [14, 15, 16])
+@pytest.mark.parametrize("error", [14, 15, 16, 7, -1])
 def test_coordinator_trouble_looks_the_coordinator_up_again_after_a_backoff(api_key, error):
     member, request, owned = at_request(api_key)
     answer_with(member, api_key, request, error)
@@ -312,6 +313,10 @@ def test_coordinator_trouble_looks_the_coordinator_up_again_after_a_backoff(api_
     (30, GroupAuthorizationError, "the brokers refuse this client group 'g'"),
     (26, GroupConfigError, "session.timeout.ms=10000 is outside the range the brokers allow"),
     (24, GroupConfigError, "the brokers refuse group.id 'g'"),
+    (81, GroupConfigError, "group 'g' already has the brokers' group.max.size members"),
+    (29, GroupAuthorizationError, "the brokers refuse this client group 'g' or its topics"),
+    (82, GroupError, "^the group coordinator answered Kafka error 82 FENCED_INSTANCE_ID"),
+    (35, GroupError, "^the group coordinator answered Kafka error 35 UNSUPPORTED_VERSION"),
     (42, GroupError, "^the group coordinator answered Kafka error 42 INVALID_REQUEST answering "),
 ])
 def test_errors_no_retry_can_fix_fail_the_member_with_one_named_line(api_key, error, kind,
@@ -543,3 +548,9 @@ def test_the_driver_waits_for_answers_not_for_what_is_already_asked():
     assert member.wait_until(0.0) == 0.0  # FindCoordinator due
     sent(member, FIND, 0.0)
     assert member.wait_until(0.0) == 30.0  # its answer, or its timeout
+
+
+def test_a_heartbeat_interval_not_below_the_session_timeout_is_refused():
+    with pytest.raises(ConfigError, match="heartbeat.interval.ms=10000.*lower than "
+                                          "session.timeout.ms \\(10000\\)"):
+        GroupMember("g", ["t"], session_timeout_ms=10000, heartbeat_interval_ms=10000)

@@ -31,7 +31,7 @@ from enum import Enum
 from typing import NamedTuple, NoReturn
 
 from zkconsumer.assignment.group_assignors import ASSIGNORS, group_assign
-from zkconsumer.errors import AssignmentError
+from zkconsumer.errors import AssignmentError, ConfigError
 from zkconsumer.kafka.errors import (
     ChannelError,
     GroupAuthorizationError,
@@ -225,6 +225,10 @@ class GroupMember:
         if unknown or not strategies:
             raise AssignmentError(f"unknown partition.assignment.strategy {list(strategies)!r}; "
                                   "use range, roundrobin or both")
+        if heartbeat_interval_ms >= session_timeout_ms:
+            raise ConfigError("heartbeat.interval.ms", heartbeat_interval_ms,
+                              f"must be lower than session.timeout.ms ({session_timeout_ms}), "
+                              "typically a third of it")
         self._group_id = group_id
         self._topics = tuple(sorted(topics))
         self._strategies = tuple(strategies)
