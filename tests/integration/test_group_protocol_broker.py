@@ -18,6 +18,7 @@ from support.waiting import wait_until
 from zkconsumer.kafka.io.channel import BrokerChannel
 from zkconsumer.kafka.protocol import codec
 from zkconsumer.kafka.protocol.group_codec import (
+    GROUP_IMPLEMENTED,
     LEGACY_GROUP_VERSIONS,
     GroupVersions,
     group_versions,
@@ -123,6 +124,9 @@ class _Driver:
             return
         member.receive(request, payload, time.monotonic())
 
+    def versions_spoken(self) -> list[GroupVersions]:
+        return [versions for _, versions in self._channels.values()]
+
     def close(self) -> None:
         for channel, _ in self._channels.values():
             channel.close()
@@ -187,3 +191,44 @@ def test_a_member_and_a_kafka_python_consumer_split_the_partitions_by_range(
         driver.close()
         if theirs is not None:
             theirs.close()
+
+
+def test_the_member_negotiates_its_versions_with_a_modern_broker(modern_broker,
+                                                                 modern_topic_factory,
+                                                                 unique_name):
+    """Tansu 0.6 (no ZooKeeper) answers ApiVersions: the newest versions implemented, flexible
+    ones among them, are spoken, and the member leads a group of its own."""
+    topic = modern_topic_factory(partitions=PARTITIONS)
+    member = GroupMember(unique_name("group-core"), [topic], ("roundrobin", "range"),
+                         session_timeout_ms=6000, rebalance_timeout_ms=6000,
+                         heartbeat_interval_ms=300)
+    driver = _Driver(_Modern(modern_broker.bootstrap_servers), member, topic)
+    everything = {TopicPartition(topic, p) for p in range(PARTITIONS)}
+    try:
+        member.start(time.monotonic())
+        driver.run_until(lambda: member.assignment == everything, timeout=30)
+        assert driver.led
+        events = member.next_events()
+        assert member.commit({TopicPartition(topic, 1): 3}, time.monotonic()) == []
+        driver.run_until(lambda: any(isinstance(e, Committed) for e in events)
+                         or events.extend(member.next_events()), timeout=10)
+        member.fetch_offsets([TopicPartition(topic, 1)], time.monotonic())
+        driver.run_until(lambda: any(isinstance(e, OffsetsFetched) for e in events)
+                         or events.extend(member.next_events()), timeout=10)
+        assert [e.offsets for e in events if isinstance(e, OffsetsFetched)] == [
+            {TopicPartition(topic, 1): 3}]
+        newest = GroupVersions(*(high for _, high in GROUP_IMPLEMENTED.values()))
+        assert driver.versions_spoken() == [newest]  # every one a flexible version
+        member.close(time.monotonic())
+        driver.run_until(lambda: member.state is State.CLOSED, timeout=10)
+    finally:
+        driver.close()
+
+
+class _Modern:
+    """The modern broker as the driver sees a cluster: answers ApiVersions."""
+
+    kafka_api_version = None
+
+    def __init__(self, bootstrap_servers: str) -> None:
+        self.bootstrap_servers = bootstrap_servers
