@@ -251,7 +251,9 @@ class GroupMember:
         self._sync_assignments: dict[str, bytes] = {}
         self._generation: Generation | None = None
         self._assigned: frozenset[TopicPartition] = frozenset()
-        self._alive_since = 0.0  # the last SyncGroup or Heartbeat answered sent then
+        # When the last JoinGroup, SyncGroup or Heartbeat the coordinator answered (counting the
+        # member in) was sent: its session there runs from no earlier than that.
+        self._alive_since = 0.0
         self._heartbeat_at = 0.0
         self._commits: list[dict[TopicPartition, int]] = []
         self._fetches: set[TopicPartition] = set()
@@ -275,7 +277,9 @@ class GroupMember:
 
     @property
     def generation(self) -> Generation | None:
-        """The generation the member is in; None from the moment it passed."""
+        """The generation the member is in; None from the moment it learnt that it passed
+        (a session passing is learnt at the next call told the time; `may_deliver` reads the
+        clock itself)."""
         return self._generation
 
     @property
