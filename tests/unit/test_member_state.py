@@ -302,6 +302,33 @@ def test_a_claim_that_passed_its_checks_before_an_expiry_is_refused_after_it():
     assert member.owned() == {A: "c-1"}
 
 
+def _free(lock: threading.Condition) -> bool:
+    """Whether another thread can take the lock now. The member's lock is reentrant, so the
+    thread that left it held could take it again: only another thread can tell."""
+    taken: list[bool] = []
+
+    def take() -> None:
+        taken.append(lock.acquire(blocking=False))
+        if taken[0]:
+            lock.release()
+
+    other = threading.Thread(target=take)
+    other.start()
+    other.join()
+    return taken == [True]
+
+
+def test_the_lock_check_sees_a_lock_left_held_by_this_thread():
+    lock = threading.Condition()
+    assert _free(lock)
+    lock.acquire()
+    assert lock.acquire(blocking=False), "reentrant: this thread takes it again"
+    lock.release()
+    assert not _free(lock)
+    lock.release()
+    assert _free(lock)
+
+
 class _NeverWaits(threading.Condition):
     """The member's lock, failing the test if a report waits on it."""
 
@@ -325,7 +352,6 @@ def test_no_report_waits_under_the_lock_nor_leaves_it_held(start):
     member.withdraw([A])
     for event in Event:
         member.handle(event, S2)
-        assert member._lock.acquire(blocking=False), f"{event} left the lock held"
-        member._lock.release()
+        assert _free(member._lock), f"{event} left the lock held"
     member.fail(RuntimeError("a bug"))
-    assert member._lock.acquire(blocking=False), "fail left the lock held"
+    assert _free(member._lock), "fail left the lock held"

@@ -21,3 +21,31 @@ class ChannelError(Exception):
         super().__init__(message)
         self.closed_by_broker = closed_by_broker
         self.timed_out = timed_out
+
+
+class GroupError(ZkConsumerError):
+    """The member cannot go on in its Kafka-coordinated group, and no retry can fix it: the
+    coordinator refused the member (authorization, configuration, a protocol no other member
+    speaks) or answered something that cannot be read. Transient trouble never raises it."""
+
+
+class GroupMetadataError(GroupError):
+    """The consumer protocol's bytes (a subscription or an assignment, written by another
+    client: kafka-python, Java, librdkafka) do not parse; names the member they came from."""
+
+
+class InconsistentGroupProtocolError(GroupError):
+    """The group's members speak another protocol type, or share no assignor with this one."""
+
+
+class GroupAuthorizationError(GroupError):
+    """The broker's ACLs refuse this client the group (or a topic it commits)."""
+
+
+class GroupConfigError(GroupError):
+    """The coordinator refused a setting of the member (its session timeout, its group id)."""
+
+
+class UnexpectedGroupEvent(GroupError):
+    """The driver reported an event the member's state table does not list for its state: a bug
+    of the driver (e.g. an assignment computed by a member that is not the group's leader)."""

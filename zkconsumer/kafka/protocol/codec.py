@@ -22,11 +22,19 @@ from typing import NamedTuple
 from zkconsumer.model import TopicPartition
 
 FETCH, LIST_OFFSETS, METADATA, API_VERSIONS = 1, 2, 3, 18
+# The group coordinator's requests, whose bodies `group_codec` writes and reads.
+OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
+JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
 API_NAMES = {FETCH: "Fetch", LIST_OFFSETS: "ListOffsets", METADATA: "Metadata",
-             API_VERSIONS: "ApiVersions"}
-# The versions implemented here, per API key.
+             API_VERSIONS: "ApiVersions", OFFSET_COMMIT: "OffsetCommit",
+             OFFSET_FETCH: "OffsetFetch", FIND_COORDINATOR: "FindCoordinator",
+             JOIN_GROUP: "JoinGroup", HEARTBEAT: "Heartbeat", LEAVE_GROUP: "LeaveGroup",
+             SYNC_GROUP: "SyncGroup"}
+# The fetcher's versions implemented here, per API key.
 IMPLEMENTED = {FETCH: (0, 12), LIST_OFFSETS: (0, 11), METADATA: (0, 12)}
-_FIRST_FLEXIBLE = {FETCH: 12, LIST_OFFSETS: 6, METADATA: 9, API_VERSIONS: 3}
+_FIRST_FLEXIBLE = {FETCH: 12, LIST_OFFSETS: 6, METADATA: 9, API_VERSIONS: 3,
+                   OFFSET_COMMIT: 8, OFFSET_FETCH: 6, FIND_COORDINATOR: 3, JOIN_GROUP: 6,
+                   HEARTBEAT: 4, LEAVE_GROUP: 4, SYNC_GROUP: 4}
 EARLIEST, LATEST = -2, -1  # ListOffsets "times" for the log start and the log end
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1  # isolation levels (Fetch v4+, ListOffsets v2+)
 
@@ -80,7 +88,7 @@ API_VERSIONS_REQUEST = b""  # v0 has an empty body; every broker from 0.10 on an
 
 def decode_api_versions(payload: bytes | bytearray) -> dict[int, tuple[int, int]]:
     """Per API key, the (lowest, highest) version the broker speaks."""
-    reader = _Reader(payload, flexible=False)  # its response header is never flexible
+    reader = Reader(payload, flexible=False)  # its response header is never flexible
     error = reader.int16()
     offered = {}
     for _ in range(reader.array_length(_API_RANGE.size)):
@@ -102,7 +110,7 @@ class Metadata(NamedTuple):
 def metadata_request(topics: list[str], version: int = 0) -> bytes:
     """Metadata of these topics. From v4 on the request says whether a broker configured to
     create missing topics may do so: yes, as it did for every v0-v3 request."""
-    writer = _Writer(version >= _FIRST_FLEXIBLE[METADATA])
+    writer = Writer(version >= _FIRST_FLEXIBLE[METADATA])
     writer.array(len(topics))
     for topic in topics:
         if version >= 10:
@@ -120,7 +128,7 @@ def metadata_request(topics: list[str], version: int = 0) -> bytes:
 
 
 def decode_metadata(payload: bytes | bytearray, version: int = 0) -> Metadata:
-    reader = _Reader(payload, version >= _FIRST_FLEXIBLE[METADATA])
+    reader = Reader(payload, version >= _FIRST_FLEXIBLE[METADATA])
     if version >= 3:
         reader.int32()  # throttle time
     brokers = {}
@@ -170,7 +178,7 @@ def list_offsets_request(times: Mapping[TopicPartition, int], version: int = 0,
     """One offset per partition: the first (EARLIEST) or the next to be written (LATEST; for
     READ_COMMITTED from v2 on, the last stable offset). `timeout_ms` (v10+) bounds the
     broker's own wait for tiered storage."""
-    writer = _Writer(version >= _FIRST_FLEXIBLE[LIST_OFFSETS])
+    writer = Writer(version >= _FIRST_FLEXIBLE[LIST_OFFSETS])
     writer.pack(_INT32, -1)  # replica id: a consumer
     if version >= 2:
         writer.pack(_INT8, isolation_level)
@@ -193,7 +201,7 @@ def list_offsets_request(times: Mapping[TopicPartition, int], version: int = 0,
 def decode_list_offsets(payload: bytes | bytearray, version: int = 0
                         ) -> dict[TopicPartition, tuple[int, int | None]]:
     """Per partition: (error code, offset or None)."""
-    reader = _Reader(payload, version >= _FIRST_FLEXIBLE[LIST_OFFSETS])
+    reader = Reader(payload, version >= _FIRST_FLEXIBLE[LIST_OFFSETS])
     if version >= 2:
         reader.int32()  # throttle time
     result = {}
@@ -225,7 +233,7 @@ class FetchedPartition(NamedTuple):
     high_watermark: int
     last_stable_offset: int  # -1 before v4
     aborted: list[tuple[int, int]] | None  # (producer id, first offset); v4+, read_committed
-    records: memoryview  # a view into the response; see `_Reader.records`
+    records: memoryview  # a view into the response; see `Reader.records`
 
 
 class FetchResponse(NamedTuple):
@@ -240,7 +248,7 @@ def fetch_request(max_wait_ms: int, min_bytes: int, offsets: Mapping[TopicPartit
     (grouped by topic): from v3 on a broker fills the response in that order. The whole
     response may hold every partition's share, as v0-v2 allowed (a broker caps it with its own
     fetch.max.bytes). No fetch session (v7+): every fetch names all its partitions."""
-    writer = _Writer(version >= _FIRST_FLEXIBLE[FETCH])
+    writer = Writer(version >= _FIRST_FLEXIBLE[FETCH])
     writer.pack(_FETCH_HEAD, -1, max_wait_ms, min_bytes)  # replica id -1: a consumer
     if version >= 3:
         writer.pack(_INT32, min(max_bytes * len(offsets), _INT32_MAX))
@@ -270,7 +278,7 @@ def fetch_request(max_wait_ms: int, min_bytes: int, offsets: Mapping[TopicPartit
 
 
 def decode_fetch(version: int, payload: bytes | bytearray) -> FetchResponse:
-    reader = _Reader(payload, version >= _FIRST_FLEXIBLE[FETCH])
+    reader = Reader(payload, version >= _FIRST_FLEXIBLE[FETCH])
     if version >= 1:
         reader.int32()  # throttle time
     error = 0
@@ -312,7 +320,7 @@ def _unsigned_varint(value: int) -> bytes:
     return bytes(encoded)
 
 
-class _Writer:
+class Writer:
     """A request body in one version's encoding: classic (int16 string and int32 array
     lengths) or compact (unsigned varint lengths + 1) with tagged fields, none of them here,
     closing every structure."""
@@ -327,10 +335,36 @@ class _Writer:
     def raw(self, data: bytes) -> None:
         self._parts.append(data)
 
+    def int8(self, value: int) -> None:
+        self._parts.append(_INT8.pack(value))
+
+    def int16(self, value: int) -> None:
+        self._parts.append(_INT16.pack(value))
+
+    def int32(self, value: int) -> None:
+        self._parts.append(_INT32.pack(value))
+
+    def int64(self, value: int) -> None:
+        self._parts.append(_INT64.pack(value))
+
     def string(self, text: str) -> None:
         encoded = text.encode()
         self._length(len(encoded), _INT16)
         self._parts.append(encoded)
+
+    def nullable_string(self, text: str | None) -> None:
+        if text is None:
+            self._length(-1, _INT16)
+        else:
+            self.string(text)
+
+    def bytes_field(self, data: bytes | None) -> None:
+        """A (nullable) bytes field: an int32 length, or the compact one, then the bytes."""
+        if data is None:
+            self._length(-1, _INT32)
+            return
+        self._length(len(data), _INT32)
+        self._parts.append(data)
 
     def array(self, count: int) -> None:
         """The length of an array; its items follow."""
@@ -364,17 +398,19 @@ class _Writer:
         self._parts.append(_unsigned_varint(count + 1) if self._flexible else classic.pack(count))
 
 
-class _Reader:
+class Reader:
     """A cursor over a response body, after the response header (v0, or v1 with tagged fields
     for a flexible version), in either encoding. The bytes come from the network: any read past
     the end, a length or count that the rest of the response cannot hold, a negative length
     other than null's -1, or a string that is not UTF-8 is a ProtocolError, found before
     anything is allocated or looped over for it."""
 
-    def __init__(self, payload: bytes | bytearray, flexible: bool) -> None:
+    def __init__(self, payload: bytes | bytearray, flexible: bool, start: int = 4) -> None:
+        """`start`: 4 skips a response's correlation id; 0 reads bytes that have none (the
+        consumer protocol's, embedded in the group requests)."""
         self._payload = payload
         self._flexible = flexible
-        self._position = 4  # after the correlation id
+        self._position = start
         self.end_struct()
 
     def unpack(self, layout: struct.Struct) -> tuple:
@@ -434,6 +470,14 @@ class _Reader:
         if text is None:
             raise ProtocolError("response has a null where a string belongs")
         return text
+
+    def boolean(self) -> bool:
+        return self.int8() != 0
+
+    def bytes_field(self) -> bytes | None:
+        """A (nullable) bytes field, copied out of the payload."""
+        size = self._length(_INT32)
+        return None if size < 0 else bytes(self.take(size))
 
     def records(self) -> memoryview:
         """A record set, as a view into the response (the decoder copies what it keeps, so a

@@ -73,20 +73,34 @@ def legacy_versions(api_version: tuple[int, ...] | None, source: str) -> Version
     return Versions(fetch_version(api_version), 0, 0, source)
 
 
+class NoCommonVersion(ValueError):
+    """A broker does not offer a request, or offers none of the versions implemented here."""
+
+
+def newest_common(address: str, api_key: int, ours: tuple[int, int],
+                  offered: Mapping[int, tuple[int, int]]) -> int:
+    """The newest version of one request that the broker at `address` offers and zkconsumer
+    implements (`ours`: lowest, highest); NoCommonVersion names the two ranges otherwise."""
+    name = API_NAMES[api_key]
+    if api_key not in offered:
+        raise NoCommonVersion(f"broker {address} does not offer {name} (API key {api_key}) in "
+                              "its ApiVersions answer")
+    lowest, highest = ours
+    broker_lowest, broker_highest = offered[api_key]
+    if max(lowest, broker_lowest) > min(highest, broker_highest):
+        raise NoCommonVersion(f"broker {address} speaks {name} v{broker_lowest}-v{broker_highest} "
+                              f"and zkconsumer v{lowest}-v{highest}: no version in common")
+    return min(highest, broker_highest)
+
+
 def negotiate(address: str, offered: Mapping[int, tuple[int, int]]) -> Versions:
     """The newest version of each request that the broker at `address` offers and this fetcher
     implements; FetchError when there is none."""
     chosen = {}
-    for api_key, (lowest, highest) in IMPLEMENTED.items():
-        name = API_NAMES[api_key]
-        if api_key not in offered:
-            raise FetchError(f"broker {address} does not offer {name} (API key {api_key}) in its "
-                             "ApiVersions answer")
-        broker_lowest, broker_highest = offered[api_key]
-        if max(lowest, broker_lowest) > min(highest, broker_highest):
-            raise FetchError(
-                f"broker {address} speaks {name} v{broker_lowest}-v{broker_highest} and "
-                f"zkconsumer v{lowest}-v{highest}: no version in common; use "
-                "fetch.backend=kafka-python")
-        chosen[api_key] = min(highest, broker_highest)
+    for api_key, ours in IMPLEMENTED.items():
+        try:
+            chosen[api_key] = newest_common(address, api_key, ours, offered)
+        except NoCommonVersion as exc:
+            advice = "" if api_key not in offered else "; use fetch.backend=kafka-python"
+            raise FetchError(f"{exc}{advice}") from None
     return Versions(chosen[FETCH], chosen[LIST_OFFSETS], chosen[METADATA], NEGOTIATED)

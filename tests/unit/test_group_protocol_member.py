@@ -1,0 +1,556 @@
+"""A member of a Kafka-coordinated group, driven step by step on an injected clock: no sockets,
+the coordinator's answers made by kafka-python's encoders of Kafka's message specs."""
+
+from __future__ import annotations
+
+import pytest
+from kafka.protocol.consumer.group import (
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
+
+from zkconsumer.errors import ConfigError
+from zkconsumer.kafka.errors import (
+    GroupAuthorizationError,
+    GroupConfigError,
+    GroupError,
+    GroupMetadataError,
+    InconsistentGroupProtocolError,
+    UnexpectedGroupEvent,
+)
+from zkconsumer.kafka.protocol import codec as protocol
+from zkconsumer.kafka.protocol.consumer_protocol import (
+    Assignment,
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from zkconsumer.kafka.protocol.group_codec import LEGACY_GROUP_VERSIONS, GroupVersions
+from zkconsumer.kafka.protocol.group_member import (
+    Assigned,
+    CommitFailed,
+    Committed,
+    Coordinator,
+    Generation,
+    GroupMember,
+    OffsetsFetched,
+    Request,
+    Revoked,
+    State,
+)
+from zkconsumer.model import TopicPartition as TP
+
+A, B, C = TP("t", 0), TP("t", 1), TP("t", 2)
+NEWEST = GroupVersions(3, 7, 5, 4, 4, 8, 7)
+SESSION_S, HEARTBEAT_S, BACKOFF_S = 10.0, 3.0, 0.1
+FIND, JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH = (
+    protocol.FIND_COORDINATOR, protocol.JOIN_GROUP, protocol.SYNC_GROUP, protocol.HEARTBEAT,
+    protocol.LEAVE_GROUP, protocol.OFFSET_COMMIT, protocol.OFFSET_FETCH)
+
+
+def new_member(strategies=("range", "roundrobin")) -> GroupMember:
+    return GroupMember("g", ["t"], strategies, session_timeout_ms=10000,
+                       rebalance_timeout_ms=60000, heartbeat_interval_ms=3000,
+                       request_timeout_ms=30000, retry_backoff_ms=100, retry_backoff_max_ms=1000)
+
+
+def sent(member: GroupMember, api_key: int, now: float,
+         versions: GroupVersions = LEGACY_GROUP_VERSIONS) -> Request:
+    request = member.next_request(versions, now)
+    assert request is not None and request.api_key == api_key, request
+    return request
+
+
+def answer(member: GroupMember, request: Request, response, now: float) -> None:
+    response.with_header(correlation_id=1)
+    member.receive(request, bytes(response.encode(header=True)), now)
+
+
+def coordinator_found(member, request, now, node=1, error=0):
+    answer(member, request, FindCoordinatorResponse[request.version](
+        throttle_time_ms=0, error_code=error, error_message=None, node_id=node,
+        host=f"broker{node}", port=9092), now)
+
+
+def joined(member, request, now, error=0, member_id="m-1", leader="m-0", generation=1,
+           members=(), protocol_name="range"):
+    answer(member, request, JoinGroupResponse[request.version](
+        throttle_time_ms=0, error_code=error, generation_id=generation,
+        protocol_type="consumer", protocol_name=protocol_name, leader=leader,
+        member_id=member_id, members=[
+            JoinGroupResponse.JoinGroupResponseMember(member_id=m, group_instance_id=None,
+                                                      metadata=metadata)
+            for m, metadata in members]), now)
+
+
+def synced(member, request, now, partitions=(A, B), error=0, raw=None):
+    assignment = raw if raw is not None else encode_assignment(Assignment(0, tuple(partitions)))
+    answer(member, request, SyncGroupResponse[request.version](
+        throttle_time_ms=0, error_code=error, protocol_type="consumer", protocol_name="range",
+        assignment=assignment), now)
+
+
+def beat(member, request, now, error=0):
+    answer(member, request, HeartbeatResponse[request.version](throttle_time_ms=0,
+                                                               error_code=error), now)
+
+
+def commit_answered(member, request, now, error=0):
+    topic = OffsetCommitResponse.OffsetCommitResponseTopic
+    answer(member, request, OffsetCommitResponse[request.version](throttle_time_ms=0, topics=[
+        topic(name=tp.topic, partitions=[topic.OffsetCommitResponsePartition(
+            partition_index=tp.partition, error_code=error)]) for tp in request.offsets]), now)
+
+
+def in_group(now: float = 0.0, versions=LEGACY_GROUP_VERSIONS) -> GroupMember:
+    """A member that found its coordinator and sent its JoinGroup (at `now`)."""
+    member = new_member()
+    member.start(now)
+    coordinator_found(member, sent(member, FIND, now, versions), now)
+    return member
+
+
+def stable(now: float = 0.0, partitions=(A, B), versions=LEGACY_GROUP_VERSIONS) -> GroupMember:
+    """A follower in generation 1 as m-1, owning `partitions`, synced at `now`."""
+    member = in_group(now, versions)
+    joined(member, sent(member, JOIN, now, versions), now)
+    synced(member, sent(member, SYNC, now, versions), now, partitions)
+    member.next_events()
+    return member
+
+
+# -- joining ----------------------------------------------------------------------------------
+
+def test_a_follower_finds_its_coordinator_joins_syncs_and_delivers_its_partitions():
+    member = new_member()
+    member.start(0.0)
+    assert member.coordinator is None
+    find = sent(member, FIND, 0.0)
+    assert find.coordinator is None  # to any broker
+    coordinator_found(member, find, 0.1, node=2)
+    assert member.coordinator == Coordinator(2, "broker2", 9092)
+    join = sent(member, JOIN, 0.1)
+    assert member.next_request(LEGACY_GROUP_VERSIONS, 0.1) is None  # one JoinGroup at a time
+    joined(member, join, 0.5)
+    assert member.state is State.SYNCING and not member.may_deliver(A, 0.5)
+    sync = sent(member, SYNC, 0.5)
+    assert SyncGroupRequest.decode(sync.body, version=0).assignments == []  # a follower's
+    synced(member, sync, 0.6)
+    assert member.state is State.STABLE
+    assert member.generation == Generation(1, "m-1")
+    assert member.next_events() == [Assigned(Generation(1, "m-1"), frozenset({A, B}))]
+    assert member.may_deliver(A, 0.6) and member.may_deliver(B, 0.6)
+    assert not member.may_deliver(C, 0.6)
+
+
+@pytest.mark.parametrize("strategies", [("range", "roundrobin"), ("roundrobin", "range")])
+def test_join_group_offers_the_assignors_in_strategy_order_with_the_subscription(strategies):
+    member = new_member(strategies)
+    member.start(0.0)
+    coordinator_found(member, sent(member, FIND, 0.0), 0.0)
+    request = JoinGroupRequest.decode(sent(member, JOIN, 0.0).body, version=0)
+    assert (request.group_id, request.member_id, request.protocol_type) == ("g", "", "consumer")
+    assert request.session_timeout_ms == 10000
+    assert [p.name for p in request.protocols] == list(strategies)
+    assert {decode_subscription(p.metadata, "me").topics for p in request.protocols} == {("t",)}
+
+
+def test_the_leader_counts_the_groups_topics_and_sends_every_members_range_share():
+    member = in_group()
+    others = [("m-1", encode_subscription(Subscription(0, ("t",)))),
+              ("m-2", encode_subscription(Subscription(1, ("t", "u"), b"x", (A,))))]
+    joined(member, sent(member, JOIN, 0.0), 0.1, member_id="m-1", leader="m-1", members=others)
+    assert member.state is State.ASSIGNING
+    assert member.next_request(LEGACY_GROUP_VERSIONS, 0.1) is None
+    assert member.topics_to_count() == ["t", "u"]
+    member.assign({"t": 3, "u": 2}, 0.2)
+    sync = SyncGroupRequest.decode(sent(member, SYNC, 0.2).body, version=0)
+    shares = {item.member_id: decode_assignment(item.assignment, "m-1").partitions
+              for item in sync.assignments}
+    assert shares == {"m-1": (A, B), "m-2": (C, TP("u", 0), TP("u", 1))}
+
+
+def test_member_id_required_has_the_member_join_again_with_the_given_id():
+    """JoinGroup v4+: the coordinator hands out the id first, and expects it back."""
+    member = in_group(versions=NEWEST)
+    joined(member, sent(member, JOIN, 0.0, NEWEST), 0.1, error=79, member_id="m-given")
+    request = sent(member, JOIN, 0.1, NEWEST)
+    assert request.version == 7
+    assert JoinGroupRequest.decode(request.body, version=7).member_id == "m-given"
+
+
+def test_a_join_waits_for_the_rebalance_timeout_and_more():
+    member = in_group()
+    assert sent(member, JOIN, 0.0, NEWEST).deadline == 65.0  # rebalance.timeout.ms + 5 s
+    member = in_group()
+    assert sent(member, JOIN, 0.0).deadline == 30.0  # v0: the session timeout; request's larger
+
+
+# -- heartbeats and the session ---------------------------------------------------------------
+
+def test_heartbeats_go_every_interval_one_at_a_time():
+    member = stable(now=0.0)
+    assert member.next_request(LEGACY_GROUP_VERSIONS, 2.9) is None
+    assert member.wait_until(2.9) == pytest.approx(HEARTBEAT_S)
+    request = sent(member, HEARTBEAT, 3.0)
+    assert member.next_request(LEGACY_GROUP_VERSIONS, 6.5) is None  # still awaiting its answer
+    beat(member, request, 6.5)
+    assert sent(member, HEARTBEAT, 6.5).sent_at == 6.5  # overdue: at once
+
+
+def test_a_session_without_an_answered_heartbeat_closes_the_gate_on_the_clock():
+    member = stable(now=0.0)
+    sent(member, HEARTBEAT, 3.0)  # never answered
+    assert member.may_deliver(A, SESSION_S - 0.01)
+    assert not member.may_deliver(A, SESSION_S)  # without any other call
+    assert member.next_request(LEGACY_GROUP_VERSIONS, SESSION_S) is None  # backing off
+    assert member.state is State.FINDING and member.generation is None
+    assert member.next_events() == [Revoked(frozenset({A, B}), "no heartbeat answered for "
+                                                               "session.timeout.ms (10000 ms)")]
+    sent(member, FIND, SESSION_S + BACKOFF_S)
+
+
+def test_an_answered_heartbeat_extends_the_session_from_when_it_was_sent():
+    member = stable(now=0.0)
+    beat(member, sent(member, HEARTBEAT, 3.0), 3.5)
+    assert member.may_deliver(A, 3.0 + SESSION_S - 0.01)
+    assert not member.may_deliver(A, 3.0 + SESSION_S)
+
+
+# -- error codes ------------------------------------------------------------------------------
+
+def at_request(api_key: int) -> tuple[GroupMember, Request, bool]:
+    """A member with a request of this kind awaiting its answer, and whether it was in a
+    generation (owning A and B) when it sent it."""
+    if api_key == JOIN:
+        member = in_group()
+        return member, sent(member, JOIN, 1.0), False
+    if api_key == SYNC:
+        member = in_group()
+        joined(member, sent(member, JOIN, 0.0), 0.5)
+        return member, sent(member, SYNC, 1.0), False
+    member = stable(now=0.0)
+    if api_key == HEARTBEAT:
+        return member, sent(member, HEARTBEAT, 3.0), True
+    assert member.commit({A: 5}, 1.0) == []
+    return member, sent(member, COMMIT, 1.0), True
+
+
+def answer_with(member, api_key, request, error, now=1.5):
+    if api_key == JOIN:
+        joined(member, request, now, error=error, member_id="")
+    elif api_key == SYNC:
+        synced(member, request, now, error=error, raw=b"")
+    elif api_key == HEARTBEAT:
+        beat(member, request, now, error=error)
+    else:
+        commit_answered(member, request, now, error=error)
+
+
+def assert_generation_passed(member, owned: bool) -> None:
+    assert member.generation is None and not member.may_deliver(A, 1.5)
+    events = member.next_events()
+    revoked = [event.partitions for event in events if isinstance(event, Revoked)]
+    assert revoked == ([frozenset({A, B})] if owned else [])
+    assert all(not isinstance(event, Assigned) for event in events)
+
+
+APIS = [pytest.param(api, id=name) for api, name in [
+    (JOIN, "JoinGroup"), (SYNC, "SyncGroup"), (HEARTBEAT, "Heartbeat"), (COMMIT, "OffsetCommit")]]
+
+
+@pytest.mark.parametrize("api_key", APIS)
+def test_rebalance_in_progress_rejoins_keeping_the_member_id(api_key):
+    member, request, owned = at_request(api_key)
+    answer_with(member, api_key, request, 27)
+    assert member.state is State.JOINING
+    assert_generation_passed(member, owned)
+    kept = "" if api_key == JOIN else "m-1"  # a first join has no id yet to keep
+    assert JoinGroupRequest.decode(sent(member, JOIN, 1.5).body, version=0).member_id == kept
+
+
+@pytest.mark.parametrize("api_key", APIS)
+@pytest.mark.parametrize("error", [22, 25])
+def test_an_unknown_generation_or_member_rejoins_under_a_fresh_member_id(api_key, error):
+    member, request, owned = at_request(api_key)
+    answer_with(member, api_key, request, error)
+    assert member.state is State.JOINING and member.member_id == ""
+    assert_generation_passed(member, owned)
+    assert JoinGroupRequest.decode(sent(member, JOIN, 1.5).body, version=0).member_id == ""
+
+
+@pytest.mark.parametrize("api_key", APIS)
+@pytest.mark.parametrize("error", [14, 15, 16, 7, -1])
+def test_coordinator_trouble_looks_the_coordinator_up_again_after_a_backoff(api_key, error):
+    member, request, owned = at_request(api_key)
+    answer_with(member, api_key, request, error)
+    assert member.state is State.FINDING and member.coordinator is None
+    assert_generation_passed(member, owned)
+    assert member.next_request(LEGACY_GROUP_VERSIONS, 1.5 + BACKOFF_S / 2) is None
+    coordinator_found(member, sent(member, FIND, 1.5 + BACKOFF_S), 2.0, node=3)
+    assert member.coordinator == Coordinator(3, "broker3", 9092)
+    expected_id = "" if api_key == JOIN else "m-1"
+    assert JoinGroupRequest.decode(sent(member, JOIN, 2.0).body,
+                                   version=0).member_id == expected_id
+
+
+@pytest.mark.parametrize("api_key", APIS)
+@pytest.mark.parametrize("error, kind, message", [
+    (23, InconsistentGroupProtocolError, "it offers protocol type 'consumer' with assignors "
+                                         "range, roundrobin, and the group's members speak "
+                                         "another protocol type or none of these assignors"),
+    (30, GroupAuthorizationError, "the brokers refuse this client group 'g'"),
+    (26, GroupConfigError, "session.timeout.ms=10000 is outside the range the brokers allow"),
+    (24, GroupConfigError, "the brokers refuse group.id 'g'"),
+    (81, GroupConfigError, "group 'g' already has the brokers' group.max.size members"),
+    (29, GroupAuthorizationError, "the brokers refuse this client group 'g' or its topics"),
+    (82, GroupError, "^the group coordinator answered Kafka error 82 FENCED_INSTANCE_ID"),
+    (35, GroupError, "^the group coordinator answered Kafka error 35 UNSUPPORTED_VERSION"),
+    (42, GroupError, "^the group coordinator answered Kafka error 42 INVALID_REQUEST answering "),
+])
+def test_errors_no_retry_can_fix_fail_the_member_with_one_named_line(api_key, error, kind,
+                                                                      message):
+    member, request, owned = at_request(api_key)
+    with pytest.raises(kind, match=message):
+        answer_with(member, api_key, request, error)
+    assert member.state is State.FAILED
+    assert_generation_passed(member, owned)
+
+
+@pytest.mark.parametrize("error", [3, 12, 28])
+def test_a_commit_error_of_the_commit_alone_leaves_the_generation_be(error):
+    member, request, _ = at_request(COMMIT)
+    commit_answered(member, request, 1.5, error=error)
+    assert member.state is State.STABLE and member.may_deliver(A, 1.5)
+    [failed] = member.next_events()
+    assert isinstance(failed, CommitFailed) and failed.offsets == {A: 5}
+    assert f"Kafka error {error} " in failed.reason
+
+
+def test_a_commit_failing_with_a_rebalance_reports_the_commit_failed_and_revokes():
+    member, request, _ = at_request(COMMIT)
+    commit_answered(member, request, 1.5, error=27)
+    events = member.next_events()
+    assert events[0] == CommitFailed({A: 5}, "Kafka error 27 REBALANCE_IN_PROGRESS answering "
+                                             "OffsetCommit")
+    assert events[1] == Revoked(frozenset({A, B}), "Kafka error 27 REBALANCE_IN_PROGRESS "
+                                                   "answering OffsetCommit")
+
+
+def test_the_coordinator_choosing_an_assignor_not_offered_fails_naming_both():
+    member = in_group()
+    with pytest.raises(InconsistentGroupProtocolError,
+                       match="chose assignor 'sticky' for group 'g'; this member offers "
+                             "protocol type 'consumer' with assignors range, roundrobin"):
+        joined(member, sent(member, JOIN, 0.0), 0.1, protocol_name="sticky")
+
+
+def test_a_members_subscription_that_does_not_parse_fails_the_leader_naming_the_member():
+    member = in_group()
+    with pytest.raises(GroupMetadataError, match="^the subscription of group member 'm-9'"):
+        joined(member, sent(member, JOIN, 0.0), 0.1, member_id="m-1", leader="m-1",
+               members=[("m-9", b"\x00\x00\x7f\xff\xff\xff")])
+    assert member.state is State.FAILED
+
+
+def test_an_assignment_that_does_not_parse_fails_the_member_naming_the_leader():
+    member = in_group()
+    joined(member, sent(member, JOIN, 0.0), 0.1, leader="m-0")
+    with pytest.raises(GroupMetadataError, match="^the assignment written by group leader "
+                                                 "'m-0' does not parse"):
+        synced(member, sent(member, SYNC, 0.1), 0.2, raw=b"\x00")
+
+
+def test_an_answer_that_does_not_parse_fails_the_member_naming_the_request():
+    member = stable()
+    request = sent(member, HEARTBEAT, 3.0)
+    with pytest.raises(GroupError, match="^the group coordinator's Heartbeat v0 answer does "
+                                         "not parse: response ends early"):
+        member.receive(request, b"\x00\x00\x00\x01\x00", 3.1)
+
+
+# -- the coordinator moving, connections failing ----------------------------------------------
+
+def test_the_coordinator_lookup_backs_off_doubling_up_to_the_maximum():
+    member = new_member()
+    member.start(0.0)
+    now, delays = 0.0, []
+    for _ in range(6):
+        coordinator_found(member, sent(member, FIND, now), now, error=15)
+        delays.append(round(member.wait_until(now) - now, 3))
+        now = member.wait_until(now)
+    assert delays == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    coordinator_found(member, sent(member, FIND, now), now)
+    assert member.state is State.JOINING
+
+
+def test_a_connection_lost_to_the_coordinator_passes_the_generation():
+    member = stable()
+    request = sent(member, HEARTBEAT, 3.0)
+    member.failed(request, "connection reset", 3.2)
+    assert member.state is State.FINDING and not member.may_deliver(A, 3.2)
+    assert member.next_events()[0].reason == "Heartbeat got no answer: connection reset"
+    member.receive(request, b"late", 3.3)  # an answer no longer awaited changes nothing
+    assert member.state is State.FINDING
+
+
+def test_an_overdue_answer_counts_as_lost():
+    member = in_group()
+    join = sent(member, JOIN, 0.0)
+    member.expire(30.0 - 0.01)
+    assert member.state is State.JOINING
+    member.expire(30.0)
+    assert member.state is State.FINDING
+    joined(member, join, 30.5)  # too late: dropped
+    assert member.state is State.FINDING
+
+
+def test_an_answer_from_before_a_rejoin_changes_nothing():
+    member = stable()
+    heartbeat = sent(member, HEARTBEAT, 3.0)
+    assert member.commit({A: 1}, 3.0) == []
+    commit_answered(member, sent(member, COMMIT, 3.0), 3.1, error=27)  # a rebalance began
+    beat(member, heartbeat, 3.2)  # its heartbeat was sent in the passed generation
+    assert member.state is State.JOINING and member.generation is None
+
+
+# -- the gate after each passing, until the partitions are given again -------------------------
+
+def test_the_gate_stays_closed_until_the_member_is_given_the_partition_again():
+    member = stable()
+    beat(member, sent(member, HEARTBEAT, 3.0), 3.1, error=27)
+    assert not member.may_deliver(A, 3.1)
+    join = sent(member, JOIN, 3.1)
+    assert not member.may_deliver(A, 3.2)
+    joined(member, join, 3.3, generation=2)
+    assert not member.may_deliver(A, 3.3)
+    synced(member, sent(member, SYNC, 3.3), 3.4, partitions=(B, C))
+    assert member.generation == Generation(2, "m-1")
+    assert not member.may_deliver(A, 3.4)  # given to another member this time
+    assert member.may_deliver(B, 3.4) and member.may_deliver(C, 3.4)
+
+
+# -- commits, committed offsets, leaving ------------------------------------------------------
+
+def test_commits_carry_the_generation_and_only_partitions_the_member_may_commit():
+    member = stable(versions=NEWEST)
+    assert member.commit({A: 10, C: 3}, 1.0) == [C]
+    request = sent(member, COMMIT, 1.0, NEWEST)
+    assert request.version == 8 and dict(request.offsets) == {A: 10}
+    body = OffsetCommitRequest.decode(request.body, version=8)
+    assert (body.generation_id_or_member_epoch, body.member_id) == (1, "m-1")
+    commit_answered(member, request, 1.1)
+    assert member.next_events() == [Committed({A: 10})]
+
+
+def test_a_commit_outside_a_generation_is_refused_whole():
+    member = in_group()
+    assert member.commit({A: 1}, 0.0) == [A]
+    assert member.next_request(LEGACY_GROUP_VERSIONS, 0.0).api_key == JOIN
+
+
+def test_committed_offsets_are_fetched_and_a_partition_without_one_has_none():
+    member = stable()
+    member.fetch_offsets([A, B], 0.5)
+    request = sent(member, FETCH, 0.5)
+    assert request.version == 1  # v0 would read ZooKeeper
+    topic = OffsetFetchResponse.OffsetFetchResponseTopic
+    partition = topic.OffsetFetchResponsePartition
+    answer(member, request, OffsetFetchResponse[1](topics=[topic(name="t", partitions=[
+        partition(partition_index=0, committed_offset=42, metadata="", error_code=0),
+        partition(partition_index=1, committed_offset=-1, metadata="", error_code=0)])]), 0.6)
+    assert member.next_events() == [OffsetsFetched({A: 42, B: None})]
+
+
+def test_offsets_of_a_transaction_not_decided_yet_are_asked_again_after_the_backoff():
+    member = stable(versions=NEWEST)
+    member.fetch_offsets([A], 0.5)
+    request = sent(member, FETCH, 0.5, NEWEST)
+    topic = OffsetFetchResponse.OffsetFetchResponseTopic
+    answer(member, request, OffsetFetchResponse[7](throttle_time_ms=0, error_code=0, topics=[
+        topic(name="t", partitions=[topic.OffsetFetchResponsePartition(
+            partition_index=0, committed_offset=-1, committed_leader_epoch=-1, metadata="",
+            error_code=88)])]), 0.6)
+    assert member.next_events() == []
+    assert member.next_request(NEWEST, 0.65) is None
+    assert sent(member, FETCH, 0.6 + BACKOFF_S, NEWEST).partitions == {A}
+
+
+def test_a_clean_stop_leaves_the_group_under_the_member_id():
+    member = stable()
+    member.close(1.0)
+    assert not member.may_deliver(A, 1.0)
+    assert member.next_events() == [Revoked(frozenset({A, B}), "the member is leaving the "
+                                                               "group")]
+    request = sent(member, LEAVE, 1.0)
+    assert LeaveGroupRequest.decode(request.body, version=0).member_id == "m-1"
+    answer(member, request, LeaveGroupResponse[0](error_code=0), 1.1)
+    assert member.state is State.CLOSED
+
+
+def test_a_member_not_in_the_group_closes_at_once():
+    member = new_member()
+    member.start(0.0)
+    member.close(0.0)
+    assert member.state is State.CLOSED
+
+
+# -- events the table does not list ------------------------------------------------------------
+
+def test_an_event_the_state_does_not_take_raises_a_named_error():
+    member = stable()
+    with pytest.raises(UnexpectedGroupEvent, match="event assignment_computed is not one "
+                                                   "state stable takes"):
+        member.assign({"t": 3}, 1.0)
+    with pytest.raises(UnexpectedGroupEvent, match="event start is not one state stable"):
+        member.start(1.0)
+    member.close(1.0)
+    answer(member, sent(member, LEAVE, 1.0), LeaveGroupResponse[0](error_code=0), 1.1)
+    with pytest.raises(UnexpectedGroupEvent, match="event commit is not one state closed"):
+        member.commit({A: 1}, 2.0)
+
+
+def test_a_commit_sent_before_leaving_still_reports_its_outcome():
+    member = stable()
+    assert member.commit({A: 7}, 1.0) == []
+    commit = sent(member, COMMIT, 1.0)
+    member.close(1.0)
+    leave = sent(member, LEAVE, 1.0)
+    commit_answered(member, commit, 1.1)
+    answer(member, leave, LeaveGroupResponse[0](error_code=0), 1.2)
+    assert member.next_events()[-1] == Committed({A: 7})
+    assert member.state is State.CLOSED
+
+
+def test_an_answer_arriving_after_the_close_is_dropped():
+    member = new_member()
+    member.start(0.0)
+    find = sent(member, FIND, 0.0)
+    member.close(0.1)
+    coordinator_found(member, find, 0.2)
+    assert member.state is State.CLOSED
+
+
+def test_the_driver_waits_for_answers_not_for_what_is_already_asked():
+    member = new_member()
+    member.start(0.0)
+    assert member.wait_until(0.0) == 0.0  # FindCoordinator due
+    sent(member, FIND, 0.0)
+    assert member.wait_until(0.0) == 30.0  # its answer, or its timeout
+
+
+def test_a_heartbeat_interval_not_below_the_session_timeout_is_refused():
+    with pytest.raises(ConfigError, match="heartbeat.interval.ms=10000.*lower than "
+                                          "session.timeout.ms \\(10000\\)"):
+        GroupMember("g", ["t"], session_timeout_ms=10000, heartbeat_interval_ms=10000)

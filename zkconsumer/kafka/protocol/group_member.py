@@ -1,0 +1,746 @@
+"""One member of a Kafka-coordinated consumer group, without its I/O: which request to send to
+whom and when, and what the group coordinator's answers mean.
+
+The driver owns the sockets and the clock; this state owns every decision and is told the time
+with every call, as the fetch session is (h11's split): find the group's coordinator, join the
+group offering the assignors of `partition.assignment.strategy` in order, compute the group's
+assignment when the coordinator makes this member the leader (the driver is asked for the
+partition counts of the group's topics), sync, heartbeat every `heartbeat.interval.ms`, commit
+and fetch offsets in the member's generation, and leave on a clean stop.
+
+A generation (its id and the member id the coordinator gave) is what makes an assignment the
+member's: every partition of it may be delivered and committed while the generation lasts, and
+none after it passed, which happens as soon as the member learns that the coordinator no longer
+counts it in (a rebalance began, its generation or member id is unknown there, the coordinator
+moved or is out of reach) or may not (no heartbeat answered for `session.timeout.ms`, on the
+clock the driver tells). Then nothing is delivered or committed until the member has joined
+again and been given partitions anew (`may_deliver`).
+
+Every change of state goes through one table of what each event does in each state; an event
+the table does not list for the state raises `UnexpectedGroupEvent`, a bug of the driver. What
+the driver must learn (an assignment, its revocation, a commit's outcome, committed offsets)
+queues as events for `next_events`. Errors no retry can fix raise a `GroupError` subclass and
+leave the member FAILED; transient ones are retried, the coordinator looked up again with a
+backoff doubling from `retry.backoff.ms` to `retry.backoff.max.ms`, for as long as they last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from enum import Enum
+from typing import NamedTuple, NoReturn
+
+from zkconsumer.assignment.group_assignors import ASSIGNORS, group_assign
+from zkconsumer.errors import AssignmentError, ConfigError
+from zkconsumer.kafka.errors import (
+    ChannelError,
+    GroupAuthorizationError,
+    GroupConfigError,
+    GroupError,
+    GroupMetadataError,
+    InconsistentGroupProtocolError,
+    UnexpectedGroupEvent,
+)
+from zkconsumer.kafka.protocol import group_codec as codec
+from zkconsumer.kafka.protocol.codec import (
+    API_NAMES,
+    FIND_COORDINATOR,
+    HEARTBEAT,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
+    SYNC_GROUP,
+    ProtocolError,
+)
+from zkconsumer.kafka.protocol.consumer_protocol import (
+    PROTOCOL_TYPE,
+    Assignment,
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from zkconsumer.kafka.protocol.retry_policy import UNKNOWN_SERVER_ERROR, error_name
+from zkconsumer.logs import get_logger
+from zkconsumer.model import TopicPartition
+
+log = get_logger(__name__)
+
+# The error codes the group coordinator answers with (Kafka's numbers).
+UNKNOWN_TOPIC_OR_PARTITION = 3
+REQUEST_TIMED_OUT = 7
+OFFSET_METADATA_TOO_LARGE = 12
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+ILLEGAL_GENERATION = 22
+INCONSISTENT_GROUP_PROTOCOL = 23
+INVALID_GROUP_ID = 24
+UNKNOWN_MEMBER_ID = 25
+INVALID_SESSION_TIMEOUT = 26
+REBALANCE_IN_PROGRESS = 27
+INVALID_COMMIT_OFFSET_SIZE = 28
+TOPIC_AUTHORIZATION_FAILED = 29
+GROUP_AUTHORIZATION_FAILED = 30
+UNSUPPORTED_VERSION = 35
+MEMBER_ID_REQUIRED = 79
+GROUP_MAX_SIZE_REACHED = 81
+FENCED_INSTANCE_ID = 82
+UNSTABLE_OFFSET_COMMIT = 88
+
+# The coordinator moved, is starting, or failed for a moment: look it up again.
+_COORDINATOR_TROUBLE = frozenset({COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+                                  NOT_COORDINATOR, REQUEST_TIMED_OUT, UNKNOWN_SERVER_ERROR})
+# The coordinator no longer knows this member by its id, or its generation: join as new.
+_FORGOTTEN = frozenset({ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID})
+# A commit that only fails itself: the member goes on, the caller commits again later.
+_COMMIT_ONLY = frozenset({UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE,
+                          INVALID_COMMIT_OFFSET_SIZE})
+# Java's margin over the rebalance timeout for a JoinGroup's answer.
+_JOIN_MARGIN_S = 5.0
+
+
+class State(Enum):
+    NEW = "new"
+    FINDING = "finding"        # looking up the group's coordinator
+    JOINING = "joining"        # JoinGroup due or awaiting its answer
+    ASSIGNING = "assigning"    # the leader awaits the partition counts of the group's topics
+    SYNCING = "syncing"        # SyncGroup due or awaiting its answer
+    STABLE = "stable"          # in a generation, heartbeating
+    LEAVING = "leaving"        # LeaveGroup due or awaiting its answer
+    CLOSED = "closed"
+    FAILED = "failed"
+
+
+class Event(Enum):
+    START = "start"
+    COORDINATOR_FOUND = "coordinator_found"
+    COORDINATOR_LOST = "coordinator_lost"  # moved, unreachable, loading, or the session passed
+    JOINED_AS_LEADER = "joined_as_leader"
+    JOINED_AS_FOLLOWER = "joined_as_follower"
+    ASSIGNMENT_COMPUTED = "assignment_computed"
+    SYNCED = "synced"
+    REJOIN = "rejoin"  # the generation passed, the coordinator is still ours
+    COMMIT = "commit"
+    FETCH_OFFSETS = "fetch_offsets"
+    LEAVE = "leave"
+    CLOSE = "close"
+    FAIL = "fail"
+
+
+_IN_GROUP = (State.JOINING, State.ASSIGNING, State.SYNCING, State.STABLE)
+_LIVE = (State.NEW, State.FINDING, *_IN_GROUP, State.LEAVING)
+
+_TRANSITIONS: dict[tuple[State, Event], State] = {
+    (State.NEW, Event.START): State.FINDING,
+    (State.FINDING, Event.COORDINATOR_FOUND): State.JOINING,
+    (State.JOINING, Event.JOINED_AS_LEADER): State.ASSIGNING,
+    (State.JOINING, Event.JOINED_AS_FOLLOWER): State.SYNCING,
+    (State.ASSIGNING, Event.ASSIGNMENT_COMPUTED): State.SYNCING,
+    (State.SYNCING, Event.SYNCED): State.STABLE,
+    # Outside STABLE a commit is refused and an offset fetch ignored: the generation can pass
+    # between the driver's question and its call, which is no bug of the driver.
+    **{(state, event): state for state in (State.FINDING, *_IN_GROUP, State.LEAVING)
+       for event in (Event.COMMIT, Event.FETCH_OFFSETS)},
+    **{(state, Event.REJOIN): State.JOINING for state in _IN_GROUP},
+    **{(state, Event.COORDINATOR_LOST): State.FINDING for state in (State.FINDING, *_IN_GROUP)},
+    **{(state, Event.LEAVE): State.LEAVING for state in _IN_GROUP},
+    **{(state, Event.CLOSE): State.CLOSED for state in (*_LIVE, State.CLOSED)},
+    **{(state, Event.FAIL): State.FAILED for state in _LIVE},
+    (State.FAILED, Event.CLOSE): State.FAILED,
+}
+
+
+class Coordinator(NamedTuple):
+    node_id: int
+    host: str
+    port: int
+
+
+class Generation(NamedTuple):
+    generation_id: int
+    member_id: str
+
+
+class Request(NamedTuple):
+    """One request to send: to the coordinator, or (`coordinator` None: FindCoordinator) to any
+    broker. `round` is the join round it belongs to; an answer from an earlier round changes
+    nothing but a commit's outcome."""
+
+    api_key: int
+    version: int
+    body: bytes
+    coordinator: Coordinator | None
+    sent_at: float
+    deadline: float
+    round: int
+    offsets: Mapping[TopicPartition, int]  # OffsetCommit: what it commits
+    partitions: frozenset[TopicPartition]  # OffsetFetch: what it asks
+
+
+# -- what the driver learns (`next_events`) --------------------------------------------------
+
+class Assigned(NamedTuple):
+    """The member is in `generation` and owns these partitions: deliver and commit them."""
+
+    generation: Generation
+    partitions: frozenset[TopicPartition]
+
+
+class Revoked(NamedTuple):
+    """The generation passed: these partitions may no longer be delivered or committed."""
+
+    partitions: frozenset[TopicPartition]
+    reason: str
+
+
+class Committed(NamedTuple):
+    offsets: dict[TopicPartition, int]
+
+
+class CommitFailed(NamedTuple):
+    offsets: dict[TopicPartition, int]
+    reason: str
+
+
+class OffsetsFetched(NamedTuple):
+    offsets: dict[TopicPartition, int | None]  # None: nothing committed
+
+
+GroupEvent = Assigned | Revoked | Committed | CommitFailed | OffsetsFetched
+
+
+class GroupMember:
+    """Not thread-safe: the driver serialises every call. `now` is monotonic seconds; the
+    timeouts are the Java consumer's keys, in milliseconds."""
+
+    def __init__(self, group_id: str, topics: Collection[str],
+                 strategies: Sequence[str] = ("range", "roundrobin"), *,
+                 session_timeout_ms: int = 10000, rebalance_timeout_ms: int = 300000,
+                 heartbeat_interval_ms: int = 3000, request_timeout_ms: int = 30000,
+                 retry_backoff_ms: int = 100, retry_backoff_max_ms: int = 1000) -> None:
+        unknown = [name for name in strategies if name not in ASSIGNORS]
+        if unknown or not strategies:
+            raise AssignmentError(f"unknown partition.assignment.strategy {list(strategies)!r}; "
+                                  "use range, roundrobin or both")
+        if heartbeat_interval_ms >= session_timeout_ms:
+            raise ConfigError("heartbeat.interval.ms", heartbeat_interval_ms,
+                              f"must be lower than session.timeout.ms ({session_timeout_ms}), "
+                              "typically a third of it")
+        self._group_id = group_id
+        self._topics = tuple(sorted(topics))
+        self._strategies = tuple(strategies)
+        self._session_s = session_timeout_ms / 1000.0
+        self._session_timeout_ms = session_timeout_ms
+        self._rebalance_timeout_ms = rebalance_timeout_ms
+        self._heartbeat_s = heartbeat_interval_ms / 1000.0
+        self._request_s = request_timeout_ms / 1000.0
+        self._backoff_s = retry_backoff_ms / 1000.0
+        self._backoff_max_s = retry_backoff_max_ms / 1000.0
+        self._state = State.NEW
+        self._coordinator: Coordinator | None = None
+        self._member_id = ""
+        self._round = 0
+        self._retries = 0  # transient failures in a row, for the backoff
+        self._not_before = 0.0  # no FindCoordinator or JoinGroup before this
+        self._in_flight: dict[int, Request] = {}
+        self._joined: codec.JoinAnswer | None = None  # this round's JoinGroup answer
+        self._group_subscriptions: dict[str, tuple[str, ...]] = {}  # the leader's: per member
+        self._sync_assignments: dict[str, bytes] = {}
+        self._generation: Generation | None = None
+        self._assigned: frozenset[TopicPartition] = frozenset()
+        # When the last JoinGroup, SyncGroup or Heartbeat the coordinator answered (counting the
+        # member in) was sent: its session there runs from no earlier than that.
+        self._alive_since = 0.0
+        self._heartbeat_at = 0.0
+        self._commits: list[dict[TopicPartition, int]] = []
+        self._fetches: set[TopicPartition] = set()
+        self._fetch_at = 0.0
+        self._events: list[GroupEvent] = []
+
+    # -- reading ------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    @property
+    def member_id(self) -> str:
+        return self._member_id
+
+    @property
+    def coordinator(self) -> Coordinator | None:
+        """Where every request but FindCoordinator goes; None while it is looked up."""
+        return self._coordinator if self._state in (*_IN_GROUP, State.LEAVING) else None
+
+    @property
+    def generation(self) -> Generation | None:
+        """The generation the member is in; None from the moment it learnt that it passed
+        (a session passing is learnt at the next call told the time; `may_deliver` reads the
+        clock itself)."""
+        return self._generation
+
+    @property
+    def assignment(self) -> frozenset[TopicPartition]:
+        return self._assigned
+
+    def may_deliver(self, tp: TopicPartition, now: float) -> bool:
+        """Whether `tp` may be delivered or committed now: it was given to the member in its
+        generation, the generation has not passed, and a heartbeat (or the SyncGroup) sent
+        less than `session.timeout.ms` ago was answered."""
+        return (self._state is State.STABLE and tp in self._assigned
+                and now < self._alive_since + self._session_s)
+
+    def topics_to_count(self) -> list[str]:
+        """The leader's question to the driver: how many partitions each of these topics has
+        (every topic a member of the group subscribes to); answer with `assign`."""
+        if self._state is not State.ASSIGNING:
+            return []
+        return sorted({topic for topics in self._group_subscriptions.values()
+                       for topic in topics})
+
+    def next_events(self) -> list[GroupEvent]:
+        """What happened since the last call, in order."""
+        events, self._events = self._events, []
+        return events
+
+    # -- what the driver reports --------------------------------------------------------------
+
+    def start(self, now: float) -> None:
+        self._transition(Event.START)
+        self._not_before = now
+
+    def assign(self, partition_counts: Mapping[str, int], now: float) -> None:
+        """The leader's assignment of the group, from the partition counts of
+        `topics_to_count` (a topic left out has none)."""
+        self._check(now)
+        self._transition(Event.ASSIGNMENT_COMPUTED)
+        assert self._joined is not None  # ASSIGNING comes only with a JoinGroup answer
+        strategy = self._joined.protocol_name or ""
+        group = group_assign(strategy, self._group_subscriptions, partition_counts)
+        self._sync_assignments = {member: encode_assignment(Assignment(0, tuple(partitions)))
+                                  for member, partitions in group.items()}
+        log.info("computed the group's assignment as its leader", group=self._group_id,
+                 strategy=strategy, members=len(group),
+                 partitions=sum(len(partitions) for partitions in group.values()))
+
+    def commit(self, offsets: Mapping[TopicPartition, int], now: float
+               ) -> list[TopicPartition]:
+        """Commit these offsets (the next to consume) in the member's generation; the
+        partitions that may not be committed now (`may_deliver`) are left out and returned."""
+        self._check(now)
+        self._transition(Event.COMMIT)
+        refused = [tp for tp in offsets if not self.may_deliver(tp, now)]
+        allowed = {tp: offset for tp, offset in offsets.items() if tp not in refused}
+        if allowed:
+            self._commits.append(allowed)
+        return refused
+
+    def fetch_offsets(self, partitions: Collection[TopicPartition], now: float) -> None:
+        """Ask the coordinator the group's committed offsets of these partitions (outside a
+        generation: nothing is asked); the answer comes as `OffsetsFetched`."""
+        self._check(now)
+        self._transition(Event.FETCH_OFFSETS)
+        if self._state is State.STABLE:
+            self._fetches.update(partitions)
+
+    def close(self, now: float) -> None:
+        """A clean stop: leave the group if the member is in it (the driver commits first),
+        else close at once."""
+        if self._state in _IN_GROUP and self._member_id:
+            self._pass_generation("the member is leaving the group")
+            self._next_round()
+            self._transition(Event.LEAVE)
+        else:
+            self._pass_generation("the member closed")
+            self._next_round()
+            self._transition(Event.CLOSE)
+
+    # -- what to send -------------------------------------------------------------------------
+
+    def next_request(self, versions: codec.GroupVersions, now: float) -> Request | None:
+        """The request to send now, on a connection to `coordinator` (or, while that is None,
+        to any broker) speaking `versions`; None when nothing is due. Call until None."""
+        self._check(now)
+        state = self._state
+        if state is State.FINDING and now >= self._not_before:
+            return self._send(FIND_COORDINATOR, versions.find_coordinator,
+                              codec.find_coordinator_request(self._group_id,
+                                                             versions.find_coordinator), now)
+        if state is State.JOINING and now >= self._not_before:
+            return self._send(JOIN_GROUP, versions.join_group, self._join_body(versions), now)
+        if state is State.SYNCING:
+            assert self._joined is not None and self._generation is None
+            return self._send(SYNC_GROUP, versions.sync_group, codec.sync_group_request(
+                self._group_id, self._joined.generation_id, self._member_id,
+                self._joined.protocol_name or "", self._sync_assignments,
+                versions.sync_group), now)
+        if state is State.LEAVING:
+            return self._send(LEAVE_GROUP, versions.leave_group, codec.leave_group_request(
+                self._group_id, self._member_id, versions.leave_group), now)
+        if state is not State.STABLE or self._generation is None:
+            return None
+        generation = self._generation
+        if now >= self._heartbeat_at:
+            request = self._send(HEARTBEAT, versions.heartbeat, codec.heartbeat_request(
+                self._group_id, generation.generation_id, generation.member_id,
+                versions.heartbeat), now)
+            if request is not None:
+                return request
+        if self._commits and OFFSET_COMMIT not in self._in_flight:
+            offsets = self._commits.pop(0)
+            return self._send(OFFSET_COMMIT, versions.offset_commit, codec.offset_commit_request(
+                self._group_id, generation.generation_id, generation.member_id, offsets,
+                versions.offset_commit), now, offsets=offsets)
+        if self._fetches and now >= self._fetch_at:
+            asked = frozenset(self._fetches)
+            request = self._send(OFFSET_FETCH, versions.offset_fetch, codec.offset_fetch_request(
+                self._group_id, sorted(asked), versions.offset_fetch), now, partitions=asked)
+            if request is not None:
+                self._fetches.clear()
+            return request
+        return None
+
+    def wait_until(self, now: float) -> float:
+        """When something next falls due (a request, a backoff's end, a heartbeat, the session
+        passing, an answer overdue), for the driver's wait."""
+        times = [request.deadline for request in self._in_flight.values()]
+        state, idle = self._state, not self._in_flight.keys() - {OFFSET_COMMIT}
+        if state in (State.FINDING, State.JOINING) and idle:
+            times.append(self._not_before)
+        if state in (State.SYNCING, State.LEAVING) and idle:
+            times.append(now)
+        if state is State.STABLE:
+            times += [self._heartbeat_at, self._alive_since + self._session_s]
+            if self._fetches:
+                times.append(self._fetch_at)
+            if self._commits and OFFSET_COMMIT not in self._in_flight:
+                times.append(now)
+        return max(now, min(times)) if times else now + self._heartbeat_s
+
+    # -- what came back -----------------------------------------------------------------------
+
+    def receive(self, request: Request, payload: bytes | bytearray, now: float) -> None:
+        """The coordinator's (or, for FindCoordinator, a broker's) answer to `request`."""
+        if not self._answered(request):
+            return
+        name = API_NAMES[request.api_key]
+        try:
+            if request.api_key == FIND_COORDINATOR:
+                return self._coordinator_answered(
+                    codec.decode_find_coordinator(payload, request.version), now)
+            if request.api_key == JOIN_GROUP:
+                return self._join_answered(codec.decode_join_group(payload, request.version),
+                                           request, now)
+            if request.api_key == SYNC_GROUP:
+                return self._sync_answered(*codec.decode_sync_group(payload, request.version),
+                                           request, now)
+            if request.api_key == HEARTBEAT:
+                return self._heartbeat_answered(
+                    codec.decode_heartbeat(payload, request.version), request, now)
+            if request.api_key == LEAVE_GROUP:
+                return self._left(codec.decode_leave_group(payload, request.version))
+            if request.api_key == OFFSET_COMMIT:
+                return self._commit_answered(
+                    codec.decode_offset_commit(payload, request.version), request, now)
+            return self._offsets_answered(codec.decode_offset_fetch(payload, request.version),
+                                          request, now)
+        except ProtocolError as exc:
+            self._fail(GroupError(f"the group coordinator's {name} v{request.version} answer "
+                                  f"does not parse: {exc}"))
+
+    def failed(self, request: Request, failure: ChannelError | str, now: float) -> None:
+        """`request` got no answer: its connection failed or closed, or it is overdue."""
+        if not self._answered(request):
+            return
+        reason = f"{API_NAMES[request.api_key]} got no answer: {failure}"
+        if request.api_key == OFFSET_COMMIT:
+            self._events.append(CommitFailed(dict(request.offsets), reason))
+        if request.api_key == LEAVE_GROUP:
+            return self._left(0)
+        if request.round == self._round and self._state in (State.FINDING, *_IN_GROUP):
+            self._coordinator_lost(reason, now)
+
+    def expire(self, now: float) -> None:
+        """Give up on answers overdue (`request.timeout.ms`; a JoinGroup's is the rebalance
+        timeout and 5 s more), and on a generation whose session passed."""
+        for request in [r for r in self._in_flight.values() if now >= r.deadline]:
+            self.failed(request, f"no answer within {request.deadline - request.sent_at:g} s",
+                        now)
+        self._check(now)
+
+    # -- the answers --------------------------------------------------------------------------
+
+    def _coordinator_answered(self, answer: codec.CoordinatorAnswer, now: float) -> None:
+        if answer.error in _COORDINATOR_TROUBLE:
+            return self._coordinator_lost(_describe(FIND_COORDINATOR, answer.error), now)
+        if answer.error:
+            self._fatal(FIND_COORDINATOR, answer.error)
+        self._coordinator = Coordinator(answer.node_id, answer.host, answer.port)
+        self._retries = 0
+        self._transition(Event.COORDINATOR_FOUND)
+        self._not_before = now
+        log.info("found the group's coordinator", group=self._group_id,
+                 coordinator=f"{answer.host}:{answer.port}", node=answer.node_id)
+
+    def _join_answered(self, answer: codec.JoinAnswer, request: Request, now: float) -> None:
+        error = answer.error
+        if error == MEMBER_ID_REQUIRED:  # v4+: join again under the id the coordinator gave
+            self._member_id = answer.member_id
+            return self._rejoin(_describe(JOIN_GROUP, error), now)
+        if error:
+            if not self._handled_as_group_error(JOIN_GROUP, error, now):
+                self._fatal(JOIN_GROUP, error)
+            return
+        if answer.protocol_name not in self._strategies:
+            self._fail(InconsistentGroupProtocolError(
+                f"the coordinator chose assignor {answer.protocol_name!r} for group "
+                f"{self._group_id!r}; this member offers {self._offer()}"))
+        self._member_id = answer.member_id
+        self._joined = answer
+        self._group_subscriptions = {}
+        if answer.leader == answer.member_id:
+            try:
+                self._group_subscriptions = {
+                    member: decode_subscription(metadata, member).topics
+                    for member, metadata in answer.members}
+            except GroupMetadataError as exc:
+                self._fail(exc)
+        self._retries = 0
+        leader = answer.leader == answer.member_id
+        self._transition(Event.JOINED_AS_LEADER if leader else Event.JOINED_AS_FOLLOWER)
+        self._sync_assignments = {}
+        # The coordinator counts the member in from here: its session runs from the join.
+        self._alive_since = request.sent_at
+        log.info("joined the group", group=self._group_id, generation=answer.generation_id,
+                 member_id=answer.member_id, leader=leader, strategy=answer.protocol_name)
+
+    def _sync_answered(self, error: int, assignment: bytes, request: Request, now: float
+                       ) -> None:
+        if error:
+            if not self._handled_as_group_error(SYNC_GROUP, error, now):
+                self._fatal(SYNC_GROUP, error)
+            return
+        assert self._joined is not None
+        try:  # the leader gives no bytes at all to a member it left out
+            partitions = (decode_assignment(assignment, self._joined.leader).partitions
+                          if assignment else ())
+        except GroupMetadataError as exc:
+            self._fail(exc)
+        self._generation = Generation(self._joined.generation_id, self._member_id)
+        self._assigned = frozenset(partitions)
+        self._alive_since = request.sent_at
+        self._heartbeat_at = now + self._heartbeat_s
+        self._transition(Event.SYNCED)
+        self._events.append(Assigned(self._generation, self._assigned))
+        log.info("assigned partitions", group=self._group_id,
+                 generation=self._generation.generation_id, count=len(self._assigned))
+
+    def _heartbeat_answered(self, error: int, request: Request, now: float) -> None:
+        if error:
+            if not self._handled_as_group_error(HEARTBEAT, error, now):
+                self._fatal(HEARTBEAT, error)
+            return
+        self._alive_since = request.sent_at
+
+    def _commit_answered(self, errors: Mapping[TopicPartition, int], request: Request,
+                         now: float) -> None:
+        offsets = dict(request.offsets)
+        codes = {code for tp, code in errors.items() if tp in offsets and code}
+        unanswered = [tp for tp in offsets if tp not in errors]
+        if not codes and not unanswered:
+            self._events.append(Committed(offsets))
+            return
+        if not codes:
+            self._events.append(CommitFailed(offsets, f"the OffsetCommit answer left out "
+                                                      f"{len(unanswered)} of its partitions"))
+            return
+        error = min(codes, key=_severity)
+        self._events.append(CommitFailed(offsets, _describe(OFFSET_COMMIT, error)))
+        if error in _COMMIT_ONLY or request.round != self._round:
+            return
+        if not self._handled_as_group_error(OFFSET_COMMIT, error, now):
+            self._fatal(OFFSET_COMMIT, error)
+
+    def _offsets_answered(self, answer: codec.FetchedOffsets, request: Request, now: float
+                          ) -> None:
+        codes = {code for code, _ in answer.offsets.values() if code} | (
+            {answer.error} if answer.error else set())
+        others = codes - {UNKNOWN_TOPIC_OR_PARTITION, UNSTABLE_OFFSET_COMMIT}
+        if others:
+            error = min(others, key=_severity)
+            if not self._handled_as_group_error(OFFSET_FETCH, error, now):
+                self._fatal(OFFSET_FETCH, error)
+            return
+        if UNSTABLE_OFFSET_COMMIT in codes:
+            # A transaction's offsets are not decided yet: ask again after the backoff.
+            self._fetches.update(request.partitions)
+            self._fetch_at = now + self._backoff_s
+            return
+        self._events.append(OffsetsFetched({
+            tp: offset if code == 0 else None
+            for tp, (code, offset) in answer.offsets.items() if tp in request.partitions}))
+
+    def _left(self, error: int) -> None:
+        if error:
+            log.info("the coordinator answered LeaveGroup with an error; the member is gone "
+                     "either way", group=self._group_id, error=_describe(LEAVE_GROUP, error))
+        self._transition(Event.CLOSE)
+
+    # -- error codes --------------------------------------------------------------------------
+
+    def _handled_as_group_error(self, api_key: int, error: int, now: float) -> bool:
+        """Rejoin or look the coordinator up again for the codes that call for it; False for
+        any other code."""
+        reason = _describe(api_key, error)
+        if error == REBALANCE_IN_PROGRESS:
+            self._rejoin(reason, now)
+        elif error in _FORGOTTEN:
+            self._member_id = ""
+            self._rejoin(reason, now)
+        elif error in _COORDINATOR_TROUBLE:
+            self._coordinator_lost(reason, now)
+        else:
+            return False
+        return True
+
+    def _fatal(self, api_key: int, error: int) -> NoReturn:
+        reason = _describe(api_key, error)
+        group = repr(self._group_id)
+        if error == INCONSISTENT_GROUP_PROTOCOL:
+            exc: GroupError = InconsistentGroupProtocolError(
+                f"group {group} refused this member ({reason}): it offers {self._offer()}, "
+                "and the group's members speak another protocol type or none of these "
+                "assignors (set partition.assignment.strategy to one they use)")
+        elif error in (GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED):
+            exc = GroupAuthorizationError(f"the brokers refuse this client group {group} or its "
+                                          f"topics ({reason}); grant it in the broker's ACLs")
+        elif error == INVALID_SESSION_TIMEOUT:
+            exc = GroupConfigError(
+                f"session.timeout.ms={self._session_timeout_ms} is outside the range the brokers "
+                f"allow, group.min.session.timeout.ms to group.max.session.timeout.ms ({reason})")
+        elif error == INVALID_GROUP_ID:
+            exc = GroupConfigError(f"the brokers refuse group.id {group} ({reason})")
+        elif error == GROUP_MAX_SIZE_REACHED:
+            exc = GroupConfigError(f"group {group} already has the brokers' group.max.size "
+                                   f"members ({reason})")
+        else:
+            exc = GroupError(f"the group coordinator answered {reason} for group {group}")
+        self._fail(exc)
+
+    def _fail(self, exc: GroupError) -> NoReturn:
+        self._pass_generation(str(exc))
+        self._next_round()
+        self._transition(Event.FAIL)
+        log.error("the member cannot stay in its group", group=self._group_id, error=str(exc))
+        raise exc
+
+    # -- the generation's passing -------------------------------------------------------------
+
+    def _check(self, now: float) -> None:
+        """The clock's part: a generation whose last answered heartbeat is a session old may
+        be gone at the coordinator already."""
+        if self._state is State.STABLE and now >= self._alive_since + self._session_s:
+            self._coordinator_lost(
+                f"no heartbeat answered for session.timeout.ms ({self._session_timeout_ms} ms)",
+                now)
+
+    def _rejoin(self, reason: str, now: float) -> None:
+        self._pass_generation(reason)
+        self._next_round()
+        self._transition(Event.REJOIN)
+        self._not_before = now
+        log.info("rejoining the group", group=self._group_id, reason=reason,
+                 member_id=self._member_id or None)
+
+    def _coordinator_lost(self, reason: str, now: float) -> None:
+        self._pass_generation(reason)
+        self._next_round()
+        self._transition(Event.COORDINATOR_LOST)
+        delay = min(self._backoff_max_s, self._backoff_s * 2 ** self._retries)
+        self._retries += 1
+        self._not_before = now + delay
+        log.info("looking the group's coordinator up again", group=self._group_id,
+                 reason=reason, retry_in_ms=round(delay * 1000))
+
+    def _pass_generation(self, reason: str) -> None:
+        """The gate closes: nothing assigned may be delivered or committed any more."""
+        if self._generation is None and not self._assigned:
+            return
+        revoked = self._assigned
+        self._generation = None
+        self._assigned = frozenset()
+        self._events.append(Revoked(revoked, reason))
+        self._events.extend(CommitFailed(offsets, reason) for offsets in self._commits)
+        self._commits.clear()
+        self._fetches.clear()
+
+    def _next_round(self) -> None:
+        """Answers to this round's requests change nothing from now on (a commit's outcome is
+        still reported)."""
+        self._round += 1
+        self._joined = None
+        self._in_flight = {key: request for key, request in self._in_flight.items()
+                           if key == OFFSET_COMMIT}
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _transition(self, event: Event) -> None:
+        target = _TRANSITIONS.get((self._state, event))
+        if target is None:
+            raise UnexpectedGroupEvent(f"group {self._group_id!r}: event {event.value} is not "
+                                       f"one state {self._state.value} takes")
+        self._state = target
+
+    def _send(self, api_key: int, version: int, body: bytes, now: float,
+              offsets: Mapping[TopicPartition, int] | None = None,
+              partitions: frozenset[TopicPartition] = frozenset()) -> Request | None:
+        if api_key in self._in_flight:
+            return None
+        timeout = self._request_s
+        if api_key == JOIN_GROUP:
+            rebalance_ms = self._rebalance_timeout_ms if version >= 1 else self._session_timeout_ms
+            timeout = max(timeout, rebalance_ms / 1000.0 + _JOIN_MARGIN_S)
+        request = Request(api_key, version, body,
+                          None if api_key == FIND_COORDINATOR else self._coordinator, now,
+                          now + timeout, self._round, offsets or {}, partitions)
+        self._in_flight[api_key] = request
+        if api_key == HEARTBEAT:
+            self._heartbeat_at = now + self._heartbeat_s
+        return request
+
+    def _answered(self, request: Request) -> bool:
+        """Whether the answer to `request` is still awaited (not overdue, not of a request
+        that an earlier failure or a new round dropped)."""
+        if self._in_flight.get(request.api_key) is not request:
+            return False
+        del self._in_flight[request.api_key]
+        return True
+
+    def _join_body(self, versions: codec.GroupVersions) -> bytes:
+        subscription = encode_subscription(Subscription(0, self._topics))
+        return codec.join_group_request(
+            self._group_id, self._session_timeout_ms, self._rebalance_timeout_ms,
+            self._member_id, [(name, subscription) for name in self._strategies],
+            versions.join_group)
+
+    def _offer(self) -> str:
+        return f"protocol type {PROTOCOL_TYPE!r} with assignors {', '.join(self._strategies)}"
+
+
+def _describe(api_key: int, error: int) -> str:
+    return f"Kafka error {error} {error_name(error)} answering {API_NAMES[api_key]}"
+
+
+def _severity(error: int) -> int:
+    """Which of several codes in one OffsetCommit answer decides: what ends the member first,
+    then what passes the generation, then what moves the coordinator, then the rest."""
+    if error in (GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED):
+        return 0
+    if error in _FORGOTTEN or error == REBALANCE_IN_PROGRESS:
+        return 1
+    if error in _COORDINATOR_TROUBLE:
+        return 2
+    return 3
