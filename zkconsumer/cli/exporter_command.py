@@ -71,14 +71,18 @@ def _regex(_ctx, _param, value: str | None) -> str | None:
 @click.option("--kafka-offsets/--no-kafka-offsets", default=True, show_default=True,
               envvar="ZKCONSUMER_EXPORTER_KAFKA_OFFSETS",
               help="Also read the offsets groups keep in Kafka (offsets.storage=kafka).")
+@click.option("--kafka-groups/--no-kafka-groups", default=True, show_default=True,
+              envvar="ZKCONSUMER_EXPORTER_KAFKA_GROUPS",
+              help="Also watch the groups on Kafka's group coordinator and those with only "
+                   "Kafka-stored offsets (needs --kafka-offsets).")
 def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_regex,
-             interval, window_samples, cluster_name, kafka_offsets) -> None:
+             interval, window_samples, cluster_name, kafka_offsets, kafka_groups) -> None:
     """Serve lag, owners and Burrow-style status of every group under /consumers until
     Ctrl-C or SIGTERM."""
     config = admin_config(zookeeper_connect, properties)
     client_options = kafka_client_options(config.kafka_client_properties)
     settings = ExporterSettings(interval, WindowRules(window_samples, interval * window_samples),
-                                cluster_name, kafka_offsets)
+                                cluster_name, kafka_offsets, kafka_groups, group_regex)
     with stop_on_signals() as stop_requested, ExitStack() as opened:
         zk = connect_for(config.zookeeper)
         opened.callback(zk.close)

@@ -369,12 +369,13 @@ class _Reader:
     for a flexible version), in either encoding. The bytes come from the network: any read past
     the end, a length or count that the rest of the response cannot hold, a negative length
     other than null's -1, or a string that is not UTF-8 is a ProtocolError, found before
-    anything is allocated or looped over for it."""
+    anything is allocated or looped over for it. `start` 0 reads bytes that are no response but
+    use the protocol's encoding (a group member's assignment)."""
 
-    def __init__(self, payload: bytes | bytearray, flexible: bool) -> None:
+    def __init__(self, payload: bytes | bytearray, flexible: bool, start: int = 4) -> None:
         self._payload = payload
         self._flexible = flexible
-        self._position = 4  # after the correlation id
+        self._position = start  # 4: after the correlation id
         self.end_struct()
 
     def unpack(self, layout: struct.Struct) -> tuple:
