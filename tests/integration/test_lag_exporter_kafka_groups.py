@@ -78,10 +78,11 @@ def test_a_lagging_kafka_group_shows_its_lag_and_err_through_kafka_exporter_and_
     assert exporter.stop() == 0
 
 
-def test_a_stopped_kafka_group_on_a_zookeeper_less_broker_is_listed_with_its_lag(
-        cluster, modern_broker, modern_topic_factory, unique_name, exporter_process):
-    """Offsets in Kafka and no member: a newer broker lists such a group (Empty), so it is
-    watched whether or not the exporter saw it alive."""
+def test_an_exporter_without_zookeeper_lists_a_stopped_kafka_group_with_its_lag(
+        modern_broker, modern_topic_factory, unique_name, exporter_process):
+    """Only --bootstrap-server, as for a KRaft cluster. Offsets in Kafka and no member: a
+    newer broker lists such a group (Empty), so it is watched whether or not the exporter saw
+    it alive."""
     from support.tansu import produce as produce_modern
 
     topic = modern_topic_factory(partitions=2)
@@ -90,9 +91,8 @@ def test_a_stopped_kafka_group_on_a_zookeeper_less_broker_is_listed_with_its_lag
                    batch_each=True)
     group = unique_name("tansu-group")
     commit_in_kafka(modern_broker.bootstrap_servers, group, {TopicPartition(topic, 0): 3})
-    exporter = exporter_process("--zookeeper", cluster.zookeeper_connect, "--bootstrap-server",
-                                modern_broker.bootstrap_servers, "--interval", "0.3s",
-                                "--group-regex", group)
+    exporter = exporter_process("--bootstrap-server", modern_broker.bootstrap_servers,
+                                "--interval", "0.3s", "--group-regex", group)
     found = wait_until(lambda: (f := exporter.scrape()) and kafka_lag(f, group, topic, 0) == 2
                        and f, timeout=30, message="the Tansu group's lag")
     assert found[("kafka_consumergroup_members", (("consumergroup", group),))] == 0
@@ -100,6 +100,7 @@ def test_a_stopped_kafka_group_on_a_zookeeper_less_broker_is_listed_with_its_lag
     listed = json.loads(get(exporter.port, "/v3/kafka/local/consumer")[1])["consumers"]
     assert listed == [group]
     assert burrow_status(exporter.port, group)["totallag"] == 2
+    assert exporter.stop() == 0
 
 
 @pytest.mark.slow

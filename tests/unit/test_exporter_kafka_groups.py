@@ -10,12 +10,16 @@ import struct
 from types import SimpleNamespace
 
 import pytest
+from click.testing import CliRunner
 from kafka.errors import KafkaConnectionError
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 from prometheus_client import generate_latest
 from support.log_capture import captured_logs
 from support.scrape import samples
 
+from zkconsumer.cli import cli
+from zkconsumer.config import kafka_only_settings
+from zkconsumer.errors import ConfigError
 from zkconsumer.exporter.kafka_groups import CoordinatorWatch, merged_states
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
 from zkconsumer.kafka.protocol.codec import ProtocolError
@@ -275,3 +279,21 @@ def test_kafka_groups_are_not_asked_for_when_turned_off_or_without_kafka_offsets
 class _NoZookeeperGroups:
     def groups(self) -> list[GroupState]:
         return []
+
+
+def test_without_zookeeper_only_kafka_settings_are_taken():
+    version, properties = kafka_only_settings(["kafka.api.version=0.10.2",
+                                               "kafka.security.protocol=SSL"])
+    assert version == (0, 10, 2) and properties == {"security.protocol": "SSL"}
+    with pytest.raises(ConfigError, match="zookeeper.auth.digest"):
+        kafka_only_settings(["zookeeper.auth.digest=u:p"])
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    ([], "give --zookeeper, or --bootstrap-server"),
+    (["--bootstrap-server", "127.0.0.1:1", "--no-kafka-groups"], "leave nothing"),
+])
+def test_an_exporter_with_nothing_to_watch_is_refused_in_one_line(args, said):
+    result = CliRunner().invoke(cli, ["exporter", *args], env={
+        "ZKCONSUMER_ZOOKEEPER_CONNECT": "", "ZKCONSUMER_BOOTSTRAP_SERVER": ""})
+    assert result.exit_code == 2 and said in result.output

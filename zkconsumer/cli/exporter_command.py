@@ -1,5 +1,6 @@
-"""`zkconsumer exporter`: lag, owners and status of every ZooKeeper group, for Prometheus and
-for Burrow's clients, from one long-running process."""
+"""`zkconsumer exporter`: lag, owners and status of every ZooKeeper group and every group on
+Kafka's group coordinator, for Prometheus and for Burrow's clients, from one long-running
+process; with only `--bootstrap-server`, of the coordinator's groups alone (KRaft clusters)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ import click
 from zkconsumer.admin.context import admin_config, kafka_access_for
 from zkconsumer.cli.duration_option import Duration
 from zkconsumer.cli.signals import stop_on_signals
+from zkconsumer.config import kafka_only_settings
+from zkconsumer.exporter.kafka_groups import NoZookeeper
 from zkconsumer.exporter.kafka_reads import ClusterReads
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
 from zkconsumer.exporter.zk_groups import GroupsCache
+from zkconsumer.fetch import LogOffsets
 from zkconsumer.fetch.brokers import KafkaAccess
 from zkconsumer.fetch.first_contact import checked_options
 from zkconsumer.fetch.kafka_client import client_settings, kafka_client_options
@@ -22,7 +26,7 @@ from zkconsumer.kafka.protocol.sasl import SaslLoginError
 from zkconsumer.lag.status import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_SAMPLES, WindowRules
 from zkconsumer.logs import get_logger
 from zkconsumer.metrics import MetricsServer
-from zkconsumer.topology import open_topic_source
+from zkconsumer.topology import KafkaTopics, open_topic_source
 from zkconsumer.zk.session import connect_for
 
 log = get_logger(__name__)
@@ -41,8 +45,9 @@ def _regex(_ctx, _param, value: str | None) -> str | None:
 
 
 @click.command("exporter")
-@click.option("--zookeeper", "zookeeper_connect", required=True,
-              envvar="ZKCONSUMER_ZOOKEEPER_CONNECT", help="host:port[,host:port...][/chroot].")
+@click.option("--zookeeper", "zookeeper_connect", envvar="ZKCONSUMER_ZOOKEEPER_CONNECT",
+              help="host:port[,host:port...][/chroot]; without it, --bootstrap-server is "
+                   "needed and only the groups on Kafka's group coordinator are watched.")
 @click.option("--bootstrap-server", envvar="ZKCONSUMER_BOOTSTRAP_SERVER",
               help="host:port,... of brokers to use instead of those registered in ZooKeeper "
                    "(KRaft clusters, or another cluster's ZooKeeper).")
@@ -77,21 +82,39 @@ def _regex(_ctx, _param, value: str | None) -> str | None:
                    "Kafka-stored offsets (needs --kafka-offsets).")
 def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_regex,
              interval, window_samples, cluster_name, kafka_offsets, kafka_groups) -> None:
-    """Serve lag, owners and Burrow-style status of every group under /consumers until
-    Ctrl-C or SIGTERM."""
-    config = admin_config(zookeeper_connect, properties)
-    client_options = kafka_client_options(config.kafka_client_properties)
+    """Serve lag, owners and Burrow-style status of every group under /consumers and on
+    Kafka's group coordinator until Ctrl-C or SIGTERM."""
+    if not zookeeper_connect:
+        if not bootstrap_server:
+            raise click.UsageError("give --zookeeper, or --bootstrap-server to watch only the "
+                                   "groups on Kafka's group coordinator")
+        if not (kafka_groups and kafka_offsets):
+            raise click.UsageError("without --zookeeper only the groups on Kafka's group "
+                                   "coordinator are watched: --no-kafka-groups and "
+                                   "--no-kafka-offsets leave nothing")
     settings = ExporterSettings(interval, WindowRules(window_samples, interval * window_samples),
                                 cluster_name, kafka_offsets, kafka_groups, group_regex)
     with stop_on_signals() as stop_requested, ExitStack() as opened:
-        zk = connect_for(config.zookeeper)
-        opened.callback(zk.close)
-        opened.callback(zk.stop)
-        groups = GroupsCache(zk, group_regex)
+        groups: GroupsCache | NoZookeeper
+        if zookeeper_connect:
+            config = admin_config(zookeeper_connect, properties)
+            client_options = kafka_client_options(config.kafka_client_properties)
+            zk = connect_for(config.zookeeper)
+            opened.callback(zk.close)
+            opened.callback(zk.stop)
+            groups = GroupsCache(zk, group_regex)
+            access = kafka_access_for(zk, client_options, config.kafka_api_version,
+                                      bootstrap_server)
+            _check_login(access, client_options)
+            topics = open_topic_source(zk, bootstrap_server, access.api_version, client_options)
+        else:
+            api_version, kafka_properties = kafka_only_settings(properties)
+            client_options = kafka_client_options(kafka_properties)
+            groups = NoZookeeper()
+            access = KafkaAccess(bootstrap_server, api_version)
+            _check_login(access, client_options)
+            topics = KafkaTopics(LogOffsets(bootstrap_server, api_version, client_options))
         opened.callback(_quietly, groups.close)
-        access = kafka_access_for(zk, client_options, config.kafka_api_version, bootstrap_server)
-        _check_login(access, client_options)
-        topics = open_topic_source(zk, bootstrap_server, access.api_version, client_options)
         opened.callback(_quietly, topics.close)
         reads = ClusterReads(access, topics, client_options)
         opened.callback(_quietly, reads.close)
@@ -102,7 +125,7 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
         if groups.start(CACHE_LOAD_TIMEOUT_S, stop_requested):
             service.start()
             opened.callback(_quietly, service.stop)
-            log.info("exporting group lag", zookeeper=zookeeper_connect,
+            log.info("exporting group lag", zookeeper=zookeeper_connect or "none",
                      interval_s=interval, window_s=settings.rules.span_s,
                      groups=group_regex or "all")
             stop_requested.wait()

@@ -36,6 +36,20 @@ from zkconsumer.offsets.coordinator_groups import CoordinatorGroup
 from zkconsumer.throttled_log import RepeatedCondition, RetryWarnings
 
 
+class NoZookeeper:
+    """The ZooKeeper groups of an exporter given no ZooKeeper (only `--bootstrap-server`):
+    none, so it watches the coordinator's groups alone."""
+
+    def start(self, timeout_s: float, stop: object = None) -> bool:
+        return True
+
+    def groups(self) -> list[GroupState]:
+        return []
+
+    def close(self) -> None:
+        pass
+
+
 def merged_states(zookeeper: Iterable[GroupState], coordinator: Mapping[str, CoordinatorGroup]
                   ) -> list[GroupState]:
     """ZooKeeper's groups and the coordinator's, a name in both as one group (see the module's
