@@ -35,8 +35,6 @@ CONSUMER_PROTOCOL_TYPES = frozenset({"consumer", ""})
 @dataclass(frozen=True)
 class CoordinatorMember:
     member_id: str
-    client_id: str
-    client_host: str
     assigned: tuple[TopicPartition, ...]
 
 
@@ -47,7 +45,6 @@ class CoordinatorGroup:
     at all this time (a coordinator moving, say), its members then unknown."""
 
     name: str
-    state: str = ""
     members: tuple[CoordinatorMember, ...] = ()
     malformed: str | None = None
     error: str | None = None
@@ -77,12 +74,10 @@ def described_group(group: Any) -> CoordinatorGroup:
         except ProtocolError as exc:
             malformed = f"member {member.member_id}: {exc}"
             break
-        members.append(CoordinatorMember(member.member_id, member.client_id,
-                                         member.client_host, assigned))
+        members.append(CoordinatorMember(member.member_id, assigned))
     if malformed is not None:
-        members = [CoordinatorMember(member.member_id, member.client_id, member.client_host, ())
-                   for member in group.members]
-    return CoordinatorGroup(group.group_id, group.group_state, tuple(members), malformed)
+        members = [CoordinatorMember(member.member_id, ()) for member in group.members]
+    return CoordinatorGroup(group.group_id, tuple(members), malformed)
 
 
 class GroupsAdmin(KafkaAdminClient):
