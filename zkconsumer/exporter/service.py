@@ -2,11 +2,11 @@
 
 A scan reads groups from the ZooKeeper cache (no request) and, optionally, those on Kafka's
 group coordinator (`kafka_groups`), the topics' partitions, the log ends of every partition any
-group has, and, optionally, the offsets groups keep in Kafka; it then
-judges every partition and publishes the result in one assignment, so a scrape or a Burrow
-request never waits for a scan nor sees half of one. A scan that fails leaves the previous one
-published and says so in the log, in `zkconsumer_exporter_scans_total{result="failure"}` and,
-after three intervals without a good scan, in `/healthz`.
+group has, and, optionally, the offsets groups keep in Kafka; it then judges every partition and
+publishes the result in one assignment, so a scrape or a Burrow request never waits for a scan
+nor sees half of one. A scan that fails leaves the previous one published and says so in the
+log, in `zkconsumer_exporter_scans_total{result="failure"}` and, after three intervals without a
+good scan, in `/healthz`.
 """
 
 from __future__ import annotations
@@ -189,10 +189,10 @@ class LagExporter:
                                  for partition in partitions_of(topic) or ()])
         if self._coordinator is not None:
             self._coordinator.forget_stopped(kafka)
-        for name in kafka_only:  # every partition it has an offset for, where the topic exists
-            existing[name] = sorted({*existing[name], *(
-                tp for tp in kafka.get(name, {}) if tp.partition in (partitions_of(tp.topic)
-                                                                     or ()))})
+        for name in kafka_only:  # and every partition it has an offset for, if it exists
+            committed = [tp for tp in kafka.get(name, {})
+                         if tp.partition in (partitions_of(tp.topic) or ())]
+            existing[name] = sorted({*existing[name], *committed})
         layout = {state.name: with_offsets(existing[state.name], state) for state in states}
         log_ends = self._log_ends(sorted({tp for partitions in existing.values()
                                           for tp in partitions}))
