@@ -102,7 +102,7 @@ def test_assignments_round_trip_with_kafka_python():
     theirs = ConsumerProtocolAssignment(assigned_partitions=[("a", [0, 3]), ("b", [1])],
                                         user_data=b"x")
     assert encode_assignment(ours) == bytes(theirs.encode(version=0))
-    assert decode_assignment(bytes(theirs.encode(version=1)), "leader") == ours._replace(
+    assert decode_assignment(bytes(theirs.encode(version=1)), "group leader 'L'") == ours._replace(
         version=1)
 
 
@@ -127,7 +127,7 @@ def test_an_assignment_naming_a_negative_partition_is_malformed():
     data = struct.pack(">hih", 0, 1, 1) + b"t" + struct.pack(">ii", 1, -3) + b"\xff\xff\xff\xff"
     with pytest.raises(GroupMetadataError, match="^the assignment written by group leader "
                                                  "'L' does not parse: it names partition -3"):
-        decode_assignment(data, "L")
+        decode_assignment(data, "group leader 'L'")
 
 
 VALID = [encode_subscription(Subscription(v, ("orders", "audit"), b"u", (TP("orders", 1),), 4,

@@ -176,7 +176,7 @@ def test_the_leader_counts_the_groups_topics_and_sends_every_members_range_share
     assert member.topics_to_count() == ["t", "u"]
     member.assign({"t": 3, "u": 2}, 0.2)
     sync = SyncGroupRequest.decode(sent(member, SYNC, 0.2).body, version=0)
-    shares = {item.member_id: decode_assignment(item.assignment, "m-1").partitions
+    shares = {item.member_id: decode_assignment(item.assignment, "group leader 'm-1'").partitions
               for item in sync.assignments}
     assert shares == {"m-1": (A, B), "m-2": (C, TP("u", 0), TP("u", 1))}
 

@@ -1,8 +1,10 @@
-"""`zkconsumer exporter`: lag, owners and status of every ZooKeeper group, for Prometheus and
-for Burrow's clients, from one long-running process."""
+"""`zkconsumer exporter`: lag, owners and status of every ZooKeeper group and every group on
+Kafka's group coordinator, for Prometheus and for Burrow's clients, from one long-running
+process; with only `--bootstrap-server`, of the coordinator's groups alone (KRaft clusters)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from contextlib import ExitStack
@@ -14,19 +16,21 @@ import click
 from zkconsumer.admin.context import admin_config, kafka_access_for
 from zkconsumer.cli.duration_option import Duration
 from zkconsumer.cli.signals import stop_on_signals
-from zkconsumer.config import ConsumerConfig
+from zkconsumer.config import ZookeeperSettings, kafka_only_settings
 from zkconsumer.exporter.burrow_config import (
     Connections,
     NotifierSummary,
     burrow_log_level,
     client_profile,
 )
+from zkconsumer.exporter.kafka_groups import NoZookeeper
 from zkconsumer.exporter.kafka_reads import ClusterReads
 from zkconsumer.exporter.notice_body import DEFAULT_TEMPLATE, BodyTemplate, NotifyTemplateError
 from zkconsumer.exporter.notice_rules import NoticeRules
 from zkconsumer.exporter.notifier import Notifier, NotifySettings
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
 from zkconsumer.exporter.zk_groups import GroupsCache
+from zkconsumer.fetch import LogOffsets
 from zkconsumer.fetch.brokers import KafkaAccess
 from zkconsumer.fetch.first_contact import checked_options
 from zkconsumer.fetch.kafka_client import client_settings, kafka_client_options
@@ -36,7 +40,7 @@ from zkconsumer.lag.status import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_SAMPLES, St
 from zkconsumer.logs import get_logger
 from zkconsumer.metrics import MetricsServer
 from zkconsumer.model import format_address
-from zkconsumer.topology import open_topic_source
+from zkconsumer.topology import KafkaTopics, open_topic_source
 from zkconsumer.zk.session import connect_for
 
 log = get_logger(__name__)
@@ -96,8 +100,9 @@ NOTIFY_THRESHOLDS = [status.name for status in Status if status > Status.OK]
 
 
 @click.command("exporter")
-@click.option("--zookeeper", "zookeeper_connect", required=True,
-              envvar="ZKCONSUMER_ZOOKEEPER_CONNECT", help="host:port[,host:port...][/chroot].")
+@click.option("--zookeeper", "zookeeper_connect", envvar="ZKCONSUMER_ZOOKEEPER_CONNECT",
+              help="host:port[,host:port...][/chroot]; without it, --bootstrap-server is "
+                   "needed and only the groups on Kafka's group coordinator are watched.")
 @click.option("--bootstrap-server", envvar="ZKCONSUMER_BOOTSTRAP_SERVER",
               help="host:port,... of brokers to use instead of those registered in ZooKeeper "
                    "(KRaft clusters, or another cluster's ZooKeeper).")
@@ -126,6 +131,10 @@ NOTIFY_THRESHOLDS = [status.name for status in Status if status > Status.OK]
 @click.option("--kafka-offsets/--no-kafka-offsets", default=True, show_default=True,
               envvar="ZKCONSUMER_EXPORTER_KAFKA_OFFSETS",
               help="Also read the offsets groups keep in Kafka (offsets.storage=kafka).")
+@click.option("--kafka-groups/--no-kafka-groups", default=True, show_default=True,
+              envvar="ZKCONSUMER_EXPORTER_KAFKA_GROUPS",
+              help="Also watch the groups on Kafka's group coordinator and those with only "
+                   "Kafka-stored offsets (needs --kafka-offsets).")
 @click.option("--notify-url", callback=_http_url, envvar="ZKCONSUMER_EXPORTER_NOTIFY_URL",
               help="POST a notification here when a group's status turns bad, changes, and "
                    "turns OK again.")
@@ -146,32 +155,53 @@ NOTIFY_THRESHOLDS = [status.name for status in Status if status > Status.OK]
 @click.option("--notify-group", callback=_regex, envvar="ZKCONSUMER_EXPORTER_NOTIFY_GROUP",
               help="Only notify about groups whose whole name matches this regex.")
 def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_regex,
-             interval, window_samples, cluster_name, kafka_offsets, notify_url,
+             interval, window_samples, cluster_name, kafka_offsets, kafka_groups, notify_url,
              notify_template, notify_content_type, notify_timeout, notify_threshold,
              notify_resend, notify_group) -> None:
-    """Serve lag, owners and Burrow-style status of every group under /consumers until
-    Ctrl-C or SIGTERM."""
+    """Serve lag, owners and Burrow-style status of every group under /consumers and on
+    Kafka's group coordinator until Ctrl-C or SIGTERM."""
+    if not zookeeper_connect:
+        if not bootstrap_server:
+            raise click.UsageError("give --zookeeper, or --bootstrap-server to watch only the "
+                                   "groups on Kafka's group coordinator")
+        if not (kafka_groups and kafka_offsets):
+            raise click.UsageError("without --zookeeper only the groups on Kafka's group "
+                                   "coordinator are watched: --no-kafka-groups and "
+                                   "--no-kafka-offsets leave nothing")
     notifier = _notifier(notify_url, notify_template, notify_content_type, notify_timeout,
                          notify_threshold, notify_resend, notify_group, cluster_name)
     notified = None if notifier is None else NotifierSummary(
         notify_url, Status[notify_threshold.upper()].value, notify_resend, notify_group or "",
         notify_timeout)
-    config = admin_config(zookeeper_connect, properties)
-    client_options = kafka_client_options(config.kafka_client_properties)
     with stop_on_signals() as stop_requested, ExitStack() as opened:
-        zk = connect_for(config.zookeeper)
-        opened.callback(zk.close)
-        opened.callback(zk.stop)
-        groups = GroupsCache(zk, group_regex)
+        groups: GroupsCache | NoZookeeper
+        zookeeper: ZookeeperSettings | None = None
+        if zookeeper_connect:
+            config = admin_config(zookeeper_connect, properties)
+            client_options = kafka_client_options(config.kafka_client_properties)
+            zookeeper = config.zookeeper
+            zk = connect_for(zookeeper)
+            opened.callback(zk.close)
+            opened.callback(zk.stop)
+            groups = GroupsCache(zk, group_regex)
+            access = kafka_access_for(zk, client_options, config.kafka_api_version,
+                                      bootstrap_server)
+            _check_login(access, client_options)
+            topics = open_topic_source(zk, bootstrap_server, access.api_version, client_options)
+        else:
+            api_version, kafka_properties = kafka_only_settings(properties)
+            client_options = kafka_client_options(kafka_properties)
+            groups = NoZookeeper()
+            access = KafkaAccess(bootstrap_server, api_version)
+            _check_login(access, client_options)
+            topics = KafkaTopics(LogOffsets(bootstrap_server, api_version, client_options))
         opened.callback(_quietly, groups.close)
-        access = kafka_access_for(zk, client_options, config.kafka_api_version, bootstrap_server)
-        _check_login(access, client_options)
+        opened.callback(_quietly, topics.close)
         settings = ExporterSettings(
             interval, WindowRules(window_samples, interval * window_samples), cluster_name,
-            kafka_offsets, _connections(config, access, client_options, group_regex,
-                                        format_address(host, port), notified))
-        topics = open_topic_source(zk, bootstrap_server, access.api_version, client_options)
-        opened.callback(_quietly, topics.close)
+            kafka_offsets, _connections(zookeeper, access, client_options, group_regex,
+                                        format_address(host, port), notified),
+            kafka_groups, group_regex)
         reads = ClusterReads(access, topics, client_options)
         opened.callback(_quietly, reads.close)
         service = LagExporter(groups, reads, settings,
@@ -186,7 +216,7 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
                 opened.callback(_quietly, notifier.stop)
             service.start()
             opened.callback(_quietly, service.stop)
-            log.info("exporting group lag", zookeeper=zookeeper_connect,
+            log.info("exporting group lag", zookeeper=zookeeper_connect or "none",
                      interval_s=interval, window_s=settings.rules.span_s,
                      groups=group_regex or "all")
             stop_requested.wait()
@@ -211,17 +241,24 @@ def _notifier(url: str | None, template: str | None, content_type: str, timeout_
     return Notifier(NotifySettings(url, body, rules, cluster, content_type, timeout_s))
 
 
-def _connections(config: ConsumerConfig, access: KafkaAccess, client_options: dict,
+def _connections(zookeeper: ZookeeperSettings | None, access: KafkaAccess, client_options: dict,
                  group_regex: str | None, listen: str, notifier: NotifierSummary | None
                  ) -> Connections:
-    """What Burrow's /v3/config and /v3/kafka/<cluster> tell about the exporter."""
-    zookeeper = config.zookeeper
-    return Connections(
-        tuple(zookeeper.connect.servers_string.split(",")), zookeeper.connect.chroot,
-        zookeeper.session_timeout_s, tuple(access.bootstrap_servers.split(",")),
-        client_profile(client_options, access.api_version), group_regex or "", listen,
-        burrow_log_level(logging.getLevelName(logging.getLogger().getEffectiveLevel())),
-        notifier)
+    """What Burrow's /v3/config and /v3/kafka/<cluster> tell about the exporter; no ZooKeeper
+    servers when it watches only Kafka's group coordinator."""
+    connections = Connections(
+        bootstrap_servers=tuple(access.bootstrap_servers.split(",")),
+        client=client_profile(client_options, access.api_version),
+        group_regex=group_regex or "", listen=listen,
+        log_level=burrow_log_level(
+            logging.getLevelName(logging.getLogger().getEffectiveLevel())),
+        notifier=notifier)
+    if zookeeper is None:
+        return connections
+    return dataclasses.replace(
+        connections, zookeeper_servers=tuple(zookeeper.connect.servers_string.split(",")),
+        zookeeper_chroot=zookeeper.connect.chroot,
+        zookeeper_timeout_s=zookeeper.session_timeout_s)
 
 
 def _check_login(access: KafkaAccess, client_options: dict) -> None:

@@ -54,6 +54,7 @@ from zkconsumer.config.loading import (
     ConsumerConfig,
     MissingConfigError,
     Setting,
+    kafka_only_settings,
     load_config,
     parse_setting,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "Setting",
     "ZookeeperConnect",
     "ZookeeperSettings",
+    "kafka_only_settings",
     "load_config",
     "parse_setting",
 ]

@@ -222,19 +222,41 @@ def _build(settings: Mapping[str, Setting]) -> ConsumerConfig:
         register_secret(fields["zookeeper_auth_digest"].partition(":")[2])
     if fields["zookeeper_sasl_password"]:
         register_secret(fields["zookeeper_sasl_password"])
+    others = {name: setting for name, setting in settings.items() if name not in KEY_NAMES}
+    kafka_properties, unknown = _kafka_client_properties(others)
+    return ConsumerConfig(**fields, kafka_client_properties=MappingProxyType(kafka_properties),
+                          unknown_keys=tuple(unknown))
+
+
+def kafka_only_settings(overrides: Iterable[str]
+                        ) -> tuple[tuple[int, ...] | None, Mapping[str, str]]:
+    """`kafka.api.version` and the Kafka client's properties from `--property` strings, for a
+    command that asks Kafka and no ZooKeeper: any other key is an error, as it could only be
+    a mistake there."""
+    settings = _override_settings(overrides)
+    version = settings.pop("kafka.api.version", None)
+    properties, others = _kafka_client_properties(settings)
+    if others:
+        raise ConfigError(others[0], "<hidden>", "only kafka.<key> settings apply without "
+                          "ZooKeeper", settings[others[0]].source)
+    return (None if version is None
+            else parse_setting("kafka.api.version", version.value, version.source)), properties
+
+
+def _kafka_client_properties(settings: Mapping[str, Setting]
+                             ) -> tuple[dict[str, str], list[str]]:
+    """The `kafka.*` pass-through properties, prefix removed, their secrets registered; and
+    the names of the other settings."""
     kafka_properties = {}
-    unknown = []
+    others = []
     for name in sorted(settings):
-        if name in KEY_NAMES:
-            continue
         if name.startswith(KAFKA_PREFIX) and name != KAFKA_PREFIX:
             kafka_properties[name[len(KAFKA_PREFIX):]] = settings[name].value.strip()
             if _SECRET_NAME.search(name):
                 register_secret(settings[name].value.strip())
         else:
-            unknown.append(name)
-    return ConsumerConfig(**fields, kafka_client_properties=MappingProxyType(kafka_properties),
-                          unknown_keys=tuple(unknown))
+            others.append(name)
+    return kafka_properties, others
 
 
 def _check_combinations(fields: Mapping[str, Any], settings: Mapping[str, Setting]) -> None:

@@ -110,9 +110,10 @@ def cluster_module(setup: BurrowSetup) -> dict:
 
 
 def consumer_modules(setup: BurrowSetup) -> dict[str, dict]:
-    """Where the groups' offsets are read: ZooKeeper always, Kafka unless turned off."""
+    """Where the groups' offsets are read: ZooKeeper unless the exporter watches only Kafka's
+    group coordinator, Kafka unless turned off."""
     connections = setup.connections
-    modules = {ZOOKEEPER_MODULE: _consumer_module(
+    modules = {} if not connections.zookeeper_servers else {ZOOKEEPER_MODULE: _consumer_module(
         setup, "kafka_zk", list(connections.zookeeper_servers),
         zookeeper_path=connections.zookeeper_chroot,
         zookeeper_timeout=_whole_seconds(connections.zookeeper_timeout_s),

@@ -1,10 +1,11 @@
-"""What the exporter asks the brokers at each scan: the topics' partitions, the log ends, and
-the offsets groups keep in Kafka.
+"""What the exporter asks the brokers at each scan: the topics' partitions, the log ends, the
+offsets groups keep in Kafka, and the groups Kafka's group coordinator knows.
 
 Two kafka-python clients serve every group: one for metadata and log ends (`LogOffsets`, the
 topic source), and the admin client of the `GroupOffsetsReader` every reader of Kafka-stored
-offsets shares, which asks for any number of groups over one connection per broker. A client
-per group would mean hundreds of connections for a cluster's worth of groups.
+offsets shares, which asks for any number of groups over one connection per broker, and lists
+and describes the coordinator's groups too. A client per group would mean hundreds of
+connections for a cluster's worth of groups.
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ from typing import Any
 
 from zkconsumer.fetch import KafkaAccess, LogOffsets
 from zkconsumer.model import TopicPartition
+from zkconsumer.offsets.coordinator_groups import (
+    CoordinatorGroup,
+    open_groups_admin,
+    read_coordinator_groups,
+)
 from zkconsumer.offsets.kafka_reader import GroupOffsets, GroupOffsetsReader, GroupPartitions
 from zkconsumer.topology import KafkaTopics, TopicSource, TopicView
 
@@ -29,7 +35,8 @@ class ClusterReads:
         self._own_log_offsets = shared is None
         self._log_offsets = shared or LogOffsets(access.bootstrap_servers, access.api_version,
                                                  client_options, request_timeout_ms)
-        self._group_offsets = GroupOffsetsReader(access, client_options, request_timeout_ms)
+        self._group_offsets = GroupOffsetsReader(access, client_options, request_timeout_ms,
+                                                 connect=open_groups_admin)
 
     def topics(self) -> TopicView:
         return self._topics.view()
@@ -39,6 +46,13 @@ class ClusterReads:
 
     def kafka_offsets(self, wanted: GroupPartitions) -> GroupOffsets:
         return self._group_offsets.read(wanted)
+
+    def every_kafka_offset(self, groups: Iterable[str],
+                           every_partition: Iterable[TopicPartition]) -> GroupOffsets:
+        return self._group_offsets.read_every(groups, every_partition)
+
+    def coordinator_groups(self) -> dict[str, CoordinatorGroup]:
+        return read_coordinator_groups(self._group_offsets)
 
     def close(self) -> None:
         if self._own_log_offsets:

@@ -5,12 +5,15 @@ the formatting of what is already there and no request to ZooKeeper or Kafka.
 
 Besides zkconsumer's own names, the lag is also published as kafka_exporter publishes a
 ZooKeeper group's lag (`kafka_consumergroupzookeeper_lag_zookeeper`, labels consumergroup,
-topic, partition), so dashboards and alerts written for it work unchanged; unlike it, a
-partition whose committed offset is 0 is kept.
+topic, partition), and, for every partition with an offset in Kafka and every group Kafka's
+group coordinator knows, as it publishes a Kafka group's (`kafka_consumergroup_*`), so
+dashboards and alerts written for it work unchanged; unlike it, a partition whose committed
+offset is 0 is kept.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -19,6 +22,7 @@ from zkconsumer.lag.report import GroupReport
 from zkconsumer.lag.status import PARTITION_STATUSES
 
 PARTITION_LABELS = ["group", "topic", "partition"]
+KAFKA_EXPORTER_LABELS = ["consumergroup", "topic", "partition"]
 
 
 def group_families(reports: Iterable[GroupReport]) -> list[Metric]:
@@ -29,7 +33,8 @@ def group_families(reports: Iterable[GroupReport]) -> list[Metric]:
         "zkconsumer_group_offset", "The group's committed offset, per storage.",
         labels=[*PARTITION_LABELS, "storage"])
     members = GaugeMetricFamily(
-        "zkconsumer_group_members", "Members registered under /consumers/<group>/ids.",
+        "zkconsumer_group_members", "Members registered under /consumers/<group>/ids or on "
+        "Kafka's group coordinator.",
         labels=["group"])
     owned = GaugeMetricFamily(
         "zkconsumer_partition_owned", "1 if a member owns the partition, 0 if nobody does "
@@ -44,6 +49,7 @@ def group_families(reports: Iterable[GroupReport]) -> list[Metric]:
         "kafka_consumergroupzookeeper_lag_zookeeper", "Current approximate lag of a "
         "ZooKeeper consumer group at topic/partition (kafka_exporter's name).",
         labels=["consumergroup", "topic", "partition"])
+    reports = list(reports)
     for report in reports:
         members.add_metric([report.group], report.members)
         total.add_metric([report.group], report.total_lag)
@@ -59,4 +65,48 @@ def group_families(reports: Iterable[GroupReport]) -> list[Metric]:
                                    ("kafka", partition.kafka_offset)):
                 if value is not None:
                     offset.add_metric([*labels, storage], value)
-    return [lag, offset, members, owned, total, status, compatible]
+    return [lag, offset, members, owned, total, status, compatible,
+            *kafka_exporter_families(reports)]
+
+
+def kafka_exporter_families(reports: Iterable[GroupReport]) -> list[Metric]:
+    """kafka_exporter's consumer-group families: the offset committed in Kafka and the lag of
+    each partition that has one, their sums per topic, and the members of each group on
+    Kafka's group coordinator."""
+    offset = GaugeMetricFamily(
+        "kafka_consumergroup_current_offset", "Current offset of a consumer group at "
+        "topic/partition, as committed in Kafka (kafka_exporter's name).",
+        labels=KAFKA_EXPORTER_LABELS)
+    offset_sum = GaugeMetricFamily(
+        "kafka_consumergroup_current_offset_sum", "Current offset of a consumer group at a "
+        "topic, summed over its partitions (kafka_exporter's name).",
+        labels=["consumergroup", "topic"])
+    lag = GaugeMetricFamily(
+        "kafka_consumergroup_lag", "Current approximate lag of a consumer group at "
+        "topic/partition (kafka_exporter's name).", labels=KAFKA_EXPORTER_LABELS)
+    lag_sum = GaugeMetricFamily(
+        "kafka_consumergroup_lag_sum", "Current approximate lag of a consumer group at a "
+        "topic, summed over its partitions (kafka_exporter's name).",
+        labels=["consumergroup", "topic"])
+    members = GaugeMetricFamily(
+        "kafka_consumergroup_members", "Members of a consumer group on Kafka's group "
+        "coordinator (kafka_exporter's name).", labels=["consumergroup"])
+    for report in reports:
+        if report.coordinator_members is not None:
+            members.add_metric([report.group], report.coordinator_members)
+        offsets: Counter[str] = Counter()
+        lags: Counter[str] = Counter()
+        for partition in report.partitions:
+            if partition.kafka_offset is None:
+                continue
+            labels = [report.group, partition.topic, str(partition.partition)]
+            offset.add_metric(labels, partition.kafka_offset)
+            offsets[partition.topic] += partition.kafka_offset
+            if partition.lag is not None:
+                lag.add_metric(labels, partition.lag)
+                lags[partition.topic] += partition.lag
+        for topic, total in sorted(offsets.items()):
+            offset_sum.add_metric([report.group, topic], total)
+        for topic, total in sorted(lags.items()):
+            lag_sum.add_metric([report.group, topic], total)
+    return [offset, offset_sum, lag, lag_sum, members]

@@ -1,11 +1,12 @@
 """The lag exporter's loop: scan every interval on its own thread, serve the last scan.
 
-A scan reads groups from the ZooKeeper cache (no request), the topics' partitions, the log ends
-of every partition any group has, and, optionally, the offsets groups keep in Kafka; it then
-judges every partition and publishes the result in one assignment, so a scrape or a Burrow
-request never waits for a scan nor sees half of one. A scan that fails leaves the previous one
-published and says so in the log, in `zkconsumer_exporter_scans_total{result="failure"}` and,
-after three intervals without a good scan, in `/healthz`.
+A scan reads groups from the ZooKeeper cache (no request) and, optionally, those on Kafka's
+group coordinator (`kafka_groups`), the topics' partitions, the log ends of every partition any
+group has, and, optionally, the offsets groups keep in Kafka; it then judges every partition and
+publishes the result in one assignment, so a scrape or a Burrow request never waits for a scan
+nor sees half of one. A scan that fails leaves the previous one published and says so in the
+log, in `zkconsumer_exporter_scans_total{result="failure"}` and, after three intervals without a
+good scan, in `/healthz`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from prometheus_client.core import Metric
 from zkconsumer.errors import ZkConsumerError, ZnodeDataError
 from zkconsumer.exporter.burrow_config import BurrowSetup, Connections
 from zkconsumer.exporter.burrow_view import burrow_reply
+from zkconsumer.exporter.kafka_groups import CoordinatorWatch, merged_states
 from zkconsumer.exporter.prometheus_view import group_families
 from zkconsumer.fetch.log_offsets import log_ends_of_each_topic
 from zkconsumer.lag.history import OffsetHistory
@@ -39,6 +41,7 @@ from zkconsumer.lag.status import WindowRules
 from zkconsumer.logs import get_logger
 from zkconsumer.metrics.http_server import Reply
 from zkconsumer.model import TopicPartition
+from zkconsumer.offsets.coordinator_groups import CoordinatorGroup
 from zkconsumer.offsets.kafka_reader import GroupOffsets, KafkaReadError
 from zkconsumer.throttled_log import RetryWarnings
 from zkconsumer.topology import TopicView
@@ -63,14 +66,24 @@ class Reads(Protocol):
     def kafka_offsets(self, wanted: Mapping[str, Iterable[TopicPartition]]
                       ) -> GroupOffsets: ...
 
+    def every_kafka_offset(self, groups: Iterable[str],
+                           every_partition: Iterable[TopicPartition]) -> GroupOffsets: ...
+
+    def coordinator_groups(self) -> Mapping[str, CoordinatorGroup]: ...
+
 
 @dataclass(frozen=True)
 class ExporterSettings:
+    """`kafka_groups`: also the groups on Kafka's group coordinator (which need
+    `kafka_offsets`), those whose whole name matches `group_regex` if set."""
+
     interval_s: float
     rules: WindowRules
     cluster: str = "local"
     kafka_offsets: bool = True
     connections: Connections = field(default_factory=Connections)  # for Burrow's /v3/config
+    kafka_groups: bool = False
+    group_regex: str | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +112,8 @@ class LagExporter:
         self._published = _Published()
         self._kafka_known: dict[str, Mapping[TopicPartition, int]] = {}
         self._kafka_trouble: tuple[str, ...] = ()
+        self._coordinator = (CoordinatorWatch(reads.coordinator_groups, settings.group_regex, log)
+                             if settings.kafka_groups and settings.kafka_offsets else None)
         # What stays wrong until someone fixes it is met at every scan, and said once.
         self._warnings = RetryWarnings(log, every_s=math.inf)
         self._stop = threading.Event()
@@ -173,16 +188,28 @@ class LagExporter:
                 return
 
     def _scan(self, now: float) -> list[GroupReport]:
-        states = self._groups.groups()
+        in_zookeeper = self._groups.groups()
+        coordinator = {} if self._coordinator is None else self._coordinator.groups()
+        states = merged_states(in_zookeeper, coordinator)
         view = self._reads.topics()
         partitions_of = functools.cache(self._partitions_reader(view))  # groups share topics
         all_topics = list(view.all_topics)
         existing = {state.name: registered_partitions(state, all_topics, partitions_of)
                     for state in states}
-        layout = {state.name: with_offsets(existing[state.name], state) for state in states}
+        kafka_only = sorted(set(coordinator) - {state.name for state in in_zookeeper})
         # Committed offsets before log ends: read the other way round, a consumer committing
         # between the two reads would show a lag below zero.
-        kafka = self._kafka_offsets(existing)
+        kafka = self._kafka_offsets(
+            {name: partitions for name, partitions in existing.items() if name not in kafka_only},
+            kafka_only, lambda: [TopicPartition(topic, partition) for topic in all_topics
+                                 for partition in partitions_of(topic) or ()])
+        if self._coordinator is not None:
+            self._coordinator.forget_stopped(kafka)
+        for name in kafka_only:  # and every partition it has an offset for, if it exists
+            committed = [tp for tp in kafka.get(name, {})
+                         if tp.partition in (partitions_of(tp.topic) or ())]
+            existing[name] = sorted({*existing[name], *committed})
+        layout = {state.name: with_offsets(existing[state.name], state) for state in states}
         log_ends = self._log_ends(sorted({tp for partitions in existing.values()
                                           for tp in partitions}))
         return scan(ScanInputs(states, layout, log_ends, kafka), self._history, now)
@@ -207,21 +234,29 @@ class LagExporter:
                                   count=len(ends.unread_topics), error=ends.error)
         return ends.found
 
-    def _kafka_offsets(self, wanted: Mapping[str, list[TopicPartition]]
+    def _kafka_offsets(self, wanted: Mapping[str, list[TopicPartition]],
+                       every_offset_of: list[str],
+                       every_partition: Callable[[], list[TopicPartition]]
                        ) -> Mapping[str, Mapping[TopicPartition, int]]:
-        """Kafka's offsets of every group. A group Kafka cannot answer for this scan keeps the
-        offsets last read (falling back to ZooKeeper's older copy would look like a rewind,
-        and dropping a Kafka-only group would throw its window away); the trouble is said when
-        it starts or changes."""
+        """Kafka's offsets of every group: of `wanted`'s partitions, and every offset of the
+        groups in `every_offset_of` (those only Kafka knows). A group Kafka cannot answer for
+        this scan keeps the offsets last read (falling back to ZooKeeper's older copy would
+        look like a rewind, and dropping a Kafka-only group would throw its window away); the
+        trouble is said when it starts or changes."""
         if not self.settings.kafka_offsets:
             return {}
+        asked = {*wanted, *every_offset_of}
         try:
             answer = self._reads.kafka_offsets(wanted)
-            found, failed = answer.found, answer.failed
+            found, failed = dict(answer.found), dict(answer.failed)
+            if every_offset_of:
+                every = self._reads.every_kafka_offset(every_offset_of, every_partition())
+                found.update(every.found)
+                failed.update(every.failed)
         except KafkaReadError as exc:
-            found, failed = {}, dict.fromkeys(wanted, str(exc))
+            found, failed = {}, dict.fromkeys(asked, str(exc))
         known = {group: offsets for group, offsets in self._kafka_known.items()
-                 if group in wanted}
+                 if group in asked}
         known.update(found)
         self._kafka_known = known
         trouble = tuple(sorted(failed))

@@ -25,12 +25,15 @@ class ZookeeperOffset:
 
 @dataclass(frozen=True)
 class GroupState:
-    """What ZooKeeper holds for one group under /consumers/<group>."""
+    """What ZooKeeper holds for one group under /consumers/<group>, and, for a group Kafka's
+    group coordinator knows, the member ids it lists (None: the coordinator does not know the
+    group); `owners` are then those of either."""
 
     name: str
     members: Mapping[str, ConsumerRegistration] = field(default_factory=dict)
     owners: Mapping[TopicPartition, str] = field(default_factory=dict)
     zookeeper_offsets: Mapping[TopicPartition, ZookeeperOffset] = field(default_factory=dict)
+    coordinator_members: tuple[str, ...] | None = None
 
     def topics(self, all_topics: Iterable[str]) -> set[str]:
         """Topics the group has anything for: offsets, owners, and what its members subscribe
@@ -64,10 +67,11 @@ class PartitionReport:
 @dataclass(frozen=True)
 class GroupReport:
     group: str
-    members: int
+    members: int  # registered in ZooKeeper, or in Kafka's group coordinator
     partitions: tuple[PartitionReport, ...]
     status: Status  # the worst partition status
     completeness: float  # the share of its judged partitions whose window is full (Burrow's)
+    coordinator_members: int | None = None  # None: a group Kafka's coordinator does not know
 
     @property
     def total_lag(self) -> int:
@@ -148,6 +152,8 @@ def _judge(state: GroupState, partitions: list[TopicPartition], inputs: ScanInpu
             window[-1].log_end - window[-1].offset if window else None,
             owner, status, window, seen))
     judged = [p for p in reports if p.status != Status.NOTFOUND]
-    return GroupReport(state.name, len(state.members), tuple(reports),
+    coordinator = state.coordinator_members
+    return GroupReport(state.name, len(state.members) + len(coordinator or ()), tuple(reports),
                        group_status(p.status for p in judged),
-                       sum(p.completeness == 1.0 for p in judged) / len(judged) if judged else 1.0)
+                       sum(p.completeness == 1.0 for p in judged) / len(judged) if judged else 1.0,
+                       None if coordinator is None else len(coordinator))

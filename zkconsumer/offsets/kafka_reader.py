@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import kafka.errors as kafka_errors
 from kafka import KafkaAdminClient
@@ -37,12 +37,14 @@ from zkconsumer.offsets.retry import RetryPolicy, call_with_retries
 from zkconsumer.offsets.store import OffsetStoreError
 
 GroupPartitions = Mapping[str, Iterable[TopicPartition]]
-# What the admin client is asked for: per group, (topic, partition) pairs. Brokers before
-# 0.10.2 can only be asked about named partitions, so the partitions are always named.
-_Specs = dict[str, list[tuple[str, int]]]
+# What the admin client is asked for: per group, (topic, partition) pairs, or None for every
+# partition the group has an offset for, which brokers before 0.10.2 cannot answer.
+_Specs = dict[str, list[tuple[str, int]] | None]
 
 # How long the reachability check waits for one bootstrap broker to accept a connection.
 _REACH_TIMEOUT_S = 5.0
+
+T = TypeVar("T")
 
 
 def is_transient_kafka_error(exc: BaseException) -> bool:
@@ -81,7 +83,8 @@ class GroupOffsetsReader:
         settings = {"bootstrap_timeout_ms": request_timeout_ms, **settings}
         self._settings = {key: value for key, value in settings.items()
                           if key in KafkaAdminClient.DEFAULT_CONFIG}
-        self._connect = connect or _open_admin
+        self._connect = connect or open_admin
+        self._names_partitions = False  # the brokers answer only partitions named (0.9)
         self._admin: Any = None
         self._contacted = False  # the first contact's findings are in `_settings`
         self._closed = False
@@ -108,20 +111,47 @@ class GroupOffsetsReader:
         """Each group's offsets, for the partitions named; a group Kafka cannot answer for is
         left out and named in `failed`, with the reason. KafkaReadError when Kafka cannot be
         asked at all."""
-        specs = _specs(wanted)
+        return self._read(_specs(wanted))
+
+    def read_every(self, groups: Iterable[str], every_partition: Iterable[TopicPartition]
+                   ) -> GroupOffsets:
+        """Every offset each group has committed, whatever its partitions: asked as such where
+        the brokers can answer that (OffsetFetch v2, Kafka 0.10.2 on), else by naming
+        `every_partition` (a 0.9 broker's OffsetFetch v1 answers only partitions named)."""
+        groups, every_partition = list(dict.fromkeys(groups)), list(every_partition)
+        if not groups:
+            return GroupOffsets({}, {})
+        if self._names_partitions:
+            return self.read(dict.fromkeys(groups, every_partition))
+        try:
+            return self._read(dict.fromkeys(groups))
+        except _CannotListAll:
+            self._names_partitions = True
+            return self.read(dict.fromkeys(groups, every_partition))
+
+    def ask(self, question: Callable[[Any], T]) -> T:
+        """`question` put to the admin client, between reads: KafkaReadError when Kafka
+        cannot be asked at all; kafka-python's error as it is, the client dropped after a
+        transient one (see the module's doc)."""
+        with self._lock:
+            admin = self._opened_for_read()
+            try:
+                return question(admin)
+            except kafka_errors.KafkaError as exc:
+                if is_transient_kafka_error(exc):
+                    self._drop()
+                raise
+
+    def _read(self, specs: _Specs) -> GroupOffsets:
         if not specs:
             return GroupOffsets({}, {})
         with self._lock:
-            try:
-                admin = self._opened()
-            except FetchError as exc:  # ours, and one line naming the brokers already
-                raise KafkaReadError(str(exc)) from None
-            except kafka_errors.KafkaError as exc:
-                raise KafkaReadError(f"cannot reach Kafka at {self._where}: "
-                                     f"{describe_error(exc)}") from exc
+            admin = self._opened_for_read()
             try:
                 return GroupOffsets(_offsets(admin.list_group_offsets(specs)), {})
             except kafka_errors.KafkaError as exc:
+                if isinstance(exc, kafka_errors.IncompatibleBrokerVersion) and None in specs.values():
+                    raise _CannotListAll() from None
                 found, errors = (_each_alone(admin, specs) if len(specs) > 1
                                  else ({}, dict.fromkeys(specs, exc)))
             if any(map(is_transient_kafka_error, errors.values())):
@@ -134,6 +164,15 @@ class GroupOffsetsReader:
         with self._lock:
             self._closed = True
             self._drop()
+
+    def _opened_for_read(self) -> Any:
+        try:
+            return self._opened()
+        except FetchError as exc:  # ours, and one line naming the brokers already
+            raise KafkaReadError(str(exc)) from None
+        except kafka_errors.KafkaError as exc:
+            raise KafkaReadError(f"cannot reach Kafka at {self._where}: "
+                                 f"{describe_error(exc)}") from exc
 
     def _opened(self) -> Any:
         if self._closed:
@@ -177,13 +216,18 @@ def _first_contact(settings: Mapping[str, Any]) -> dict[str, Any]:
         raise kafka_errors.KafkaConnectionError(str(exc)) from None
 
 
-def _open_admin(settings: Mapping[str, Any]) -> KafkaAdminClient:
+def open_admin(settings: Mapping[str, Any],
+               admin_class: type[KafkaAdminClient] = KafkaAdminClient) -> KafkaAdminClient:
     """An admin client, once a bootstrap broker accepts connections: kafka-python 3 starts a
     client's I/O thread before bootstrapping and leaves it running when bootstrapping fails,
     so every read of a cluster that cannot be reached would otherwise leave a thread behind."""
     if not (settings.get("proxy_url") or settings.get("socks5_proxy")):
         _check_reachable(settings["bootstrap_servers"], settings["request_timeout_ms"] / 1000)
-    return KafkaAdminClient(**settings)
+    return admin_class(**settings)
+
+
+class _CannotListAll(Exception):
+    """The brokers cannot be asked for every offset of a group without naming partitions."""
 
 
 def _each_alone(admin: Any, specs: _Specs

@@ -91,9 +91,9 @@ def encode_assignment(assignment: Assignment) -> bytes:
     return writer.build()
 
 
-def decode_assignment(data: bytes | bytearray, member_id: str) -> Assignment:
-    """The assignment in a SyncGroup answer, given by the group's leader `member_id`;
-    GroupMetadataError if it does not parse."""
+def decode_assignment(data: bytes | bytearray, writer: str) -> Assignment:
+    """The assignment in a SyncGroup answer or a DescribeGroups member; GroupMetadataError if
+    it does not parse, naming its `writer` (e.g. "group leader 'm-1'")."""
     try:
         reader = Reader(data, flexible=False, start=0)
         version = _version(reader)
@@ -102,8 +102,8 @@ def decode_assignment(data: bytes | bytearray, member_id: str) -> Assignment:
         if version <= _NEWEST_SUBSCRIPTION:
             reader.expect_end()
     except ProtocolError as exc:
-        raise GroupMetadataError(f"the assignment written by group leader {member_id!r} does "
-                                 f"not parse: {_in_bytes(exc)}") from None
+        raise GroupMetadataError(f"the assignment written by {writer} does not parse: "
+                                 f"{_in_bytes(exc)}") from None
     return Assignment(version, partitions, user_data)
 
 

@@ -525,7 +525,8 @@ class GroupMember:
             return
         assert self._joined is not None
         try:  # the leader gives no bytes at all to a member it left out
-            partitions = (decode_assignment(assignment, self._joined.leader).partitions
+            leader = f"group leader {self._joined.leader!r}"
+            partitions = (decode_assignment(assignment, leader).partitions
                           if assignment else ())
         except GroupMetadataError as exc:
             self._fail(exc)

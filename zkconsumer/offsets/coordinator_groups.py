@@ -1,0 +1,107 @@
+"""The groups Kafka's group coordinator knows, and who is in them: ListGroups on every broker,
+then DescribeGroups at each group's coordinator, through the admin client of a
+`GroupOffsetsReader` (so reading groups costs no connection more than reading their offsets).
+
+kafka-python's `describe_groups` is used for what it does well (finding each group's
+coordinator, one request per coordinator) with two of its steps replaced (`GroupsAdmin`): it
+asks for the groups' authorized operations and then fails on a broker's answer it cannot map
+(Tansu's), which nobody here needs; and it decodes members' assignments catching only
+`struct.error`, so bytes another client wrote could fail every group of a coordinator. Here the
+answer is kept as it came and each assignment is decoded by `consumer_protocol`, whose one
+GroupMetadataError costs only that group its members' partitions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from kafka import KafkaAdminClient
+from kafka.protocol.admin import DescribeGroupsRequest
+
+from zkconsumer.kafka.errors import GroupMetadataError
+from zkconsumer.kafka.protocol.consumer_protocol import decode_assignment
+from zkconsumer.model import TopicPartition
+from zkconsumer.offsets.kafka_reader import GroupOffsetsReader, open_admin
+
+# Groups of consumers: "consumer" for those the coordinator balances, "" for those that only
+# keep offsets in Kafka (ZooKeeper-coordinated members with offsets.storage=kafka, tools).
+# Others (Kafka Connect's workers, share groups) assign no partitions to consume.
+CONSUMER_PROTOCOL_TYPES = frozenset({"consumer", ""})
+
+
+@dataclass(frozen=True)
+class CoordinatorMember:
+    member_id: str
+    assigned: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class CoordinatorGroup:
+    """One group as its coordinator describes it. `malformed` says why its members'
+    assignments are not shown (bytes that do not parse); `error` why it could not be described
+    at all this time (a coordinator moving, say), its members then unknown."""
+
+    name: str
+    members: tuple[CoordinatorMember, ...] = ()
+    malformed: str | None = None
+    error: str | None = None
+
+    def owners(self) -> dict[TopicPartition, str]:
+        """Partition -> the member it is assigned to (its member id, unique in the group as a
+        ZooKeeper member's consumer id is)."""
+        return {tp: member.member_id for member in self.members for tp in member.assigned}
+
+
+def listed_groups(answer: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Consumer groups' names from kafka-python's ListGroups answer, each once (every broker
+    lists the groups it coordinates)."""
+    return sorted({group["group_id"] for group in answer
+                   if group.get("protocol_type", "") in CONSUMER_PROTOCOL_TYPES})
+
+
+def described_group(group: Any) -> CoordinatorGroup:
+    """A DescribeGroups answer's group (kafka-python's DescribedGroup, assignments as bytes)."""
+    if group.error_code:
+        return CoordinatorGroup(group.group_id, error=f"DescribeGroups error {group.error_code}")
+    members = []
+    malformed = None
+    for member in group.members:
+        try:
+            assigned = () if not member.member_assignment else decode_assignment(
+                member.member_assignment,
+                f"the leader of group {group.group_id!r} for member {member.member_id!r}"
+            ).partitions
+        except GroupMetadataError as exc:
+            malformed = str(exc)
+            break
+        members.append(CoordinatorMember(member.member_id, assigned))
+    if malformed is not None:
+        members = [CoordinatorMember(member.member_id, ()) for member in group.members]
+    return CoordinatorGroup(group.group_id, tuple(members), malformed)
+
+
+class GroupsAdmin(KafkaAdminClient):
+    """kafka-python's admin client, whose DescribeGroups asks for no authorized operations and
+    leaves the answer undecoded (see the module's doc)."""
+
+    def _describe_groups_request(self, group_ids):
+        return DescribeGroupsRequest(groups=list(group_ids), include_authorized_operations=False)
+
+    def _describe_groups_process_response(self, response):
+        return {group.group_id: described_group(group) for group in response.groups}
+
+
+open_groups_admin = partial(open_admin, admin_class=GroupsAdmin)
+
+
+def read_coordinator_groups(reader: GroupOffsetsReader) -> dict[str, CoordinatorGroup]:
+    """Every consumer group the brokers list, described by its coordinator. The reader must
+    have been made with `connect=open_groups_admin`. KafkaReadError when Kafka cannot be
+    asked; kafka-python's error when a broker fails to list or a coordinator to describe."""
+    names = listed_groups(reader.ask(lambda admin: admin.list_groups()))
+    if not names:
+        return {}
+    return dict(reader.ask(lambda admin: admin.describe_groups(names)))
