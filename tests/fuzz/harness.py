@@ -41,7 +41,7 @@ SLOT_SIZE = 16 + MAX_INPUT + 1024  # counter, length, then the input
 STARTUP_LIMIT = 120.0  # seconds a worker may take to import and make its seeds
 TARGET_MODULES = {"records": "record_fuzzing", "sasl": "input_fuzzing",
                   "responses": "input_fuzzing", "znodes": "input_fuzzing",
-                  "offset-files": "input_fuzzing"}
+                  "offset-files": "input_fuzzing", "group-metadata": "input_fuzzing"}
 
 
 class Target(NamedTuple):

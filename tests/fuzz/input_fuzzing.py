@@ -1,6 +1,7 @@
 """Fuzzing the parsers of untrusted bytes other than records: what a broker says during a SASL
 login, the protocol codec's responses, znode data (decoded, then written back out as every
-renderer would) and offset files and offsets JSON. Each is a `harness.Target`.
+renderer would), offset files and offsets JSON, and the consumer protocol's subscription and
+assignment bytes that other clients in a group write. Each is a `harness.Target`.
 
 An input is one selector byte, naming the entry point (and, for SASL, the mechanism and the
 login's versions), then the bytes that entry point reads. Seeds are valid inputs of every
@@ -37,7 +38,16 @@ from zkconsumer.admin.offset_files import (  # noqa: E402
     read_offsets_file,
 )
 from zkconsumer.errors import ConfigError, ZnodeDataError  # noqa: E402
+from zkconsumer.kafka.errors import GroupMetadataError  # noqa: E402
 from zkconsumer.kafka.protocol.codec import ProtocolError  # noqa: E402
+from zkconsumer.kafka.protocol.consumer_protocol import (  # noqa: E402
+    Assignment,
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
 from zkconsumer.kafka.protocol.sasl import (  # noqa: E402
     Credentials,
     SaslExchange,
@@ -278,6 +288,35 @@ def _offset_files_seeds() -> list[bytes]:
             b"\x01" + b'{"orders":{"0":-2,"1":-1,"2":17}}']
 
 
+# -- a group's member metadata: other clients' subscriptions and their leader's assignments ----
+
+def _group_metadata_exercise(raw: bytes) -> list[str]:
+    """What a member reads as its group's leader (each member's subscription) and as a
+    follower (the leader's assignment); decoded, then encoded again as a leader passes it on."""
+    if not raw:
+        return ["empty"]
+    try:
+        if raw[0] % 2 == 0:
+            subscription = decode_subscription(raw[1:], "m-fuzzed")
+            encode_subscription(subscription)
+            return [f"subscription v{subscription.version}: {len(subscription.topics)} topics"]
+        assignment = decode_assignment(raw[1:], "group leader 'm-fuzzed'")
+        encode_assignment(assignment)
+        return [f"assignment v{assignment.version}: {len(assignment.partitions)} partitions"]
+    except GroupMetadataError as refused:
+        return [_one_line(refused)]
+
+
+def _group_metadata_seeds() -> list[bytes]:
+    owned = (TopicPartition("orders", 1), TopicPartition("audit", 0))
+    subscriptions = [b"\x00" + encode_subscription(Subscription(
+        version, ("orders", "audit"), b"user" if version % 2 else None, owned if version else (),
+        7 if version >= 2 else -1, "rack-a" if version >= 3 else None)) for version in range(4)]
+    assignments = [b"\x01" + encode_assignment(Assignment(
+        version, owned, b"u" if version else None)) for version in range(4)]
+    return subscriptions + assignments
+
+
 def targets() -> dict:
     from harness import Target
 
@@ -293,4 +332,6 @@ def targets() -> dict:
                                             for kind in _ZNODE_KINDS for data in VALID[kind]],
                          _znode_exercise),
         "offset-files": target("offset-files", _offset_files_seeds, _offset_files_exercise),
+        "group-metadata": target("group-metadata", _group_metadata_seeds,
+                                 _group_metadata_exercise),
     }

@@ -1,6 +1,7 @@
 """Untrusted bytes beyond records (issue 33): a short fuzzing run of each target of
 `input_fuzzing.py` (the SASL exchange, the protocol codec's responses, znodes decoded then
-written out, offset files and offsets JSON) must find nothing: no exception but the entry
+written out, offset files and offsets JSON, a group's subscriptions and assignments) must find
+nothing: no exception but the entry
 point's named error on one short line, no input held over a second, no memory past the
 harness's bound. `scripts/fuzz.py --target NAME` runs one for longer."""
 
@@ -13,7 +14,7 @@ import harness
 import pytest
 
 IN_SUITE_SECONDS = 4
-TARGETS = ["sasl", "responses", "znodes", "offset-files"]
+TARGETS = ["sasl", "responses", "znodes", "offset-files", "group-metadata"]
 
 
 @pytest.mark.parametrize("name", TARGETS)
