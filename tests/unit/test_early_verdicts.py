@@ -20,12 +20,16 @@ Scan = tuple[float, tuple[int, int] | None]
 
 def verdicts(scans: Iterable[Scan], *, owned: bool = True, written_at: float | None = None,
              rules: WindowRules = RULES) -> list[tuple[float, Status]]:
-    """The status after each scan; the first offset's znode written at `written_at` (None: the
-    offset is one only Kafka holds)."""
+    """The status after each scan; the first offset's znode written at `written_at`, each
+    later one just before the scan that reads it (None: offsets only Kafka holds)."""
     history = OffsetHistory(rules)
     found = []
+    mtime, offset = written_at, None
     for at, read in scans:
-        seen = {} if read is None else {KEY: (*read, written_at)}
+        if read is not None and offset is not None and read[0] != offset:
+            mtime = None if written_at is None else at
+        offset = offset if read is None else read[0]
+        seen = {} if read is None else {KEY: (*read, mtime)}
         history.record(at, seen, {KEY[0]})
         window = history.window(KEY) if history.read_last_scan(KEY) else ()
         found.append((at, partition_status(window, rules, now=at, owned=owned,

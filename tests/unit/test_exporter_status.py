@@ -142,14 +142,18 @@ def test_history_keeps_the_last_samples_and_dates_each_offset_by_first_sight():
     assert [o.committed_at for o in kept] == [0.0, 2.0, 2.0, 2.0]
 
 
-def test_history_takes_an_mtime_only_for_the_first_observation_and_never_a_later_one():
+def test_history_dates_a_change_by_its_mtime_within_the_scans_around_it():
+    """At the first observation the mtime is taken as it is (never after that scan); later,
+    only between the scan that last saw the previous offset and the one that sees this one."""
     history = OffsetHistory(RULES)
     both = {"g", "h"}
     history.record(100.0, {("g", TP): (5, 10, 42.0), ("h", TP): (1, 10, 500.0)}, both)
-    history.record(110.0, {("g", TP): (5, 10, 42.0), ("h", TP): (1, 10, 500.0)}, both)
-    history.record(120.0, {("g", TP): (6, 10, 999.0), ("h", TP): (1, 10, 500.0)}, both)
-    assert [o.committed_at for o in history.window(("g", TP))] == [42.0, 42.0, 120.0]
-    assert [o.committed_at for o in history.window(("h", TP))] == [100.0] * 3
+    history.record(110.0, {("g", TP): (5, 10, 42.0), ("h", TP): (2, 10, 105.0)}, both)
+    history.record(120.0, {("g", TP): (6, 10, 999.0), ("h", TP): (3, 10, 117.0)}, both)
+    history.record(130.0, {("g", TP): (7, 10, 1.0), ("h", TP): (3, 10, 117.0)}, both)
+    assert [o.committed_at for o in history.window(("g", TP))] == [42.0, 42.0, 120.0, 120.0]
+    assert [o.committed_at for o in history.window(("h", TP))] == [100.0, 105.0, 117.0, 117.0]
+    assert history.changes(("g", TP)) == (42.0, 120.0, 120.0)
 
 
 def test_history_forgets_the_groups_a_scan_did_not_see():

@@ -43,9 +43,10 @@ class OffsetHistory:
                groups: Collection[str]) -> None:
         """One scan of `groups`: for each key read, (committed offset, log end, the znode's
         mtime if ZooKeeper holds that offset). An offset is dated once, when first seen at its
-        value: by the mtime if this is the partition's first observation (bounded by the
-        scan's own time), else by this scan, so a change never looks older than it is and
-        clocks matter only at start."""
+        value: by the mtime, bounded by the scans (never before the last one that saw the
+        previous offset, never after this one), so a change never looks older than it is and
+        the ZooKeeper server's clock counts only within one interval, or at the partition's
+        first observation; one without an mtime (only Kafka holds it) by this scan."""
         tracks: dict[Key, _Track] = {}
         kept = {key for key in self._tracks if key[0] in groups}
         for key in kept | seen.keys():
@@ -81,7 +82,10 @@ class OffsetHistory:
         if last is not None and last.offset == offset:
             return Observation(observed_at, offset, log_end, last.committed_at)
         if last is not None:
-            committed_at = observed_at
+            # Written after the scan that last saw the previous offset, by this one at the
+            # latest: the mtime within those bounds, so clock skew costs at most an interval.
+            committed_at = observed_at if written_at is None else min(
+                max(written_at, last.observed_at), observed_at)
         elif written_at is not None:
             committed_at = min(written_at, observed_at)
         else:  # only Kafka holds it: when it was written is unknown, so it dates no commit

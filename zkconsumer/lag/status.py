@@ -36,11 +36,12 @@ with these amounts of evidence:
   are further apart than its commits each lag is a fresh draw, and three rising ones alone
   would come by chance to one such consumer in six.
 
-The age of an offset is taken from the first scan that saw it at that value. An offset already
-there when the exporter starts is dated by its znode's mtime where ZooKeeper holds it (never
-later than that first scan), so the ZooKeeper server's clock matters only then; one only
-Kafka holds is dated by that first scan and counts as no offset seen arriving, so a restart
-of the exporter never invents a STOP for it.
+The age of an offset is taken from its znode's mtime where ZooKeeper holds it, bounded by the
+scans: never before the last scan that saw the previous offset, never after the first that saw
+this one, so the ZooKeeper server's clock counts for at most an interval, except for an offset
+already there when the exporter starts (never later than that first scan). One only Kafka
+holds is dated by the first scan that saw it, and at the exporter's start counts as no offset
+seen arriving, so a restart of the exporter never invents a STOP for it.
 """
 
 from __future__ import annotations
