@@ -8,16 +8,16 @@ rewind across a malformed write is seen). A window left with nothing but empty p
 forgotten, and so is every window of a group the scan did not see: a deleted group does not
 linger in the metrics and a re-created one starts a fresh window.
 
-Beside the window, each partition keeps when each of its last `samples` offsets was first seen:
-the commits the exporter saw, which is what Burrow keeps, and what the status rules measure a
-silence against (see `status`).
+Beside the window, each partition keeps when each of its last `samples` offsets seen arriving
+was written: the commits the exporter saw, as Burrow keeps a ring of commits, and what the
+status rules measure a silence against (see `status`).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from zkconsumer.lag.status import Observation, WindowRules
 from zkconsumer.model import TopicPartition
@@ -28,7 +28,7 @@ Key = tuple[str, TopicPartition]  # (group, partition)
 @dataclass
 class _Track:
     scans: deque[Observation | None]  # one place per scan; None where it read no offset
-    changes: deque[float] = field(default_factory=deque)  # when each offset was first seen
+    changes: deque[float]  # when each new offset was written
 
     def last(self) -> Observation | None:
         return next((seen for seen in reversed(self.scans) if seen is not None), None)
@@ -71,7 +71,8 @@ class OffsetHistory:
         return track is not None and track.scans[-1] is not None
 
     def changes(self, key: Key) -> tuple[float, ...]:
-        """When each of the partition's last `samples` offsets was first seen, oldest first."""
+        """When each of the partition's last `samples` offsets seen arriving was written, oldest
+        first."""
         track = self._tracks.get(key)
         return () if track is None else tuple(track.changes)
 

@@ -99,8 +99,10 @@ class Observation:
 class WindowRules:
     """A full window holds `samples` observations, one per scan, and covers `span_s` seconds
     (the scan interval times the samples): the most an offset may stay silent, with lag, before
-    STOP or STALL. `samples=1` is a judgement from one look (`group describe`), which the
-    early rules never apply to: they need three observations or three offsets seen arriving."""
+    STOP or STALL. STOP needs two observations at least, so that one scan meeting a rebalance
+    (owner znodes gone for a moment) cannot give it. `samples=1` is a judgement from one look
+    (`group describe`), which the early rules never apply to: they need three observations or
+    three offsets seen arriving."""
 
     samples: int
     span_s: float
@@ -122,7 +124,7 @@ class WindowRules:
 def partition_status(window: Sequence[Observation], rules: WindowRules, *, now: float,
                      owned: bool, changes: Sequence[float] = ()) -> Status:
     """The status of one partition from its window, oldest observation first, and `changes`,
-    when each of its last offsets was first seen (`OffsetHistory.changes`)."""
+    when each of its last offsets seen arriving was written (`OffsetHistory.changes`)."""
     if not window:
         return Status.NOTFOUND
     if any(observation.lag == 0 for observation in window):
