@@ -238,6 +238,33 @@ def test_statuses_over_a_short_window(cluster, zk, topic_factory, members,
     assert exporter.reports()[stopped].partitions[0].status == Status.STOP
 
 
+def test_a_rewind_after_a_malformed_offset_is_seen(cluster, zk, topic_factory,
+                                                  short_window_exporter):
+    """A malformed offset znode (`-5`) is left out of the scan that meets it, not out of the
+    partition's window: the lower offset written after it is REWIND in Burrow's status."""
+    exporter = short_window_exporter
+    topic = topic_factory(partitions=1)
+    produce(cluster, topic, [b"x"] * 20, partitions=1)
+    group = f"{exporter.prefix}-malformed"
+
+    def scan_once_cached(offsets: dict[int, int]) -> None:
+        wait_until(lambda: offsets_in(exporter.cache, group) == offsets, timeout=20,
+                   message=f"the cache to hold {offsets}")
+        assert exporter.scan_once()
+
+    write_offsets(zk, group, topic, {0: 12})
+    scan_once_cached({0: 12})
+    zk.set(GroupPaths(group).offset(topic, 0), b"-5")
+    scan_once_cached({})
+    assert exporter.reports()[group].status == Status.OK
+    write_offsets(zk, group, topic, {0: 8})
+    scan_once_cached({0: 8})
+    burrow = json.loads(exporter.route(f"/v3/kafka/local/consumer/{group}/status").body)
+    assert burrow["status"]["status"] == "ERR"
+    assert [(p["status"], p["start"]["offset"], p["end"]["offset"])
+            for p in burrow["status"]["partitions"]] == [("REWIND", 12, 8)]
+
+
 def test_the_exporter_reads_a_zookeeper_less_broker_with_bootstrap_server(
         cluster, zk, modern_broker, modern_topic_factory, unique_name, exporter_process):
     from support.tansu import produce as produce_modern

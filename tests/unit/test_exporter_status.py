@@ -136,25 +136,30 @@ TP = TopicPartition("t", 0)
 def test_history_keeps_the_last_samples_and_dates_each_offset_by_first_sight():
     history = OffsetHistory(RULES)
     for at, offset in enumerate((5, 5, 7, 7, 7)):
-        history.record(float(at), {("g", TP): (offset, 10, None)})
+        history.record(float(at), {("g", TP): (offset, 10, None)}, {"g"})
     kept = history.window(("g", TP))
     assert [o.offset for o in kept] == [5, 7, 7, 7]
     assert [o.committed_at for o in kept] == [0.0, 2.0, 2.0, 2.0]
 
 
-def test_history_takes_an_mtime_only_for_the_first_observation_and_never_a_later_one():
+def test_history_dates_a_change_by_its_mtime_within_the_scans_around_it():
+    """At the first observation the mtime is taken as it is (never after that scan); later,
+    only between the scan that last saw the previous offset and the one that sees this one."""
     history = OffsetHistory(RULES)
-    history.record(100.0, {("g", TP): (5, 10, 42.0), ("h", TP): (1, 10, 500.0)})
-    history.record(110.0, {("g", TP): (5, 10, 42.0), ("h", TP): (1, 10, 500.0)})
-    history.record(120.0, {("g", TP): (6, 10, 999.0), ("h", TP): (1, 10, 500.0)})
-    assert [o.committed_at for o in history.window(("g", TP))] == [42.0, 42.0, 120.0]
-    assert [o.committed_at for o in history.window(("h", TP))] == [100.0] * 3
+    both = {"g", "h"}
+    history.record(100.0, {("g", TP): (5, 10, 42.0), ("h", TP): (1, 10, 500.0)}, both)
+    history.record(110.0, {("g", TP): (5, 10, 42.0), ("h", TP): (2, 10, 105.0)}, both)
+    history.record(120.0, {("g", TP): (6, 10, 999.0), ("h", TP): (3, 10, 117.0)}, both)
+    history.record(130.0, {("g", TP): (7, 10, 1.0), ("h", TP): (3, 10, 117.0)}, both)
+    assert [o.committed_at for o in history.window(("g", TP))] == [42.0, 42.0, 120.0, 120.0]
+    assert [o.committed_at for o in history.window(("h", TP))] == [100.0, 105.0, 117.0, 117.0]
+    assert history.changes(("g", TP)) == (42.0, 120.0, 120.0)
 
 
-def test_history_forgets_what_a_scan_did_not_see():
+def test_history_forgets_the_groups_a_scan_did_not_see():
     history = OffsetHistory(RULES)
-    history.record(100.0, {("g", TP): (5, 10, 42.0), ("h", TP): (1, 10, None)})
-    history.record(110.0, {("g", TP): (5, 10, 42.0)})
+    history.record(100.0, {("g", TP): (5, 10, 42.0), ("h", TP): (1, 10, None)}, {"g", "h"})
+    history.record(110.0, {("g", TP): (5, 10, 42.0)}, {"g"})
     assert history.window(("h", TP)) == ()
-    history.record(120.0, {("h", TP): (1, 10, None)})
+    history.record(120.0, {("h", TP): (1, 10, None)}, {"h"})
     assert [o.committed_at for o in history.window(("h", TP))] == [120.0]

@@ -81,6 +81,22 @@ def test_a_partition_without_offset_has_no_lag_and_no_status():
     assert report.status == Status.OK
 
 
+def test_a_scan_that_could_not_read_an_offset_reports_none_and_keeps_the_window():
+    """The middle scan met a malformed offset znode (left out of the group's state): no lag
+    and no status then, and the lower offset after it is a rewind."""
+    history = OffsetHistory(RULES)
+    member = {"a": static_member("t")}
+    one_scan([GroupState("g", member, zookeeper_offsets={T0: ZookeeperOffset(12, 990.0)})],
+             {T0: 20, T1: 20}, history=history, now=990.0)
+    [unread] = one_scan([GroupState("g", member)], {T0: 20, T1: 20}, history=history,
+                        now=1000.0)
+    assert (unread.partitions[0].lag, unread.partitions[0].status) == (None, Status.NOTFOUND)
+    [after] = one_scan([GroupState("g", member, zookeeper_offsets={T0: ZookeeperOffset(
+        8, 1005.0)})], {T0: 20, T1: 20}, history=history, now=1010.0)
+    assert after.partitions[0].status == Status.REWIND
+    assert [o.offset for o in after.partitions[0].window] == [12, 8]
+
+
 def test_kafka_offsets_are_used_where_zookeeper_has_none():
     state = GroupState("g", members={"a": static_member("t")})
     [report] = one_scan([state], {T0: 10, T1: 10}, kafka={"g": {T0: 6}})

@@ -1,14 +1,23 @@
 """The sliding window of each group partition's observations, kept between scans (pure state).
 
-One scan adds one observation per partition it saw; a partition or group not seen in a scan
-is forgotten, so a deleted group does not linger in the metrics and a re-created one starts a
-fresh window.
+A window is the partition's last `samples` scans. A scan adds one observation per partition it
+read an offset for; a partition of a scanned group that it read none for this time (its offset
+znode does not parse, it says there is no offset, no log end) leaves that scan's place in the
+window empty and keeps the rest, so the next good offset is still compared with the last one (a
+rewind across a malformed write is seen). A window left with nothing but empty places is
+forgotten, and so is every window of a group the scan did not see: a deleted group does not
+linger in the metrics and a re-created one starts a fresh window.
+
+Beside the window, each partition keeps when each of its last `samples` offsets seen arriving
+was written: the commits the exporter saw, as Burrow keeps a ring of commits, and what the
+status rules measure a silence against (see `status`).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 
 from zkconsumer.lag.status import Observation, WindowRules
 from zkconsumer.model import TopicPartition
@@ -16,29 +25,71 @@ from zkconsumer.model import TopicPartition
 Key = tuple[str, TopicPartition]  # (group, partition)
 
 
+@dataclass
+class _Track:
+    scans: deque[Observation | None]  # one place per scan; None where it read no offset
+    changes: deque[float]  # when each new offset was written
+
+    def last(self) -> Observation | None:
+        return next((seen for seen in reversed(self.scans) if seen is not None), None)
+
+
 class OffsetHistory:
     def __init__(self, rules: WindowRules) -> None:
         self.rules = rules
-        self._windows: dict[Key, deque[Observation]] = {}
+        self._tracks: dict[Key, _Track] = {}
 
-    def record(self, observed_at: float,
-               seen: Mapping[Key, tuple[int, int, float | None]]) -> None:
-        """One scan: for each key, (committed offset, log end, the znode's mtime if ZooKeeper
-        holds that offset). An offset is dated once, when first seen at its value: by the mtime
-        if this is the partition's first observation (bounded by the scan's own time), else by
-        this scan, so a change never looks older than it is and clocks matter only at start."""
-        windows: dict[Key, deque[Observation]] = {}
-        for key, (offset, log_end, written_at) in seen.items():
-            window = self._windows.get(key) or deque(maxlen=self.rules.samples)
-            if window and window[-1].offset == offset:
-                committed_at = window[-1].committed_at
-            elif not window and written_at is not None:
-                committed_at = min(written_at, observed_at)
+    def record(self, observed_at: float, seen: Mapping[Key, tuple[int, int, float | None]],
+               groups: Collection[str]) -> None:
+        """One scan of `groups`: for each key read, (committed offset, log end, the znode's
+        mtime if ZooKeeper holds that offset). An offset is dated once, when first seen at its
+        value: by the mtime, bounded by the scans (never before the last one that saw the
+        previous offset, never after this one), so a change never looks older than it is and
+        the ZooKeeper server's clock counts only within one interval, or at the partition's
+        first observation; one without an mtime (only Kafka holds it) by this scan."""
+        tracks: dict[Key, _Track] = {}
+        kept = {key for key in self._tracks if key[0] in groups}
+        for key in kept | seen.keys():
+            track = self._tracks.get(key) or _Track(deque(maxlen=self.rules.samples),
+                                                    deque(maxlen=self.rules.samples))
+            if key in seen:
+                track.scans.append(self._observe(track, observed_at, *seen[key]))
             else:
-                committed_at = observed_at
-            window.append(Observation(observed_at, offset, log_end, committed_at))
-            windows[key] = window
-        self._windows = windows
+                track.scans.append(None)
+            if track.last() is not None:
+                tracks[key] = track
+        self._tracks = tracks
 
     def window(self, key: Key) -> tuple[Observation, ...]:
-        return tuple(self._windows.get(key, ()))
+        """The observations of the window, oldest first, without its empty places."""
+        track = self._tracks.get(key)
+        return () if track is None else tuple(seen for seen in track.scans if seen is not None)
+
+    def read_last_scan(self, key: Key) -> bool:
+        """Whether the last scan read an offset for the partition."""
+        track = self._tracks.get(key)
+        return track is not None and track.scans[-1] is not None
+
+    def changes(self, key: Key) -> tuple[float, ...]:
+        """When each of the partition's last `samples` offsets seen arriving was written, oldest
+        first."""
+        track = self._tracks.get(key)
+        return () if track is None else tuple(track.changes)
+
+    @staticmethod
+    def _observe(track: _Track, observed_at: float, offset: int, log_end: int,
+                 written_at: float | None) -> Observation:
+        last = track.last()
+        if last is not None and last.offset == offset:
+            return Observation(observed_at, offset, log_end, last.committed_at)
+        if last is not None:
+            # Written after the scan that last saw the previous offset, by this one at the
+            # latest: the mtime within those bounds, so clock skew costs at most an interval.
+            committed_at = observed_at if written_at is None else min(
+                max(written_at, last.observed_at), observed_at)
+        elif written_at is not None:
+            committed_at = min(written_at, observed_at)
+        else:  # only Kafka holds it: when it was written is unknown, so it dates no commit
+            return Observation(observed_at, offset, log_end, observed_at)
+        track.changes.append(committed_at)
+        return Observation(observed_at, offset, log_end, committed_at)

@@ -131,7 +131,7 @@ def scan(inputs: ScanInputs, history: OffsetHistory, now: float) -> list[GroupRe
             log_end = inputs.log_ends.get(tp)
             if resume is not None and log_end is not None:
                 seen[(state.name, tp)] = (resume[0], log_end, resume[1])
-    history.record(now, seen)
+    history.record(now, seen, {state.name for state in groups})
     return [_judge(state, inputs.partitions.get(state.name, []), inputs, history, now)
             for state in groups]
 
@@ -141,10 +141,13 @@ def _judge(state: GroupState, partitions: list[TopicPartition], inputs: ScanInpu
     kafka = inputs.kafka_offsets.get(state.name, {})
     reports = []
     for tp in partitions:
-        window = history.window((state.name, tp))
+        key = (state.name, tp)
+        # A partition this scan read no offset for has no figures now; its window is kept.
+        window = history.window(key) if history.read_last_scan(key) else ()
         zookeeper = state.zookeeper_offsets.get(tp)
         owner = state.owners.get(tp)
-        status = partition_status(window, history.rules, now=now, owned=owner is not None)
+        status = partition_status(window, history.rules, now=now, owned=owner is not None,
+                                  changes=history.changes(key))
         seen = history.rules.completeness(window)
         reports.append(PartitionReport(
             tp.topic, tp.partition, None if zookeeper is None else zookeeper.offset,

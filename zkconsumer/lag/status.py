@@ -6,18 +6,42 @@ rewrites an offset znode only when the offset changed, so an offset that stopped
 the same whether its consumer stopped committing or keeps committing the same number. What a
 ZooKeeper group does show is who is alive: the owner znodes of registered members. So:
 
-- the offset has not changed for longer than the window, with lag, and nobody owns the
-  partition: STOP (no consumer is there to move it);
+- the offset has been silent too long (below), with lag, and nobody owns the partition: STOP
+  (no consumer is there to move it);
 - the same, but a registered member owns it: STALL (a consumer is there and does not move);
 - an idle topic never gets either: with no lag the partition is OK whatever the offset's age,
   and lag that was zero at some point of the window (a burst on an idle topic being worked
   through) is OK as well.
 
-The age of an offset is taken from the first scan that saw it at that value. An offset already
-there when the exporter starts is dated by its znode's mtime where ZooKeeper holds it (never
-later than that first scan), so the ZooKeeper server's clock matters only then; one only
-Kafka holds is dated by that first scan, so a restart of the exporter never invents a STOP
-for it.
+A verdict comes as soon as the evidence is there, as Burrow gives one from the commits it has
+before its ring of `intervals` is full, but only from evidence that rules out what a healthy
+consumer shows. Burrow with a partial ring judges from as little as one commit (one commit with
+lag is already STOP, two with the lag not shrinking WARN); this takes its rules, in its order,
+with these amounts of evidence:
+
+- OK if the lag was zero in any observation of the window (Burrow's first rule), first of all;
+- REWIND from two observations: an offset lower than an earlier one is a fact at once, and
+  observations a scan could not read (a malformed offset znode) leave no gap in the comparison;
+- silent too long (Burrow's "stopped": no commit for longer than its kept commits span): once
+  the scans have seen three of the partition's offsets arrive, longer than the time from the
+  first of its last `samples` offsets to the latest, as Burrow measures over its ring: two
+  waits between commits at least, so a consumer that commits in big jumps every few seconds
+  is never silent between two of them. Before three are seen, longer than the window
+  (`span_s`), and STALL then also needs a full window with one offset throughout. Never
+  longer than `span_s` either way;
+- WARN over a full window when the offset moved and the lag never shrank (Burrow's rule); from
+  three observations on, when the lag grew at every scan and by more in all than the offset
+  moved in any one scan. A consumer that keeps up but commits in jumps shows a lag that rises
+  between commits and falls back at each, by no more than a commit moves it; where the scans
+  are further apart than its commits each lag is a fresh draw, and three rising ones alone
+  would come by chance to one such consumer in six.
+
+The age of an offset is taken from its znode's mtime where ZooKeeper holds it, bounded by the
+scans: never before the last scan that saw the previous offset, never after the first that saw
+this one, so the ZooKeeper server's clock counts for at most an interval, except for an offset
+already there when the exporter starts (never later than that first scan). One only Kafka
+holds is dated by the first scan that saw it, and at the exporter's start counts as no offset
+seen arriving, so a restart of the exporter never invents a STOP for it.
 """
 
 from __future__ import annotations
@@ -47,6 +71,10 @@ DEFAULT_INTERVAL_S = 30.0
 DEFAULT_WINDOW_SAMPLES = 10
 DEFAULT_WINDOW_S = DEFAULT_INTERVAL_S * DEFAULT_WINDOW_SAMPLES
 
+# The evidence an early verdict needs (see the module's docstring).
+EARLY_SILENCE_CHANGES = 3
+EARLY_WARN_OBSERVATIONS = 3
+
 PARTITION_STATUSES = (Status.OK, Status.WARN, Status.STOP, Status.STALL, Status.REWIND)
 
 
@@ -70,10 +98,11 @@ class Observation:
 @dataclass(frozen=True)
 class WindowRules:
     """A full window holds `samples` observations, one per scan, and covers `span_s` seconds
-    (the scan interval times the samples). STOP and STALL need an offset older than the span;
-    STALL and WARN need a full window, as Burrow judges only complete ones, and STOP two
-    observations at least, so that one scan meeting a rebalance (owner znodes gone for a
-    moment) cannot give it. `samples=1` is a judgement from one look (`group describe`)."""
+    (the scan interval times the samples): the most an offset may stay silent, with lag, before
+    STOP or STALL. STOP needs two observations at least, so that one scan meeting a rebalance
+    (owner znodes gone for a moment) cannot give it. `samples=1` is a judgement from one look
+    (`group describe`), which the early rules never apply to: they need three observations or
+    three offsets seen arriving."""
 
     samples: int
     span_s: float
@@ -93,8 +122,9 @@ class WindowRules:
 
 
 def partition_status(window: Sequence[Observation], rules: WindowRules, *, now: float,
-                     owned: bool) -> Status:
-    """The status of one partition from its window, oldest observation first."""
+                     owned: bool, changes: Sequence[float] = ()) -> Status:
+    """The status of one partition from its window, oldest observation first, and `changes`,
+    when each of its last offsets seen arriving was written (`OffsetHistory.changes`)."""
     if not window:
         return Status.NOTFOUND
     if any(observation.lag == 0 for observation in window):
@@ -103,13 +133,16 @@ def partition_status(window: Sequence[Observation], rules: WindowRules, *, now: 
     if any(later < earlier for earlier, later in pairwise(offsets)):
         return Status.REWIND
     latest = window[-1]
-    unchanged_too_long = (latest.committed_at is not None
-                          and now - latest.committed_at > rules.span_s)
-    if unchanged_too_long and not owned and len(window) >= min(2, rules.samples):
+    early = len(changes) >= EARLY_SILENCE_CHANGES
+    quiet_limit = min(rules.span_s, changes[-1] - changes[0]) if early else rules.span_s
+    silent = latest.committed_at is not None and now - latest.committed_at > quiet_limit
+    if silent and not owned and (early or len(window) >= min(2, rules.samples)):
         return Status.STOP
-    if unchanged_too_long and rules.is_full(window) and len(set(offsets)) == 1:
+    if silent and (early or (rules.is_full(window) and len(set(offsets)) == 1)):
         return Status.STALL
     if rules.is_full(window) and _lag_never_shrank(window) and offsets[-1] > offsets[0]:
+        return Status.WARN
+    if len(window) >= EARLY_WARN_OBSERVATIONS and _falling_behind(window):
         return Status.WARN
     return Status.OK
 
@@ -127,3 +160,12 @@ def burrow_group_status(worst: Status) -> Status:
 def _lag_never_shrank(window: Sequence[Observation]) -> bool:
     lags = [observation.lag for observation in window]
     return all(later >= earlier for earlier, later in pairwise(lags))
+
+
+def _falling_behind(window: Sequence[Observation]) -> bool:
+    """The lag grew at every scan, and by more in all than the offset moved in any one: more
+    than a consumer that keeps up but commits in jumps can show between two commits."""
+    lags = [observation.lag for observation in window]
+    steps = [later.offset - earlier.offset for earlier, later in pairwise(window)]
+    return (all(later > earlier for earlier, later in pairwise(lags)) and sum(steps) > 0
+            and lags[-1] - lags[0] > max(steps))
