@@ -502,7 +502,8 @@ class ConsumerConnector:
             except Exception as exc:  # noqa: BLE001 - not transient: the member ends loudly
                 self._fail(exc)
                 return
-            failing.cleared()
+            if not self._committer.paused:  # a paused commit wrote nothing: it proves nothing
+                failing.cleared()
 
     def _fail(self, exc: BaseException) -> None:
         """Any thread may report the member's failure; the worker thread then leaves the
