@@ -78,7 +78,9 @@ class PollingHandler(SequentialThreadingHandler):
         return self._hearing
 
     def create_connection(self, *args, **kwargs):
-        """kazoo's connection thread opens its socket to a server here."""
+        """kazoo's connection thread opens its socket to a server here (kazoo's other uses of
+        it, `KazooClient.command` and the read-only mode's search for a writable server, are
+        not used by zkconsumer)."""
         connection = super().create_connection(*args, **kwargs)
         if self._hearing is not None:
             self._server = connection
@@ -95,8 +97,11 @@ class PollingHandler(SequentialThreadingHandler):
         answer = poll_select(rlist, wlist, xlist, timeout)
         if any(ready is self._server for ready in answer[0]):
             hearing.heard()
-        else:
-            left = hearing.time_left()
-            if left is not None and left <= 0:
+            return answer
+        left = hearing.time_left()
+        if left is not None and left <= 0:
+            # A wait to write does not look for answers: one may be waiting all the same.
+            if not poll_select([self._server], [], [], 0)[0]:
                 raise ConnectionSilentError(hearing.silence())
+            hearing.heard()
         return answer
