@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from zkconsumer.assignment import Whitelist
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.member.connector import ConsumerConnector
 from zkconsumer.member.streams import ConsumerTimeout
+from zkconsumer.model import TopicPartition
 
 
 class CollectingMember:
-    """A connector whose streams are drained by threads into `self.messages`."""
+    """A connector whose streams are drained by threads into `self.messages`, each also noted
+    in `self.arrivals` with the time it was handed out (`time.monotonic()`)."""
 
     def __init__(self, cluster, group: str, *, topics: dict[str, int] | None = None,
                  whitelist: str | None = None, streams: int = 1, **properties: str) -> None:
@@ -24,6 +27,7 @@ class CollectingMember:
         config.update(properties)
         self.connector = ConsumerConnector(config)
         self.messages: list = []
+        self.arrivals: list[tuple[float, TopicPartition]] = []
         self.failure: ZkConsumerError | None = None
         self._lock = threading.Lock()
         if topics is not None:
@@ -44,12 +48,20 @@ class CollectingMember:
     def _drain(self, stream) -> None:
         try:
             for message in stream:
+                handed_out = time.monotonic()
                 with self._lock:
                     self.messages.append(message)
+                    self.arrivals.append((handed_out,
+                                          TopicPartition(message.topic, message.partition)))
         except ConsumerTimeout:
             return
         except ZkConsumerError as exc:  # the member failed; tests read it from the connector
             self.failure = exc
+
+    def delivered(self) -> list[tuple[float, TopicPartition]]:
+        """`arrivals` as it stands now."""
+        with self._lock:
+            return list(self.arrivals)
 
     def values(self) -> list[bytes]:
         with self._lock:

@@ -14,6 +14,7 @@ import time
 import pytest
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss
 from kazoo.protocol.states import KazooState
+from support.log_capture import captured_logs
 from support.memory_store import MemoryStore
 from support.record_columns import fetched
 from support.waiting import wait_until
@@ -268,6 +269,33 @@ def test_a_suspended_connection_pauses_delivery_and_commits_until_the_session_is
         message = next(stream)
         assert message.offset == 2, "a message held back while suspended was lost"
         assert connector.commit_offsets()[message_tp(message)] == 3
+
+
+def test_a_paused_auto_commit_does_not_say_that_commits_work_again(world):
+    """Commits skipped while the connection is suspended wrote nothing: the auto commit that
+    failed when the connection went says it works again only after a commit that did."""
+    def said(event: str) -> bool:
+        return any(line["event"].startswith(event) for line in logs)
+
+    with captured_logs() as logs, \
+            member(world, **{"auto.commit.interval.ms": "20"}) as (connector, stream):
+        assert connector.wait_until_stable(timeout=10)
+        next(stream)
+        world["store"].fail_commit = True  # the commit in flight when the connection goes
+        wait_until(lambda: said("auto commit failed"), timeout=10, interval=0.01,
+                   message="an auto commit to fail")
+        world["zk"].report(KazooState.SUSPENDED)
+        world["store"].fail_commit = False
+        wait_until(lambda: said("commits paused"), timeout=10, interval=0.01,
+                   message="the auto commit to pause")
+        time.sleep(0.2)  # ten more paused intervals, any of which could claim success
+        assert not said("auto commit works again")
+        world["zk"].report(KazooState.CONNECTED)
+        wait_until(lambda: said("auto commit works again"), timeout=10, interval=0.01,
+                   message="the auto commit to say it works again")
+        events = [line["event"] for line in logs]
+        assert events.index("commits resumed: the ZooKeeper session is back") \
+            < events.index("auto commit works again")
 
 
 def test_an_expired_session_drops_every_claim_and_the_member_claims_anew(world):

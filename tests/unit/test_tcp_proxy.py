@@ -1,10 +1,12 @@
 """The loopback proxy the fault runner cuts ZooKeeper connections with: it forwards both ways,
-a cut drops every connection and refuses new ones, a restore lets clients reconnect."""
+a cut drops every connection and refuses new ones, a blackhole forwards nothing and closes
+nothing, a restore lets clients reconnect (and a blackholed connection go on)."""
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 
 import pytest
 
@@ -63,6 +65,18 @@ def _round_trip(sock: socket.socket, payload: bytes) -> bytes:
     return received
 
 
+def _silent(sock: socket.socket, wait_s: float = 0.5) -> bool:
+    """True when nothing arrives within `wait_s` and the connection stays open."""
+    sock.settimeout(wait_s)
+    try:
+        sock.recv(1)  # data, or the end of the connection: not silent
+        return False
+    except TimeoutError:
+        return True
+    finally:
+        sock.settimeout(TIMEOUT_S)
+
+
 def _dropped(sock: socket.socket) -> bool:
     """True when the other end closed or reset the connection (within the socket timeout)."""
     try:
@@ -113,3 +127,43 @@ def test_close_stops_listening(echo_port):
     open_connection.close()
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", proxy.port), timeout=TIMEOUT_S)
+
+
+def test_a_blackhole_forwards_nothing_and_closes_nothing_until_restored(proxy):
+    with _connect(proxy) as sock:
+        assert _round_trip(sock, b"before") == b"before"
+        proxy.blackhole()
+        sock.sendall(b"held")
+        assert _silent(sock)
+        proxy.restore()
+        assert sock.recv(4) == b"held"  # what was sent meanwhile arrives, as a healed network
+
+
+def test_connections_made_while_blackholed_get_no_server_and_are_dropped_on_restore(proxy):
+    proxy.blackhole()
+    with _connect(proxy) as sock:
+        sock.sendall(b"hello?")
+        assert _silent(sock)
+        proxy.restore()
+        assert _dropped(sock)
+    with _connect(proxy) as sock:
+        assert _round_trip(sock, b"after") == b"after"
+
+
+def test_a_cut_ends_a_blackhole_s_connections(proxy):
+    with _connect(proxy) as sock:
+        proxy.blackhole()
+        proxy.cut()
+        assert _dropped(sock)
+
+
+def test_the_last_forward_to_the_server_is_known_and_a_blackhole_stops_it(proxy):
+    with _connect(proxy) as sock:
+        before = time.monotonic()
+        assert _round_trip(sock, b"up") == b"up"
+        forwarded = proxy.last_forwarded_upstream
+        assert forwarded is not None and forwarded >= before
+        proxy.blackhole()
+        sock.sendall(b"lost")
+        assert _silent(sock)
+        assert proxy.last_forwarded_upstream == forwarded

@@ -46,6 +46,12 @@ class OffsetCommitter:
             log, "commits paused: the ZooKeeper session cannot be trusted now",
             "commits resumed: the ZooKeeper session is back", level="info")
 
+    @property
+    def paused(self) -> bool:
+        """Whether the last write was skipped because the session could not be trusted (so
+        nothing was committed, though nothing failed either)."""
+        return self._untrusted.active
+
     def commit(self, *, in_hand: bool = False, retry: bool = True) -> dict[TopicPartition, int]:
         """Write positions of owned partitions that moved since the last commit, and refresh
         the unchanged ones in a store whose offsets expire; returns what moved.

@@ -448,8 +448,9 @@ class ConsumerConnector:
 
         A suspended connection may be a session expiring on the server, whose owner znodes
         then go to other members while we cannot hear of it: delivery and commits pause at
-        once (kazoo suspends after two thirds of the session timeout without an answer, so
-        before the server can expire it) until the same session is back.
+        once (the connection is given up after two thirds of the session timeout without
+        hearing from the server, see `zkconsumer.zk.hearing`, so before the server can expire
+        it) until the same session is back.
         """
         applied = self._member.session_event(_SESSION_EVENTS[state], current_session(self._zk))
         if applied is Event.CONNECTION_SUSPENDED:
@@ -502,7 +503,8 @@ class ConsumerConnector:
             except Exception as exc:  # noqa: BLE001 - not transient: the member ends loudly
                 self._fail(exc)
                 return
-            failing.cleared()
+            if not self._committer.paused:  # a paused commit wrote nothing: it proves nothing
+                failing.cleared()
 
     def _fail(self, exc: BaseException) -> None:
         """Any thread may report the member's failure; the worker thread then leaves the

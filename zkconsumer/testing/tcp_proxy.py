@@ -5,32 +5,46 @@ ZooKeeper while it keeps fetching from Kafka is a different and more dangerous c
 running while its session expires on the server and others take its partitions. Giving each
 such client its own proxy to the server lets a test or the fault runner cut exactly that
 client's connections and later restore them, with no privileges and no firewall.
+
+Two ways to cut: `cut()` resets the connections (what a client sees when a peer or a firewall
+answers with a reset: it knows at once), `blackhole()` lets nothing through either way and
+tells nobody (what a network partition does: both ends keep their sockets, writes are accepted
+and go nowhere, and each side learns of it only from its own timeouts).
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 
 _CHUNK = 65536
 
 
 class TcpProxy:
-    """Forwards every connection made to `address` to the target, until `cut()`.
+    """Forwards every connection made to `address` to the target, until `cut()` or
+    `blackhole()`.
 
     While cut, current connections are closed and new ones are accepted and closed at once (the
     client sees its connection drop, as when a network path fails and a peer resets it), until
-    `restore()`. Each connection uses two threads, one per direction.
+    `restore()`. While blackholed, nothing is forwarded either way and nothing is closed: what
+    each side sends is held, new connections are accepted and left without a server, until
+    `restore()`, which delivers what was held (a healed network retransmits it) and drops the
+    connections made meanwhile (their clients retry). Each connection uses two threads, one
+    per direction.
     """
 
     def __init__(self, target_port: int, target_host: str = "127.0.0.1") -> None:
         self._target = (target_host, target_port)
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._sockets: set[socket.socket] = set()
+        self._stranded: set[socket.socket] = set()  # accepted while blackholed
         self._cut = False
+        self._silent = False
         self._closed = False
+        self._last_upstream: float | None = None
         self._acceptor = threading.Thread(target=self._accept, name=f"tcp-proxy-{self.port}",
                                           daemon=True)
         self._acceptor.start()
@@ -40,21 +54,41 @@ class TcpProxy:
         """host:port to give the client instead of the server's."""
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def last_forwarded_upstream(self) -> float | None:
+        """When (`time.monotonic()`) bytes from a client were last passed on to the server:
+        the server's last packet from this proxy's clients reached it no earlier."""
+        with self._lock:
+            return self._last_upstream
+
     def cut(self) -> None:
         """Drop every current connection and refuse new ones until `restore()`."""
         with self._lock:
             self._cut = True
         self._drop_connections()
 
+    def blackhole(self) -> None:
+        """Forward nothing either way, and close nothing, until `restore()`: a network
+        partition, noticed by each end only through its own timeouts."""
+        with self._lock:
+            self._silent = True
+
     def restore(self) -> None:
-        """Forward new connections again (dropped ones stay dropped: clients reconnect)."""
+        """Forward again: new connections, and what blackholed connections held (dropped ones
+        stay dropped: clients reconnect)."""
         with self._lock:
             self._cut = False
+            self._silent = False
+            stranded, self._stranded = self._stranded, set()
+            self._lock.notify_all()
+        for sock in stranded:
+            _drop(sock)
 
     def close(self) -> None:
         """Stop listening and drop every connection."""
         with self._lock:
             self._closed = True
+            self._lock.notify_all()
         self._drop_connections()
         # shutdown() wakes the acceptor blocked in accept(); close() alone would not.
         _drop(self._listener)
@@ -76,6 +110,9 @@ class TcpProxy:
                 return  # closed
             with self._lock:
                 refused = self._cut or self._closed
+                if self._silent and not refused:
+                    self._stranded.add(client)
+                    continue
             if refused:
                 _drop(client)
                 continue
@@ -92,19 +129,28 @@ class TcpProxy:
                     continue
                 self._sockets.update((client, upstream))
             for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(source, sink), daemon=True,
-                                 name=f"tcp-proxy-{self.port}-pump").start()
+                threading.Thread(target=self._pump, args=(source, sink, source is client),
+                                 daemon=True, name=f"tcp-proxy-{self.port}-pump").start()
 
     def _drop_connections(self) -> None:
         with self._lock:
             dropped, self._sockets = self._sockets, set()
+            dropped |= self._stranded
+            self._stranded = set()
+            self._lock.notify_all()
         for sock in dropped:
             _drop(sock)
 
-    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
-        """Copy one direction until either side ends; then end the whole connection."""
+    def _pump(self, source: socket.socket, sink: socket.socket, upstream: bool) -> None:
+        """Copy one direction until either side ends; then end the whole connection. While
+        blackholed, a chunk read is held until the restore."""
         try:
             while data := source.recv(_CHUNK):
+                if not self._may_forward(source):
+                    break
+                if upstream:
+                    with self._lock:
+                        self._last_upstream = time.monotonic()
                 sink.sendall(data)
         except OSError:
             pass
@@ -113,6 +159,13 @@ class TcpProxy:
             self._sockets.discard(sink)
         _drop(source)
         _drop(sink)
+
+    def _may_forward(self, source: socket.socket) -> bool:
+        """Waits out a blackhole; False once the connection was dropped or the proxy closed."""
+        with self._lock:
+            self._lock.wait_for(lambda: not self._silent or self._closed
+                                or source not in self._sockets)
+            return not self._closed and source in self._sockets
 
 
 def _drop(sock: socket.socket) -> None:

@@ -1,4 +1,4 @@
-"""kazoo's threading handler with a cheaper wait.
+"""kazoo's threading handler with a cheaper wait, which also times the connection's silence.
 
 kazoo's connection thread waits on its socket before every read and every write of every
 request and response, four waits per request. kazoo builds a `selectors` selector for each
@@ -6,6 +6,12 @@ wait (registering each file object, then closing it): about 60% of the CPU a req
 kazoo, measured with 200 reads in flight. A member's rebalance is a few thousand requests when
 a thousand partitions move, and many members in one process share one interpreter, so this
 wait is one `poll(2)` object used once, with no selector around it.
+
+Every wait of the connection thread passes here, so here is also where the connection learns
+that its server spoke (its socket has something to read) and where it gives up on a server
+that has been silent too long (see `hearing`): the wait raises `ConnectionSilentError`, which
+kazoo takes for a broken socket, so it drops the connection, reports it suspended and
+reconnects, as after any other connection loss.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ import select
 
 from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.handlers.utils import fileobj_to_fd
+
+from zkconsumer.zk.hearing import Hearing
 
 _READ = select.POLLIN
 _WRITE = select.POLLOUT
@@ -50,8 +58,50 @@ def poll_select(rlist, wlist, _xlist, timeout: float | None = None) -> tuple[lis
     return readable, writable, []
 
 
-class PollingHandler(SequentialThreadingHandler):
-    """kazoo's handler, waiting with `poll_select`."""
+class ConnectionSilentError(OSError):
+    """The server has been silent for too long to trust the session (an OSError, so that kazoo
+    drops the connection as it does when a socket fails)."""
 
-    def select(self, *args, **kwargs):
-        return poll_select(*args, **kwargs)
+
+class PollingHandler(SequentialThreadingHandler):
+    """kazoo's handler, waiting with `poll_select`; with a `Hearing`, no wait outlasts the time
+    the connection may stay silent, and a wait that ends past it raises
+    `ConnectionSilentError`."""
+
+    def __init__(self, hearing: Hearing | None = None) -> None:
+        super().__init__()
+        self._hearing = hearing
+        self._server: object | None = None  # the connection thread's socket to its server
+
+    @property
+    def hearing(self) -> Hearing | None:
+        return self._hearing
+
+    def create_connection(self, *args, **kwargs):
+        """kazoo's connection thread opens its socket to a server here (kazoo's other uses of
+        it, `KazooClient.command` and the read-only mode's search for a writable server, are
+        not used by zkconsumer)."""
+        connection = super().create_connection(*args, **kwargs)
+        if self._hearing is not None:
+            self._server = connection
+            self._hearing.new_connection()
+        return connection
+
+    def select(self, rlist, wlist, xlist, timeout=None):
+        hearing = self._hearing
+        if hearing is None or self._server is None:
+            return poll_select(rlist, wlist, xlist, timeout)
+        left = hearing.time_left()
+        if left is not None:
+            timeout = max(0.0, left if timeout is None else min(timeout, left))
+        answer = poll_select(rlist, wlist, xlist, timeout)
+        if any(ready is self._server for ready in answer[0]):
+            hearing.heard()
+            return answer
+        left = hearing.time_left()
+        if left is not None and left <= 0:
+            # A wait to write does not look for answers: one may be waiting all the same.
+            if not poll_select([self._server], [], [], 0)[0]:
+                raise ConnectionSilentError(hearing.silence())
+            hearing.heard()
+        return answer

@@ -14,6 +14,7 @@ from kazoo.security import make_acl, make_digest_acl
 
 from zkconsumer.config import SaslLogin, ZookeeperSettings
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.zk.hearing import Hearing
 from zkconsumer.zk.polling_handler import PollingHandler
 
 # A lost connection is retried about once a second for as long as it takes, as the Java client
@@ -58,9 +59,11 @@ def connect(connect_string: str, *, timeout_s: float = 6.0, session_timeout_s: f
     if sasl:
         options["sasl_options"] = {"mechanism": sasl.mechanism.upper(),
                                    "username": sasl.username, "password": sasl.password}
-    client = KazooClient(hosts=connect_string, timeout=session_timeout_s, handler=PollingHandler(),
-                         connection_retry=reconnect_retry(),
+    hearing = Hearing(session_timeout_s)
+    client = KazooClient(hosts=connect_string, timeout=session_timeout_s,
+                         handler=PollingHandler(hearing), connection_retry=reconnect_retry(),
                          default_acl=_acl_for(digest, sasl, world_readable), **options)
+    _tell_negotiated_timeouts(client, hearing)
     try:
         client.start(timeout=timeout_s)
     except KazooTimeoutError:
@@ -76,6 +79,26 @@ def connect(connect_string: str, *, timeout_s: float = 6.0, session_timeout_s: f
         raise ZookeeperAccessDeniedError(
             f"ZooKeeper at {connect_string} refused the credentials") from None
     return client
+
+
+def _tell_negotiated_timeouts(client: KazooClient, hearing: Hearing) -> None:
+    """Keep `hearing` told of the session timeout each connection negotiates: the server may
+    grant less than was asked for (its maxSessionTimeout), and then expires the session sooner.
+
+    kazoo keeps that timeout to itself: its connection's handshake (`_connect`) only returns the
+    read timeout it derives from it, two thirds of it. A kazoo without that handshake leaves
+    `hearing` with the timeout asked for."""
+    connection: Any = getattr(client, "_connection", None)
+    handshake = getattr(connection, "_connect", None)
+    if handshake is None:
+        return
+
+    def handshake_and_tell(*args, **kwargs):
+        read_timeout_ms, connect_timeout_ms = handshake(*args, **kwargs)
+        hearing.negotiated(read_timeout_ms * 1.5 / 1000.0)
+        return read_timeout_ms, connect_timeout_ms
+
+    connection._connect = handshake_and_tell
 
 
 def connect_for(settings: ZookeeperSettings) -> KazooClient:

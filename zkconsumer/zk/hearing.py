@@ -1,0 +1,76 @@
+"""When a ZooKeeper connection has been silent too long to trust its session (pure).
+
+The server expires a session a session timeout after the last packet it *received* from the
+client. kazoo suspects its connection only when a ping goes unanswered, and it pings only after
+a third of the session timeout without *sending* anything: a client that keeps sending
+requests (offset commits every 100 ms, say) into a network partition never pings, so kazoo
+never suspects it, while the server, receiving none of them, expires the session and hands its
+partitions to other members. So the connection is also judged by what it hears: a connection
+that heard nothing (no answer, no ping reply) for `SILENCE_SHARE` of the negotiated session
+timeout is dropped, which pauses delivery and commits (kazoo reports it suspended) until the
+same session is back. What the server last received from us cannot be known here; it is no
+earlier than the request whose answer we last heard was sent, so counting from the answer
+leaves the rest of the session timeout for that round trip and for stopping.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+# As the Java client's read timeout, counted as it counts it (from the last packet received):
+# an idle connection hears a ping reply at least every third of the session timeout (kazoo
+# pings then, and drops a connection whose ping goes unanswered for another third), so this
+# never drops one that kazoo would keep; a busy one is dropped with a third of the session
+# timeout to spare before the server can expire it, for the last answer's round trip and the
+# server's time on it.
+SILENCE_SHARE = 2.0 / 3.0
+
+
+def silence_deadline(last_heard: float, session_timeout_s: float) -> float:
+    """When a connection that last heard from its server at `last_heard` is no longer
+    trusted to hold its session."""
+    return last_heard + SILENCE_SHARE * session_timeout_s
+
+
+class Hearing:
+    """What the current connection has heard from its server, and how long it may go on
+    without hearing more. Nothing is due before the connection's first answer (the handshake
+    is kazoo's to time). Told the time by `clock`; used from kazoo's connection thread."""
+
+    def __init__(self, session_timeout_s: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._session_timeout_s = session_timeout_s
+        self._clock = clock
+        self._last_heard: float | None = None
+
+    @property
+    def session_timeout_s(self) -> float:
+        return self._session_timeout_s
+
+    def new_connection(self) -> None:
+        """A connection attempt begins: nothing heard on it yet."""
+        self._last_heard = None
+
+    def negotiated(self, session_timeout_s: float) -> None:
+        """The timeout the server granted (it may differ from the one asked for)."""
+        self._session_timeout_s = session_timeout_s
+
+    def heard(self) -> None:
+        """Something arrived from the server just now."""
+        self._last_heard = self._clock()
+
+    def time_left(self) -> float | None:
+        """Seconds until the connection is too silent to trust (0 or less: it is now), or None
+        while it has heard nothing yet."""
+        if self._last_heard is None:
+            return None
+        return silence_deadline(self._last_heard, self._session_timeout_s) - self._clock()
+
+    def silence(self) -> str:
+        """How long the connection has been silent, in words, for the line that drops it."""
+        since = "its start" if self._last_heard is None else \
+            f"{self._clock() - self._last_heard:.1f}s"
+        return (f"nothing heard from ZooKeeper for {since} (the limit: {SILENCE_SHARE:.0%} of "
+                f"the {self._session_timeout_s:g}s session timeout); the session may be "
+                "expiring on the server")
