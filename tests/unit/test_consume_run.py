@@ -10,8 +10,9 @@ import pytest
 from support.memory_store import MemoryStore
 from support.record_columns import fetched
 
+from zkconsumer.member.claims import Claim, DeliveryGate
 from zkconsumer.member.committer import OffsetCommitter
-from zkconsumer.member.streams import Chunk, Claim, DeliveryGate, KafkaStream
+from zkconsumer.member.streams import Chunk, KafkaStream
 from zkconsumer.model import Message, TopicPartition
 from zkconsumer.offsets import OffsetTracker
 from zkconsumer.worker import ConsumeRun, HandlerError

@@ -9,8 +9,9 @@ from support.record_columns import fetched
 from support.waiting import wait_until
 
 from zkconsumer.kafka.errors import FetchError
+from zkconsumer.member.claims import Claim, DeliveryGate
 from zkconsumer.member.fetch_loop import FetchLoop
-from zkconsumer.member.streams import Claim, DeliveryGate, KafkaStream
+from zkconsumer.member.streams import KafkaStream
 from zkconsumer.model import Message, TopicPartition
 
 TP = TopicPartition("t", 0)

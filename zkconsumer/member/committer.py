@@ -14,7 +14,8 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 
 from zkconsumer.logs import get_logger
-from zkconsumer.member.streams import Claim, KafkaStream
+from zkconsumer.member.claims import Claim
+from zkconsumer.member.streams import KafkaStream
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.store import OwnerCheck
 from zkconsumer.throttled_log import RepeatedCondition

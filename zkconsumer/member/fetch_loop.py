@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping
 
 from zkconsumer.fetch.fetcher import Fetcher
 from zkconsumer.logs import get_logger
-from zkconsumer.member.streams import Chunk, Claim, KafkaStream
+from zkconsumer.member.claims import Claim
+from zkconsumer.member.streams import Chunk, KafkaStream
 from zkconsumer.model import TopicPartition
 from zkconsumer.records.columns import RecordColumns
 

@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping
 from enum import Enum
 
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.member.streams import Claim, DeliveryGate
+from zkconsumer.member.claims import Claim, DeliveryGate
 from zkconsumer.model import TopicPartition
 
 
@@ -57,10 +57,17 @@ class StaleClaimError(ZkConsumerError):
     ends the rebalance; the state then has the member register again (or stop) first."""
 
 
+class MemberStateError(ZkConsumerError):
+    """An event the transition table does not list for the member's state: a defect in the
+    member (an event sent where it was never expected), raised where it is sent, never
+    ignored."""
+
+
 _FINAL = frozenset({State.FAILED, State.CLOSED})
 _LIVE = tuple(state for state in State if state not in _FINAL)
 
-# What each event does in each state; an event not listed for a state changes nothing.
+# What each event does in each state. An event that arrives where it has nothing to do is
+# listed in `_IGNORED`; any other pair is a defect (`MemberStateError`).
 _TRANSITIONS: dict[tuple[State, Event], State] = {
     (State.NEW, Event.STARTED): State.REBALANCING,
     (State.REBALANCING, Event.GROUP_CHANGED): State.REBALANCING,
@@ -81,6 +88,28 @@ _TRANSITIONS: dict[tuple[State, Event], State] = {
     **{(state, event): state for state in State
        for event in (Event.CONNECTION_SUSPENDED, Event.SESSION_RESUMED)},
 }
+
+# Events that do arrive in these states and have nothing to do there.
+_IGNORED: frozenset[tuple[State, Event]] = frozenset({
+    # The group watches fire from the registration on; the start's rebalance reads the group,
+    # and so does the rebalance of a new session; a leaving member rebalances no more.
+    (State.NEW, Event.GROUP_CHANGED),
+    (State.EXPIRED, Event.GROUP_CHANGED),
+    # A session that expired (and maybe came back) before the start: the new session's
+    # re-registration and rebalance are due already.
+    (State.EXPIRED, Event.STARTED),
+    (State.REBALANCING, Event.STARTED),
+    # The worker's rebalance or re-registration ended after the session expired, or after the
+    # member began to leave.
+    (State.EXPIRED, Event.REBALANCE_DONE),
+    (State.EXPIRED, Event.REREGISTERED),
+    *((state, event) for state in _FINAL
+      for event in (Event.GROUP_CHANGED, Event.REBALANCE_DONE, Event.REREGISTERED)),
+    # A shutdown after a failure, and a failure reported while shutting down: the first
+    # final state stays.
+    (State.FAILED, Event.CLOSE_REQUESTED),
+    (State.CLOSED, Event.FAILED),
+})
 
 
 class MemberState:
@@ -104,6 +133,8 @@ class MemberState:
        burst of changes as one rebalance, and the member is STABLE only once a rebalance ended
        with nothing else due and a session to own partitions in.
     6. Nothing blocks or calls out while holding the lock: kazoo's thread reports here.
+    7. Every event is listed for every state it is sent in, as a transition or as ignored
+       there; any other is a defect and raises `MemberStateError`, changing nothing.
 
     The claims mapping and the gate's flag are read without the lock, per message, by the
     streams: both are only ever changed in place under the lock, so a reader sees a claim (or
@@ -261,8 +292,14 @@ class MemberState:
     # -- the one place the state changes ------------------------------------------------------
 
     def _transition(self, event: Event, session: int | None = None) -> State:
+        if (self._state, event) in _IGNORED:
+            return self._state
         target = _TRANSITIONS.get((self._state, event))
-        if target is None or not self._applies(event, session):
+        if target is None:
+            raise MemberStateError(
+                f"event {event.value} in state {self._state.value}: the member's transition "
+                "table does not list it")
+        if not self._applies(event, session):
             return self._state
         self._record(event, session)
         self._state = target
