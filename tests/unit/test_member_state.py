@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from zkconsumer.member.claims import Phase
 from zkconsumer.member.state import (
     Event,
     MemberState,
@@ -22,6 +23,7 @@ S1 = 0x101
 S2 = 0x202
 A = TopicPartition("t", 0)
 B = TopicPartition("t", 1)
+C = TopicPartition("t", 2)
 
 
 def started(session: int = S1) -> MemberState:
@@ -33,9 +35,14 @@ def started(session: int = S1) -> MemberState:
 def stable(session: int = S1) -> MemberState:
     member = started(session)
     assert member.next_work(timeout=0) is Work.REBALANCE
-    member.apply_claims(session, {A: "c-0", B: "c-0"})
+    claim(member, {A: "c-0", B: "c-0"})
     assert member.handle(Event.REBALANCE_DONE) is State.STABLE
     return member
+
+
+def claim(member: MemberState, partitions: dict[TopicPartition, str]) -> dict:
+    """What a rebalance's claim does, as far as the state sees it."""
+    return member.claims_made(member.begin_claims(partitions), list(partitions))
 
 
 def reregister(member: MemberState, session: int) -> None:
@@ -157,25 +164,87 @@ def test_a_waiting_worker_wakes_on_an_event_from_another_thread():
 
 def test_claims_record_the_session_they_were_made_in():
     member = started()
-    claims = member.apply_claims(S1, {A: "c-0"})
-    assert claims[A].session == S1 and claims[A].thread_id == "c-0"
+    claims = claim(member, {A: "c-0"})
+    assert claims[A].token == S1 and claims[A].thread_id == "c-0"
     assert member.claims[A] is claims[A]
     assert member.owned() == {A: "c-0"}
 
 
 def test_claims_made_in_another_session_are_refused():
     member = started()
+    member.begin_claims({A: "c-0"})
     with pytest.raises(StaleClaimError, match="0x202"):
-        member.apply_claims(S2, {A: "c-0"})
+        member.claims_made(S2, [A])
     assert member.owned() == {}
 
 
-def test_withdrawn_claims_are_gone_for_every_reader():
+# -- invariant 8: one record per partition held, through its phases ------------------------------
+
+def test_a_claim_is_held_but_neither_delivered_nor_committed_until_made():
+    member = started()
+    member.begin_claims({A: "c-0"})
+    assert member.claims[A].phase is Phase.CLAIMING
+    assert member.held() == {A: "c-0"} and member.unfinished() == {A: "c-0"}
+    assert member.owned() == {} and member.committable() == {}
+    member.claims_made(S1, [A])
+    assert member.claims[A].phase is Phase.FETCHING
+    assert member.owned() == {A: "c-0"} and member.unfinished() == {}
+    assert member.committable() == {A: S1}
+
+
+def test_a_withdrawn_claim_is_replaced_so_nothing_fetched_under_it_is_delivered():
     member = stable()
-    snapshot = member.current_claims()
+    fetched_under = member.claims[A]
     member.withdraw([A])
-    assert member.owned() == {B: "c-0"}
-    assert set(snapshot) == {A, B}, "a snapshot is a copy"
+    releasing = member.claims[A]
+    assert releasing is not fetched_under, "a chunk carrying the old record is dropped"
+    assert releasing.phase is Phase.RELEASING and releasing.token == S1
+    assert member.owned() == {B: "c-0"} and member.held() == {A: "c-0", B: "c-0"}
+    assert member.unfinished() == {A: "c-0"}, "the next rebalance finishes the release"
+    assert member.committable() == {B: S1}
+    assert member.releasing([A, B]) == {A: S1}, "its last commit"
+    member.drop([A])
+    assert member.held() == {B: "c-0"} and member.releasing([A]) == {}
+
+
+def test_claiming_a_partition_held_already_is_a_defect():
+    member = stable()
+    member.withdraw([A])
+    with pytest.raises(MemberStateError, match="t-0"):
+        member.begin_claims({A: "c-1", C: "c-1"})
+    assert member.held() == {A: "c-0", B: "c-0"}, "nothing recorded"
+
+
+def test_making_claims_that_were_not_begun_is_a_defect_that_changes_nothing():
+    member = started()
+    member.begin_claims({A: "c-0"})
+    with pytest.raises(MemberStateError, match="t-1"):
+        member.claims_made(S1, [A, B])
+    assert member.claims[A].phase is Phase.CLAIMING
+
+
+# -- invariant 9: a commit never names a partition whose token has passed ------------------------
+
+def test_commits_name_only_partitions_claimed_in_the_current_session_with_its_token():
+    member = stable()
+    member.withdraw([B])
+    assert member.committable() == {A: S1} and member.releasing([B]) == {B: S1}
+    member.session_event(Event.SESSION_EXPIRED, None)  # S1's token passes
+    assert member.committable() == {} and member.releasing([A, B]) == {}
+    member.session_event(Event.CONNECTED, S2)
+    reregister(member, S2)
+    member.next_work(timeout=0)
+    claim(member, {C: "c-0"})
+    assert member.committable() == {C: S2}
+
+
+def test_nothing_is_committable_while_the_gate_is_closed():
+    member = stable()
+    member.withdraw([B])
+    member.session_event(Event.CONNECTION_SUSPENDED, None)
+    assert member.committable() == {} and member.releasing([B]) == {}
+    member.session_event(Event.CONNECTED, S1)
+    assert member.committable() == {A: S1} and member.releasing([B]) == {B: S1}
 
 
 # -- invariant 2: an expiry takes the session, the claims and the gate together ----------------
@@ -188,7 +257,8 @@ def test_an_expiry_leaves_no_session_no_claims_and_a_closed_gate():
     assert member.owned() == {}
     assert not member.delivering
     with pytest.raises(StaleClaimError):
-        member.claiming_session()
+        member.begin_claims({A: "c-0"})
+    assert member.held() == {}
 
 
 def test_an_expired_member_does_nothing_until_a_new_session():
@@ -207,12 +277,12 @@ def test_a_new_session_keeps_the_gate_closed_and_claims_refused_until_reregister
     assert member.state is State.REBALANCING
     assert not member.delivering
     with pytest.raises(StaleClaimError):
-        member.apply_claims(S2, {A: "c-0"})
+        member.begin_claims({A: "c-0"})
     assert member.next_work(timeout=0) is Work.REREGISTER
     assert member.reregistered(S2)
     assert member.delivering and member.session == S2
     assert member.next_work(timeout=0) is Work.REBALANCE
-    assert member.apply_claims(S2, {A: "c-0"})[A].session == S2
+    assert claim(member, {A: "c-0"})[A].token == S2
 
 
 def test_a_connection_in_another_session_without_a_reported_expiry_is_a_new_session():
@@ -276,9 +346,9 @@ def test_a_suspended_connection_closes_the_gate_until_the_same_session_is_back()
 
 def test_claims_made_before_a_suspension_in_the_same_session_are_accepted():
     member = started()
-    session = member.claiming_session()
+    session = member.begin_claims({A: "c-0"})
     member.session_event(Event.CONNECTION_SUSPENDED, None)
-    assert set(member.apply_claims(session, {A: "c-0"})) == {A}
+    assert set(member.claims_made(session, [A])) == {A}
     assert not member.delivering
 
 
@@ -295,7 +365,7 @@ def test_final_states_are_never_left_and_accept_no_claims(final):
     assert member.state is end
     assert member.next_work(timeout=0) is Work.STOP
     with pytest.raises(StaleClaimError, match=end.value):
-        member.apply_claims(member.session or S2, {A: "c-0"})
+        member.begin_claims({C: "c-0"})
 
 
 def test_a_leaving_member_still_learns_what_its_session_does():
@@ -346,24 +416,23 @@ def test_a_claim_that_passed_its_checks_before_an_expiry_is_refused_after_it():
     member = stable()
     member.handle(Event.GROUP_CHANGED)
     assert member.next_work(timeout=0) is Work.REBALANCE
-    session = member.claiming_session()  # the rebalance's claim made its znodes in S1 ...
+    session = member.begin_claims({C: "c-1"})  # the rebalance's claim made its znodes in S1 ...
     member.session_event(Event.SESSION_EXPIRED, None)  # ... kazoo's thread reports the expiry ...
     with pytest.raises(StaleClaimError):
-        member.apply_claims(session, {A: "c-1"})  # ... and only then is the claim applied
-    assert member.owned() == {}
+        member.claims_made(session, [C])  # ... and only then is the claim applied
+    assert member.owned() == {} and member.held() == {}
     assert not member.delivering
     assert member.session_event(Event.CONNECTED, S2) is Event.NEW_SESSION
     assert not member.delivering, "open before the re-registration's cleanup"
     with pytest.raises(StaleClaimError):
-        member.apply_claims(session, {A: "c-1"})
+        member.claims_made(session, [C])
     assert member.handle(Event.REBALANCE_DONE) is State.REBALANCING
     reregister(member, S2)
     assert member.delivering
     assert member.next_work(timeout=0) is Work.REBALANCE
-    claims = member.apply_claims(member.claiming_session(), {A: "c-1"})
-    assert claims[A].session == S2
+    assert claim(member, {C: "c-1"})[C].token == S2
     assert member.handle(Event.REBALANCE_DONE) is State.STABLE
-    assert member.owned() == {A: "c-1"}
+    assert member.owned() == {C: "c-1"}
 
 
 class _NeverWaits(threading.Condition):
@@ -385,8 +454,9 @@ def test_no_report_waits_under_the_lock_nor_leaves_it_held(start):
     member.session_event(Event.SESSION_EXPIRED, None)
     member.session_event(Event.CONNECTED, S2)
     member.reregistered(S2)
-    member.apply_claims(S2, {A: "c-0"})
+    claim(member, {A: "c-0"})
     member.withdraw([A])
+    member.drop([A])
     for event in [event for event in Event if event is not Event.FAILED]:  # `fail` sends it
         with contextlib.suppress(MemberStateError):
             member.handle(event, S2)

@@ -1,26 +1,48 @@
 """What the streams check before they hand out a message, below them and below the member's
-state, which keeps both: a partition's claim (one period of its ownership) and the member's
-delivery gate."""
+state, which keeps both: the record of each owned partition (`Claim`) and the member's delivery
+gate."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Hashable
+from enum import Enum
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.model import TopicPartition
 
+Token = Hashable
+"""What a coordinator's ownership is valid under: for ZooKeeper, the session the owner znode
+was made in (a Kafka group coordinator's would be its generation and member id)."""
+
+
+class Phase(Enum):
+    CLAIMING = "claiming"    # its owner znode is being made and its offset read: not delivered
+    FETCHING = "fetching"    # delivered from, and committed
+    RELEASING = "releasing"  # no longer delivered from: its last commit, then its owner znode goes
+
 
 class Claim:
-    """A token for one period of ownership of a partition; a new claim is a new object. It
-    records the ZooKeeper session its owner znode was made in (see `MemberState`)."""
+    """The member's record of one partition it owns, for one period of ownership: the thread
+    it is delivered to, the coordinator's token it was claimed under, and its phase. Kept by
+    `MemberState`, one per partition; the streams check that the record a chunk was fetched
+    under is still the partition's, so a record that stops being delivered from is replaced by
+    a successor (`releasing`), never changed in place, and a new claim is a new object."""
 
-    __slots__ = ("partition", "session", "thread_id")
+    __slots__ = ("partition", "phase", "thread_id", "token")
 
-    def __init__(self, partition: TopicPartition, thread_id: str,
-                 session: int | None = None) -> None:
+    def __init__(self, partition: TopicPartition, thread_id: str, token: Token = None,
+                 phase: Phase = Phase.FETCHING) -> None:
         self.partition = partition
         self.thread_id = thread_id
-        self.session = session
+        self.token = token
+        self.phase = phase
+
+    def releasing(self) -> Claim:
+        return Claim(self.partition, self.thread_id, self.token, Phase.RELEASING)
+
+    def __repr__(self) -> str:
+        return f"Claim({self.partition}, {self.thread_id}, {self.phase.value})"
 
 
 class DeliveryGate:

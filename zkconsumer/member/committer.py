@@ -14,7 +14,8 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 
 from zkconsumer.logs import get_logger
-from zkconsumer.member.claims import Claim
+from zkconsumer.member.claims import Claim, Token
+from zkconsumer.member.state import MemberState
 from zkconsumer.member.streams import KafkaStream
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.store import OwnerCheck
@@ -24,21 +25,23 @@ log = get_logger(__name__)
 
 
 class OffsetCommitter:
-    """`claims` is the member's live claims (partition -> token). `owner_checks`, when given,
-    returns the owner znodes a ZooKeeper commit is made conditional on, for the partitions
-    claimed in the ZooKeeper session the member has now; any other partition is not committed
-    to any store (it may be another member's by now). `may_commit` is false while the member's
-    ZooKeeper session cannot be trusted (a cut-off member must not commit)."""
+    """`member` is the member's state: it names the partitions that may be committed, each
+    with the token its claim was made under (see `MemberState.committable`). `owner_checks`,
+    when given, turns those tokens into the owner znodes a ZooKeeper commit is made
+    conditional on, for the tokens that are the ZooKeeper session the member has now; any
+    other partition is not committed to any store (it may be another member's by now).
+    `may_commit` is false while the member's ZooKeeper session cannot be trusted (a cut-off
+    member must not commit)."""
 
     def __init__(self, store, tracker, streams: Callable[[], Iterable[KafkaStream]],
-                 claims: Callable[[], Mapping[TopicPartition, Claim]], *,
-                 owner_checks: Callable[[Collection[TopicPartition]],
+                 member: MemberState, *,
+                 owner_checks: Callable[[Mapping[TopicPartition, Token]],
                                         Mapping[TopicPartition, OwnerCheck]] | None = None,
                  may_commit: Callable[[], bool] = lambda: True) -> None:
         self._store = store
         self._tracker = tracker
         self._streams = streams
-        self._claims = claims
+        self._member = member
         self._owner_checks = owner_checks
         self._may_commit = may_commit
         self._state_lock = threading.Lock()
@@ -58,23 +61,27 @@ class OffsetCommitter:
             for stream in self._streams():
                 stream.mark_consumed()
         with self._write_lock:
-            return self._write(set(self._claims()), retry)
+            return self._write(self._member.committable(), retry)
 
     def commit_releasing(self, partitions: Collection[TopicPartition],
                          commit: bool = True) -> dict[TopicPartition, int]:
         """Before partitions are released: waits for a write in flight (which must land before
         their owner znodes go, or it could land over their next owner's offset), then, with
-        `commit`, their last commit, one attempt. Their claims are already withdrawn (so
-        nothing more is delivered from them) but their owner znodes are still ours, which is
-        why claims are not checked here."""
+        `commit`, their last commit, one attempt. Their claims are RELEASING already (nothing
+        more is delivered from them) but their owner znodes are still ours."""
         with self._write_lock:
-            return self._write(set(partitions), retry=False) if commit else {}
+            return self._write(self._member.releasing(partitions), retry=False) if commit else {}
 
-    def _write(self, partitions: set[TopicPartition], retry: bool) -> dict[TopicPartition, int]:
+    def _write(self, tokens: Mapping[TopicPartition, Token], retry: bool
+               ) -> dict[TopicPartition, int]:
+        """Commit what moved of the partitions `tokens` names, under those tokens."""
         if not self._may_commit():
             self._untrusted.occurred()
             return {}
         self._untrusted.cleared()
+        if not tokens:
+            return {}
+        partitions = tokens.keys()
         with self._state_lock:
             for stream in self._streams():
                 for tp, position in dict(stream.positions).items():
@@ -86,7 +93,8 @@ class OffsetCommitter:
                        if tp in partitions and tp not in pending}
             owners = None
             if self._owner_checks is not None:  # asked while these are known to be ours
-                owners = self._owner_checks(pending.keys() | refresh.keys())
+                owners = self._owner_checks({tp: tokens[tp]
+                                             for tp in pending.keys() | refresh.keys()})
                 pending = self._drop_unowned(pending, owners)
                 refresh = {tp: offset for tp, offset in refresh.items() if tp in owners}
         if not pending and not refresh:
@@ -126,7 +134,7 @@ class OffsetCommitter:
         commit that even if nothing is ever delivered from it, as the reference does, or its
         next owner resets again, past whatever was produced in between."""
         with self._state_lock:
-            if self._claims().get(tp) is claim:
+            if self._member.claims.get(tp) is claim:
                 self._tracker.record_position(tp, position)
 
     def claimed(self, committed: dict[TopicPartition, int]) -> None:

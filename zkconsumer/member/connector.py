@@ -332,7 +332,7 @@ class ConsumerConnector:
                                             registration, topic_source)
         self._committer = OffsetCommitter(
             self._offset_store, OffsetTracker(), lambda: self._streams,
-            self._member.current_claims, owner_checks=self._membership.owner_checks,
+            self._member, owner_checks=self._membership.owner_checks,
             may_commit=self._may_commit)
         self._fetch_loop = FetchLoop(self._fetcher, config.fetch_wait_max_ms, self._fail,
                                      self._committer.reset_to)

@@ -89,6 +89,13 @@ class FetchLoop:
         self._changed.set()
         self._fetcher.wakeup()
 
+    def unroute_all(self) -> set[TopicPartition]:
+        """Stop fetching every partition (their claims went with a lost session); returns them."""
+        with self._lock:
+            routed = set(self._routes)
+        self.unroute(routed)
+        return routed
+
     def queued_bytes(self) -> dict[str, int]:
         """Key and value bytes queued into the streams so far, per topic; from any thread."""
         return dict(self._queued_bytes)

@@ -1,5 +1,5 @@
 """The member's state behind one lock: its lifecycle, the ZooKeeper session its claims belong
-to, the claims themselves and the delivery gate.
+to, the record of each partition it owns (its `Claim`) and the delivery gate.
 
 ZooKeeper watches, kazoo's session events, the rebalance worker, the fetch loop and the user's
 `close()` run on different threads. Each only reports what happened here, and every change goes
@@ -12,11 +12,11 @@ of watch events becomes one rebalance, not many.
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from enum import Enum
 
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.member.claims import Claim, DeliveryGate
+from zkconsumer.member.claims import Claim, DeliveryGate, Phase, Token
 from zkconsumer.model import TopicPartition
 
 
@@ -119,8 +119,8 @@ class MemberState:
     methods; each is tested in tests/unit/test_member_state.py:
 
     1. Claims only ever belong to the member's current session: each claim records the session
-       it was made in, which is `session`; `apply_claims` refuses claims made in any other
-       session (`StaleClaimError`).
+       it was made in as its token, which is `session`; `begin_claims` and `claims_made` refuse
+       claims in any other session (`StaleClaimError`).
     2. When the session expires (or kazoo connects in another one), the session, every claim and
        the gate go in the same step: there are no claims and the gate is closed until the new
        session's re-registration, cleanup included, reports it (`reregistered`). Only then are
@@ -135,6 +135,15 @@ class MemberState:
     6. Nothing blocks or calls out while holding the lock: kazoo's thread reports here.
     7. Every event is listed for every state it is sent in, as a transition or as ignored
        there; any other is a defect and raises `MemberStateError`, changing nothing.
+    8. One record per partition held, from before its owner znode is made until after it is
+       deleted, through its phases: CLAIMING (not delivered, not committed), FETCHING
+       (delivered and committed), RELEASING (a successor record, so that nothing fetched under
+       the fetching one is delivered any more; only its last commit). Claiming a partition
+       already held is a defect. A record left CLAIMING or RELEASING by a rebalance cut short
+       is `unfinished`: the next one releases it first.
+    9. A commit never names a partition whose token has passed: `committable` and `releasing`
+       give the partitions to commit with their tokens, only while the gate is open, and only
+       records of the member's session exist.
 
     The claims mapping and the gate's flag are read without the lock, per message, by the
     streams: both are only ever changed in place under the lock, so a reader sees a claim (or
@@ -181,19 +190,48 @@ class MemberState:
 
     @property
     def claims(self) -> Mapping[TopicPartition, Claim]:
-        """The live claims, for the streams' per-message check; read-only outside this class."""
+        """The records, for the streams' per-message check (a chunk is delivered while the
+        record it was fetched under is its partition's); read-only outside this class."""
         return self._claims
-
-    def current_claims(self) -> dict[TopicPartition, Claim]:
-        with self._lock:
-            return dict(self._claims)
 
     def owned(self) -> dict[TopicPartition, str]:
         """The partitions owned and delivered from, with their thread ids. A partition's claim
-        goes before its owner znode is deleted and comes after its owner znode is made, so no
-        two members ever list the same partition at once."""
+        is FETCHING only after its owner znode is made and stops before the znode is deleted,
+        so no two members ever list the same partition at once."""
+        return self._threads(lambda claim: claim.phase is Phase.FETCHING)
+
+    def held(self) -> dict[TopicPartition, str]:
+        """Every partition whose owner znode is (or may be) ours, in any phase, with its thread
+        id: what a rebalance plans from, and what leaving releases."""
+        return self._threads(lambda _claim: True)
+
+    def unfinished(self) -> dict[TopicPartition, str]:
+        """Claims a rebalance cut short left CLAIMING or RELEASING: their owner znodes may
+        still block the group, and counting them as kept would leave them unfetched."""
+        return self._threads(lambda claim: claim.phase is not Phase.FETCHING)
+
+    def committable(self) -> dict[TopicPartition, Token]:
+        """The partitions delivered from, with the tokens their commits are made under; none
+        while the gate is closed."""
+        return self._tokens(lambda claim: claim.phase is Phase.FETCHING)
+
+    def releasing(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, Token]:
+        """Those of `partitions` being released, with their tokens, for their last commit:
+        no longer delivered from, but their owner znodes are still ours."""
+        wanted = set(partitions)
+        return self._tokens(lambda claim: claim.phase is Phase.RELEASING
+                            and claim.partition in wanted)
+
+    def _threads(self, chosen: Callable[[Claim], bool]) -> dict[TopicPartition, str]:
         with self._lock:
-            return {tp: claim.thread_id for tp, claim in self._claims.items()}
+            return {tp: claim.thread_id for tp, claim in self._claims.items() if chosen(claim)}
+
+    def _tokens(self, chosen: Callable[[Claim], bool]) -> dict[TopicPartition, Token]:
+        with self._lock:
+            if not self._gate.delivering:
+                return {}
+            return {tp: claim.token for tp, claim in self._claims.items()
+                    if chosen(claim) and claim.token == self._session}
 
     # -- events -----------------------------------------------------------------------------
 
@@ -231,25 +269,48 @@ class MemberState:
 
     # -- claims -----------------------------------------------------------------------------
 
-    def claiming_session(self) -> int:
-        """The session to claim in now; StaleClaimError if there is none to claim in."""
+    def begin_claims(self, partitions: Mapping[TopicPartition, str]) -> int:
+        """Record claims of these partitions (partition -> thread id), CLAIMING, before their
+        owner znodes are made; returns the session they are made in. StaleClaimError if there
+        is none to claim in (or the member is leaving)."""
         with self._lock:
             self._check_claimable(self._session)
             assert self._session is not None  # checked above
+            held = sorted(str(tp) for tp in partitions if tp in self._claims)
+            if held:
+                raise MemberStateError(f"claimed while held already: {', '.join(held)}")
+            for tp, thread in partitions.items():
+                self._claims[tp] = Claim(tp, thread, self._session, Phase.CLAIMING)
             return self._session
 
-    def apply_claims(self, session: int, partitions: Mapping[TopicPartition, str]
-                     ) -> dict[TopicPartition, Claim]:
-        """Claims for owner znodes made in `session`, now delivered from; StaleClaimError if
-        that is not the member's session any more (or the member is leaving)."""
+    def claims_made(self, session: int, partitions: Collection[TopicPartition]
+                    ) -> dict[TopicPartition, Claim]:
+        """The owner znodes of these claims were made in `session` and their offsets read:
+        they are delivered from now (FETCHING). StaleClaimError if that is not the member's
+        session any more (its claims went with it) or the member is leaving."""
         with self._lock:
             self._check_claimable(session)
-            claims = {tp: Claim(tp, thread, session) for tp, thread in partitions.items()}
-            self._claims.update(claims)
-            return claims
+            made = {}
+            for tp in partitions:
+                claim = self._claims.get(tp)
+                if claim is None or claim.phase is not Phase.CLAIMING:
+                    raise MemberStateError(f"{tp} was not being claimed: {claim!r}")
+                made[tp] = claim
+            for claim in made.values():
+                claim.phase = Phase.FETCHING  # in place: nothing was fetched under it yet
+            return made
 
     def withdraw(self, partitions: Collection[TopicPartition]) -> None:
-        """Stop delivering from these partitions (before their owner znodes are released)."""
+        """Stop delivering from these partitions (before their owner znodes are released):
+        each record is replaced by its RELEASING successor."""
+        with self._lock:
+            for tp in partitions:
+                claim = self._claims.get(tp)
+                if claim is not None and claim.phase is not Phase.RELEASING:
+                    self._claims[tp] = claim.releasing()
+
+    def drop(self, partitions: Collection[TopicPartition]) -> None:
+        """The member holds these no more: their owner znodes were deleted, or never made."""
         with self._lock:
             for tp in partitions:
                 self._claims.pop(tp, None)

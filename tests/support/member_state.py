@@ -1,0 +1,20 @@
+"""A member's state holding claims, as a rebalance leaves it, for tests of what reads it."""
+
+from __future__ import annotations
+
+from zkconsumer.member.state import Event, MemberState
+from zkconsumer.model import TopicPartition
+
+SESSION = 0x5E55
+
+
+def holding(partitions: dict[TopicPartition, str], session: int = SESSION) -> MemberState:
+    """A started member whose claims of `partitions` (partition -> thread id) are made."""
+    member = MemberState(session)
+    member.handle(Event.STARTED)
+    claim(member, partitions)
+    return member
+
+
+def claim(member: MemberState, partitions: dict[TopicPartition, str]) -> None:
+    member.claims_made(member.begin_claims(partitions), list(partitions))
