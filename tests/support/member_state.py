@@ -8,13 +8,16 @@ from zkconsumer.model import TopicPartition
 SESSION = 0x5E55
 
 
-def holding(partitions: dict[TopicPartition, str], session: int = SESSION) -> MemberState:
-    """A started member whose claims of `partitions` (partition -> thread id) are made."""
+def holding(partitions: dict[TopicPartition, str], committed: dict[TopicPartition, int] | None
+            = None, session: int = SESSION) -> MemberState:
+    """A started member whose claims of `partitions` (partition -> thread id) are made, with
+    the `committed` offsets read for them."""
     member = MemberState(session)
     member.handle(Event.STARTED)
-    claim(member, partitions)
+    claim(member, partitions, committed)
     return member
 
 
-def claim(member: MemberState, partitions: dict[TopicPartition, str]) -> None:
-    member.claims_made(member.begin_claims(partitions), list(partitions))
+def claim(member: MemberState, partitions: dict[TopicPartition, str],
+          committed: dict[TopicPartition, int] | None = None) -> None:
+    member.claims_made(member.begin_claims(partitions), list(partitions), committed)

@@ -9,12 +9,10 @@ from support.member_state import SESSION, claim, holding
 from support.memory_store import MemoryStore
 from support.record_columns import fetched
 
-from zkconsumer.member.claims import Claim
 from zkconsumer.member.committer import OffsetCommitter
 from zkconsumer.member.state import Event
 from zkconsumer.member.streams import Chunk, KafkaStream
 from zkconsumer.model import Message, TopicPartition
-from zkconsumer.offsets import OffsetTracker
 from zkconsumer.offsets.store import OwnerCheck
 
 A = TopicPartition("t", 0)
@@ -26,12 +24,11 @@ class Member:
 
     def __init__(self, store=None, may_commit=lambda: True) -> None:
         self.store = store or MemoryStore()
-        self.state = holding({A: "c-0", B: "c-0"})
+        self.state = holding({A: "c-0", B: "c-0"}, {A: 10, B: 20})
         self.claims = self.state.claims
         self.stream = KafkaStream("s", 10, -1, self.claims, self.state.gate)
-        self.committer = OffsetCommitter(self.store, OffsetTracker(), lambda: [self.stream],
+        self.committer = OffsetCommitter(self.store, lambda: [self.stream],
                                          self.state, may_commit=may_commit)
-        self.committer.claimed({A: 10, B: 20})
 
 
 def test_unchanged_offsets_are_refreshed_at_every_commit():
@@ -47,16 +44,9 @@ def test_where_a_reset_put_a_partition_is_committed_though_nothing_was_delivered
     member = Member()
     new = TopicPartition("t", 2)
     claim(member.state, {new: "c-0"})
-    member.committer.reset_to(new, member.claims[new], 100)
+    member.state.reset_to(member.claims[new], 100)
     assert member.committer.commit() == {new: 100}
     assert member.store.offsets[new] == 100
-
-
-def test_a_reset_reported_for_an_older_claim_is_ignored():
-    member = Member()
-    stale = Claim(A, "c-0")
-    member.committer.reset_to(A, stale, 500)
-    assert member.committer.commit() == {}
 
 
 def test_nothing_is_written_while_the_session_cannot_be_trusted():
@@ -109,9 +99,11 @@ def test_a_slow_commit_blocks_no_bookkeeping_and_release_commits_make_one_attemp
     done = threading.Event()
 
     def bookkeeping():
+        member.state.withdraw([B])
         member.committer.released({B})
-        member.committer.claimed({B: 30})
-        member.committer.reset_to(A, member.claims[A], 12)
+        member.state.drop([B])
+        claim(member.state, {B: "c-0"}, {B: 30})
+        member.state.reset_to(member.claims[A], 12)
         done.set()
 
     threading.Thread(target=bookkeeping).start()
@@ -174,8 +166,7 @@ def test_a_commit_never_names_a_partition_whose_token_has_passed():
     assert member.committer.commit() == {}
     member.state.session_event(Event.CONNECTED, SESSION + 1)
     assert member.state.reregistered(SESSION + 1)
-    claim(member.state, {B: "c-0"})
-    member.committer.claimed({B: 20})
+    claim(member.state, {B: "c-0"}, {B: 20})
     member.stream.positions[B] = 25
     assert member.committer.commit() == {B: 25}
     assert asked == [{B: SESSION + 1}]

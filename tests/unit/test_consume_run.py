@@ -14,7 +14,6 @@ from support.record_columns import fetched
 from zkconsumer.member.committer import OffsetCommitter
 from zkconsumer.member.streams import Chunk, KafkaStream
 from zkconsumer.model import Message, TopicPartition
-from zkconsumer.offsets import OffsetTracker
 from zkconsumer.worker import ConsumeRun, HandlerError
 
 
@@ -91,7 +90,7 @@ def test_an_auto_commit_while_the_handler_runs_does_not_commit_the_message_it_re
     stream.offer(Chunk(tp, fetched([Message("t", 0, o, None, b"v", None) for o in range(5)]),
                        claims[tp]), lambda: True)
     store = MemoryStore()
-    committer = OffsetCommitter(store, OffsetTracker(), lambda: [stream], member)
+    committer = OffsetCommitter(store, lambda: [stream], member)
 
     def handler(message: Message) -> None:
         if message.offset == 2:

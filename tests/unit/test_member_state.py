@@ -7,6 +7,8 @@ import contextlib
 import threading
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from zkconsumer.member.claims import Phase
 from zkconsumer.member.state import (
@@ -43,6 +45,11 @@ def stable(session: int = S1) -> MemberState:
 def claim(member: MemberState, partitions: dict[TopicPartition, str]) -> dict:
     """What a rebalance's claim does, as far as the state sees it."""
     return member.claims_made(member.begin_claims(partitions), list(partitions))
+
+
+def tokens(entries: dict) -> dict:
+    """The tokens commits of these entries are made under."""
+    return {tp: entry.token for tp, entry in entries.items()}
 
 
 def reregister(member: MemberState, session: int) -> None:
@@ -189,7 +196,7 @@ def test_a_claim_is_held_but_neither_delivered_nor_committed_until_made():
     member.claims_made(S1, [A])
     assert member.claims[A].phase is Phase.FETCHING
     assert member.owned() == {A: "c-0"} and member.unfinished() == {}
-    assert member.committable() == {A: S1}
+    assert tokens(member.committable()) == {A: S1}
 
 
 def test_a_withdrawn_claim_is_replaced_so_nothing_fetched_under_it_is_delivered():
@@ -201,8 +208,8 @@ def test_a_withdrawn_claim_is_replaced_so_nothing_fetched_under_it_is_delivered(
     assert releasing.phase is Phase.RELEASING and releasing.token == S1
     assert member.owned() == {B: "c-0"} and member.held() == {A: "c-0", B: "c-0"}
     assert member.unfinished() == {A: "c-0"}, "the next rebalance finishes the release"
-    assert member.committable() == {B: S1}
-    assert member.releasing([A, B]) == {A: S1}, "its last commit"
+    assert tokens(member.committable()) == {B: S1}
+    assert tokens(member.releasing([A, B])) == {A: S1}, "its last commit"
     member.drop([A])
     assert member.held() == {B: "c-0"} and member.releasing([A]) == {}
 
@@ -223,19 +230,79 @@ def test_making_claims_that_were_not_begun_is_a_defect_that_changes_nothing():
     assert member.claims[A].phase is Phase.CLAIMING
 
 
+# -- the record's offsets: only a position ahead of the committed offset is written -----------
+
+def test_a_claim_starts_at_its_committed_offset_or_is_reset_without_one():
+    member = started()
+    claims = member.claims_made(member.begin_claims({A: "c-0", B: "c-0"}), [A, B], {A: 10})
+    assert (claims[A].committed, claims[A].reset_pending) == (10, False)
+    assert (claims[B].committed, claims[B].reset_pending) == (None, True)
+    assert member.fetching() == claims
+    assert member.committable() == {A: (S1, 10, None), B: (S1, None, None)}
+
+
+def test_only_a_position_ahead_of_the_committed_offset_is_pending_and_it_never_moves_back():
+    member = started()
+    member.claims_made(member.begin_claims({A: "c-0"}), [A], {A: 10})
+    assert member.committable({A: 10})[A].pending is None, "an unchanged offset"
+    assert member.committable({A: 15})[A].pending == 15
+    assert member.committable({A: 12})[A].pending == 15, "a late, older position"
+    member.committed({A: (S1, 15)})
+    assert member.committable()[A] == (S1, 15, None)
+    member.committed({A: (S1, 12)})
+    assert member.committable()[A].committed == 15, "a commit that raced a newer one"
+
+
+def test_a_write_under_a_token_that_passed_does_not_mark_the_new_claim():
+    member = stable()
+    written = member.committable({A: 99})  # gathered in S1 ...
+    member.session_event(Event.SESSION_EXPIRED, None)
+    member.session_event(Event.CONNECTED, S2)
+    reregister(member, S2)
+    member.next_work(timeout=0)
+    member.claims_made(member.begin_claims({A: "c-0"}), [A], {A: 40})
+    member.committed({A: (written[A].token, 99)})  # ... and written once A is claimed in S2
+    assert member.committable()[A] == (S2, 40, None)
+
+
+def test_a_reset_counts_for_the_claim_it_was_reported_for_only():
+    member = started()
+    claim = member.claims_made(member.begin_claims({A: "c-0"}), [A])[A]
+    member.reset_to(claim, 100)
+    assert not claim.reset_pending
+    assert member.committable()[A] == (S1, None, 100), "committed though nothing was delivered"
+    member.withdraw([A])
+    member.drop([A])
+    member.claims_made(member.begin_claims({A: "c-0"}), [A])
+    member.reset_to(claim, 500)
+    assert member.committable()[A].pending is None
+    assert member.consumed_positions() == {}
+
+
+@given(committed=st.integers(0, 1000), consumed=st.lists(st.integers(0, 2000), max_size=20))
+def test_pending_is_the_highest_position_taken_in_and_only_if_ahead(committed, consumed):
+    member = started()
+    member.claims_made(member.begin_claims({A: "c-0"}), [A], {A: committed})
+    for position in consumed:
+        member.committable({A: position})
+    highest = max(consumed, default=-1)
+    assert member.committable()[A].pending == (highest if highest > committed else None)
+
+
 # -- invariant 9: a commit never names a partition whose token has passed ------------------------
 
 def test_commits_name_only_partitions_claimed_in_the_current_session_with_its_token():
     member = stable()
     member.withdraw([B])
-    assert member.committable() == {A: S1} and member.releasing([B]) == {B: S1}
+    assert tokens(member.committable()) == {A: S1}
+    assert tokens(member.releasing([B])) == {B: S1}
     member.session_event(Event.SESSION_EXPIRED, None)  # S1's token passes
     assert member.committable() == {} and member.releasing([A, B]) == {}
     member.session_event(Event.CONNECTED, S2)
     reregister(member, S2)
     member.next_work(timeout=0)
     claim(member, {C: "c-0"})
-    assert member.committable() == {C: S2}
+    assert tokens(member.committable()) == {C: S2}
 
 
 def test_nothing_is_committable_while_the_gate_is_closed():
@@ -244,7 +311,8 @@ def test_nothing_is_committable_while_the_gate_is_closed():
     member.session_event(Event.CONNECTION_SUSPENDED, None)
     assert member.committable() == {} and member.releasing([B]) == {}
     member.session_event(Event.CONNECTED, S1)
-    assert member.committable() == {A: S1} and member.releasing([B]) == {B: S1}
+    assert tokens(member.committable()) == {A: S1}
+    assert tokens(member.releasing([B])) == {B: S1}
 
 
 # -- invariant 2: an expiry takes the session, the claims and the gate together ----------------

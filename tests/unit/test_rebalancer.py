@@ -24,7 +24,6 @@ from zkconsumer.member.rebalancer import (
 from zkconsumer.member.state import Event, MemberState, State, Work
 from zkconsumer.member.streams import KafkaStream
 from zkconsumer.model import TopicPartition
-from zkconsumer.offsets import OffsetTracker
 from zkconsumer.znodes.consumers import ConsumerRegistration
 
 ME = "g_me"
@@ -76,20 +75,14 @@ class DictMembership:
 
 
 class NullFetchLoop:
-    def __init__(self) -> None:
+    """What a fetch loop would fetch, as of the last change of routing it was told of."""
+
+    def __init__(self, member: MemberState) -> None:
+        self.member = member
         self.routed: dict = {}
 
-    def route(self, routes) -> None:
-        self.routed.update(routes)
-
-    def unroute(self, partitions) -> None:
-        for tp in partitions:
-            self.routed.pop(tp, None)
-
-    def unroute_all(self) -> set:
-        routed = set(self.routed)
-        self.unroute(routed)
-        return routed
+    def routing_changed(self) -> None:
+        self.routed = self.member.fetching()
 
 
 def rebalancer(store: MemoryStore, membership: DictMembership | None = None,
@@ -97,11 +90,11 @@ def rebalancer(store: MemoryStore, membership: DictMembership | None = None,
                observe=lambda _succeeded, _seconds: None, **callbacks) -> Rebalancer:
     member = MemberState(SESSION)
     stream = KafkaStream("s", 10, -1, member.claims, member.gate)
-    committer = OffsetCommitter(store, OffsetTracker(), lambda: [stream], member)
+    committer = OffsetCommitter(store, lambda: [stream], member)
     return Rebalancer(
         consumer_id=ME, strategy="range", exclude_internal_topics=True, max_attempts=3,
         backoff_ms=1, crashed_owner_grace_ms=0, membership=membership or DictMembership(),
-        fetch_loop=NullFetchLoop(), committer=committer, offset_store=store,
+        fetch_loop=NullFetchLoop(member), committer=committer, offset_store=store,
         stream_for=lambda _tp, _thread: stream, auto_commit=True,
         callbacks=RebalanceCallbacks(**callbacks), member=member, sleep=lambda _s: None,
         missing_topics_notice=missing_topics_notice, observe=observe)

@@ -5,8 +5,9 @@ gate."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from enum import Enum
+from typing import Any, Protocol
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.model import TopicPartition
@@ -22,24 +23,53 @@ class Phase(Enum):
     RELEASING = "releasing"  # no longer delivered from: its last commit, then its owner znode goes
 
 
-class Claim:
-    """The member's record of one partition it owns, for one period of ownership: the thread
-    it is delivered to, the coordinator's token it was claimed under, and its phase. Kept by
-    `MemberState`, one per partition; the streams check that the record a chunk was fetched
-    under is still the partition's, so a record that stops being delivered from is replaced by
-    a successor (`releasing`), never changed in place, and a new claim is a new object."""
+class Feed(Protocol):
+    """What a claim's stream is to the fetch loop and the committer (`streams.KafkaStream`)."""
 
-    __slots__ = ("partition", "phase", "thread_id", "token")
+    positions: dict[TopicPartition, int]  # consumed positions, written by its consumer
+
+    def offer(self, chunk: Any, keep_trying: Callable[[], bool]) -> bool: ...
+
+
+class Claim:
+    """The member's record of one partition it holds, for one period of ownership: the thread
+    and stream it is delivered to, the coordinator's token it was claimed under, its phase,
+    the offset committed for it, the consumed position gathered from its stream (or where a
+    reset put it), and whether that reset is still to be learned from the fetcher.
+
+    Kept by `MemberState`, one per partition, and changed only under its lock. The streams
+    check that the record a chunk was fetched under is still the partition's, so a record
+    that stops being delivered from is replaced by a successor (`releasing`), never changed
+    in place there, and a new claim is a new object."""
+
+    __slots__ = ("committed", "partition", "phase", "position", "reset_pending", "stream",
+                 "thread_id", "token")
 
     def __init__(self, partition: TopicPartition, thread_id: str, token: Token = None,
-                 phase: Phase = Phase.FETCHING) -> None:
+                 phase: Phase = Phase.FETCHING, stream: Feed | None = None) -> None:
         self.partition = partition
         self.thread_id = thread_id
         self.token = token
         self.phase = phase
+        self.stream = stream
+        self.committed: int | None = None  # None: the store has no offset for it
+        self.position: int | None = None
+        self.reset_pending = False
 
     def releasing(self) -> Claim:
-        return Claim(self.partition, self.thread_id, self.token, Phase.RELEASING)
+        successor = Claim(self.partition, self.thread_id, self.token, Phase.RELEASING,
+                          self.stream)
+        successor.committed = self.committed
+        successor.position = self.position
+        return successor
+
+    def pending(self) -> int | None:
+        """The position to commit, if it is ahead of the committed offset: rewriting an
+        unchanged offset is wasted traffic, and writing one behind it would rewind the group."""
+        position = self.position
+        if position is None or (self.committed is not None and position <= self.committed):
+            return None
+        return position
 
     def __repr__(self) -> str:
         return f"Claim({self.partition}, {self.thread_id}, {self.phase.value})"

@@ -37,7 +37,7 @@ from zkconsumer.member.streams import KafkaStream
 from zkconsumer.member.zk_membership import ZookeeperMembership
 from zkconsumer.metrics import MemberMetrics, MemberSources, MetricsServer
 from zkconsumer.model import TopicPartition
-from zkconsumer.offsets import OffsetStore, OffsetTracker, open_offset_store
+from zkconsumer.offsets import OffsetStore, open_offset_store
 from zkconsumer.throttled_log import RepeatedCondition
 from zkconsumer.topology import MetadataRefresher, TopicSource, open_topic_source
 from zkconsumer.zk.registry import wait_for_brokers
@@ -331,11 +331,10 @@ class ConsumerConnector:
         self._membership = self._join_group(self._zk, config.group_id, self.consumer_id,
                                             registration, topic_source)
         self._committer = OffsetCommitter(
-            self._offset_store, OffsetTracker(), lambda: self._streams,
-            self._member, owner_checks=self._membership.owner_checks,
-            may_commit=self._may_commit)
+            self._offset_store, lambda: self._streams, self._member,
+            owner_checks=self._membership.owner_checks, may_commit=self._may_commit)
         self._fetch_loop = FetchLoop(self._fetcher, config.fetch_wait_max_ms, self._fail,
-                                     self._committer.reset_to)
+                                     self._member)
         self._rebalancer = Rebalancer(
             consumer_id=self.consumer_id, strategy=config.partition_assignment_strategy,
             exclude_internal_topics=config.exclude_internal_topics,

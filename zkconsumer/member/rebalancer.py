@@ -187,14 +187,15 @@ class Rebalancer:
         """A lost session's owner znodes went with it and may be others' by now: they are
         forgotten, not released, and their fetching and positions with them. The session's
         end dropped their claims already."""
-        self._committer.released(self._fetch_loop.unroute_all())
+        self._fetch_loop.routing_changed()
+        self._committer.released()
 
     def _release(self, partitions: Mapping[TopicPartition, str], commit: bool = True,
                  notify: bool = True) -> None:
         if notify:
             self._call_back("on_partitions_revoked", self._callbacks.before_release, partitions)
         self.member.withdraw(partitions)
-        self._fetch_loop.unroute(partitions)
+        self._fetch_loop.routing_changed()
         try:
             self._committer.commit_releasing(set(partitions), commit=commit and self._auto_commit)
         except (ZkConsumerError, KazooException) as exc:
@@ -226,7 +227,7 @@ class Rebalancer:
         are accepted or refused. Should ZooKeeper fail while the znodes are made, the claims
         stay recorded (the transaction may have been applied) and the next attempt releases
         them."""
-        session = self.member.begin_claims(partitions)
+        session = self.member.begin_claims(partitions, self._stream_for)
         contested = self._membership.claim(partitions)
         if contested:
             self.member.drop(partitions)  # one transaction, not applied
@@ -235,14 +236,11 @@ class Rebalancer:
             # Read after claiming: the previous owner commits before it lets go, so this is
             # never older than its last commit (the reference reads before claiming).
             committed = self._offsets.fetch(partitions)
-            claims = self.member.claims_made(session, partitions)
+            self.member.claims_made(session, partitions, committed)
         except BaseException:
             self._membership.release(partitions)
             self.member.drop(partitions)
             raise
-        self._committer.claimed(committed)
-        routes = {tp: (self._stream_for(tp, claim.thread_id), claim, committed.get(tp))
-                  for tp, claim in claims.items()}
-        self._fetch_loop.route(routes)
+        self._fetch_loop.routing_changed()
         self._call_back("on_partitions_assigned", self._callbacks.after_assign, partitions)
         return []

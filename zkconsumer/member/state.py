@@ -14,9 +14,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Collection, Mapping
 from enum import Enum
+from typing import NamedTuple
 
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.member.claims import Claim, DeliveryGate, Phase, Token
+from zkconsumer.member.claims import Claim, DeliveryGate, Feed, Phase, Token
 from zkconsumer.model import TopicPartition
 
 
@@ -142,8 +143,15 @@ class MemberState:
        already held is a defect. A record left CLAIMING or RELEASING by a rebalance cut short
        is `unfinished`: the next one releases it first.
     9. A commit never names a partition whose token has passed: `committable` and `releasing`
-       give the partitions to commit with their tokens, only while the gate is open, and only
-       records of the member's session exist.
+       give what to commit with the token of each claim, only while the gate is open, and
+       only claims of the member's session exist; a write marks the claim of its own token
+       only (`committed`).
+    10. A claim's offsets only move forward: its consumed position never moves back, only a
+       position ahead of its committed offset is pending, and a write never lowers the mark.
+
+    The fetch loop fetches the claims `fetching` gives into their streams, the committer
+    commits what `committable` gives, and the membership checks ownership by the tokens given
+    with it: none of them keeps a copy of the claims.
 
     The claims mapping and the gate's flag are read without the lock, per message, by the
     streams: both are only ever changed in place under the lock, so a reader sees a claim (or
@@ -210,28 +218,79 @@ class MemberState:
         still block the group, and counting them as kept would leave them unfetched."""
         return self._threads(lambda claim: claim.phase is not Phase.FETCHING)
 
-    def committable(self) -> dict[TopicPartition, Token]:
-        """The partitions delivered from, with the tokens their commits are made under; none
-        while the gate is closed."""
-        return self._tokens(lambda claim: claim.phase is Phase.FETCHING)
+    def fetching(self) -> dict[TopicPartition, Claim]:
+        """The claims delivered from, for the fetch loop: it fetches exactly these, each into
+        its stream, a new claim from its committed offset (or a reset, while `reset_pending`)."""
+        with self._lock:
+            return {tp: claim for tp, claim in self._claims.items()
+                    if claim.phase is Phase.FETCHING}
 
-    def releasing(self, partitions: Collection[TopicPartition]) -> dict[TopicPartition, Token]:
-        """Those of `partitions` being released, with their tokens, for their last commit:
-        no longer delivered from, but their owner znodes are still ours."""
+    def committable(self, consumed: Mapping[TopicPartition, int] | None = None
+                    ) -> dict[TopicPartition, CommitEntry]:
+        """What to commit of the partitions delivered from, each with the token its commit is
+        made under, after taking in the positions `consumed` (from the streams); nothing
+        while the gate is closed."""
+        return self._entries(lambda claim: claim.phase is Phase.FETCHING, consumed)
+
+    def releasing(self, partitions: Collection[TopicPartition],
+                  consumed: Mapping[TopicPartition, int] | None = None
+                  ) -> dict[TopicPartition, CommitEntry]:
+        """`committable` for those of `partitions` being released, for their last commit: no
+        longer delivered from, but their owner znodes are still ours."""
         wanted = set(partitions)
-        return self._tokens(lambda claim: claim.phase is Phase.RELEASING
-                            and claim.partition in wanted)
+        return self._entries(lambda claim: claim.phase is Phase.RELEASING
+                             and claim.partition in wanted, consumed)
+
+    def committed(self, written: Mapping[TopicPartition, tuple[Token, int]]) -> None:
+        """Offsets written (partition -> (token, offset)): each counts for the claim of that
+        token only, and never lowers its mark (a commit that raced a newer one)."""
+        with self._lock:
+            for tp, (token, offset) in written.items():
+                claim = self._claims.get(tp)
+                if claim is not None and claim.token == token \
+                        and (claim.committed is None or offset > claim.committed):
+                    claim.committed = offset
+
+    def reset_to(self, claim: Claim, position: int) -> None:
+        """A claim made without a committed offset was reset (`auto.offset.reset`) to
+        `position`: that is committed even if nothing is ever delivered from it, as the
+        reference does, or its next owner resets again, past whatever was produced in
+        between. A claim that is not the partition's any more is left alone."""
+        with self._lock:
+            if self._claims.get(claim.partition) is claim:
+                claim.reset_pending = False
+                _advance(claim, position)
+
+    def consumed_positions(self) -> dict[TopicPartition, int]:
+        """Where consumption of each partition delivered from stands, as far as gathered: the
+        position taken in from its stream, else where a reset put it, else the committed
+        offset (the streams' own positions are newer)."""
+        with self._lock:
+            positions = {}
+            for tp, claim in self._claims.items():
+                position = claim.position if claim.position is not None else claim.committed
+                if claim.phase is Phase.FETCHING and position is not None:
+                    positions[tp] = position
+            return positions
 
     def _threads(self, chosen: Callable[[Claim], bool]) -> dict[TopicPartition, str]:
         with self._lock:
             return {tp: claim.thread_id for tp, claim in self._claims.items() if chosen(claim)}
 
-    def _tokens(self, chosen: Callable[[Claim], bool]) -> dict[TopicPartition, Token]:
+    def _entries(self, chosen: Callable[[Claim], bool],
+                 consumed: Mapping[TopicPartition, int] | None
+                 ) -> dict[TopicPartition, CommitEntry]:
         with self._lock:
             if not self._gate.delivering:
                 return {}
-            return {tp: claim.token for tp, claim in self._claims.items()
-                    if chosen(claim) and claim.token == self._session}
+            entries = {}
+            for tp, claim in self._claims.items():
+                if not chosen(claim) or claim.token != self._session:
+                    continue
+                if consumed and tp in consumed:
+                    _advance(claim, consumed[tp])
+                entries[tp] = CommitEntry(claim.token, claim.committed, claim.pending())
+            return entries
 
     # -- events -----------------------------------------------------------------------------
 
@@ -269,10 +328,12 @@ class MemberState:
 
     # -- claims -----------------------------------------------------------------------------
 
-    def begin_claims(self, partitions: Mapping[TopicPartition, str]) -> int:
-        """Record claims of these partitions (partition -> thread id), CLAIMING, before their
-        owner znodes are made; returns the session they are made in. StaleClaimError if there
-        is none to claim in (or the member is leaving)."""
+    def begin_claims(self, partitions: Mapping[TopicPartition, str],
+                     stream_for: Callable[[TopicPartition, str], Feed] | None = None) -> int:
+        """Record claims of these partitions (partition -> thread id, each fed into the stream
+        `stream_for` gives), CLAIMING, before their owner znodes are made; returns the session
+        they are made in. StaleClaimError if there is none to claim in (or the member is
+        leaving)."""
         with self._lock:
             self._check_claimable(self._session)
             assert self._session is not None  # checked above
@@ -280,14 +341,18 @@ class MemberState:
             if held:
                 raise MemberStateError(f"claimed while held already: {', '.join(held)}")
             for tp, thread in partitions.items():
-                self._claims[tp] = Claim(tp, thread, self._session, Phase.CLAIMING)
+                stream = None if stream_for is None else stream_for(tp, thread)
+                self._claims[tp] = Claim(tp, thread, self._session, Phase.CLAIMING, stream)
             return self._session
 
-    def claims_made(self, session: int, partitions: Collection[TopicPartition]
+    def claims_made(self, session: int, partitions: Collection[TopicPartition],
+                    committed: Mapping[TopicPartition, int] | None = None
                     ) -> dict[TopicPartition, Claim]:
-        """The owner znodes of these claims were made in `session` and their offsets read:
-        they are delivered from now (FETCHING). StaleClaimError if that is not the member's
-        session any more (its claims went with it) or the member is leaving."""
+        """The owner znodes of these claims were made in `session` and their `committed`
+        offsets read (a partition absent there has none, and is reset): they are delivered
+        from now (FETCHING). StaleClaimError if that is not the member's session any more
+        (its claims went with it) or the member is leaving."""
+        committed = committed or {}
         with self._lock:
             self._check_claimable(session)
             made = {}
@@ -296,7 +361,9 @@ class MemberState:
                 if claim is None or claim.phase is not Phase.CLAIMING:
                     raise MemberStateError(f"{tp} was not being claimed: {claim!r}")
                 made[tp] = claim
-            for claim in made.values():
+            for tp, claim in made.items():
+                claim.committed = committed.get(tp)
+                claim.reset_pending = claim.committed is None
                 claim.phase = Phase.FETCHING  # in place: nothing was fetched under it yet
             return made
 
@@ -407,6 +474,23 @@ class MemberState:
         """Our owner znodes went with the session, and someone else may own them by now."""
         self._session = None
         self._claims.clear()
+
+
+class CommitEntry(NamedTuple):
+    """What a commit of one partition is made of: the token it is made under, the offset
+    committed so far (None: none), and the consumed position ahead of it (None: nothing
+    new)."""
+
+    token: Token
+    committed: int | None
+    pending: int | None
+
+
+def _advance(claim: Claim, position: int) -> None:
+    """A consumed position never moves back: a late record from a stale fetch must not
+    rewind it."""
+    if claim.position is None or position > claim.position:
+        claim.position = position
 
 
 def _hex(session: int | None) -> str:
