@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from zkconsumer.errors import ZkConsumerError
 from zkconsumer.member.claims import Phase
 from zkconsumer.member.state import (
     Event,
@@ -501,6 +502,50 @@ def test_a_claim_that_passed_its_checks_before_an_expiry_is_refused_after_it():
     assert claim(member, {C: "c-1"})[C].token == S2
     assert member.handle(Event.REBALANCE_DONE) is State.STABLE
     assert member.owned() == {C: "c-1"}
+
+
+# -- invariant 11: the connector's lifecycle ------------------------------------------------------
+
+def test_streams_are_asked_for_once_and_again_only_after_a_failed_start():
+    member = MemberState(S1)
+    member.request_start()
+    with pytest.raises(ZkConsumerError, match="already created"):
+        member.request_start()
+    assert not member.start_failed(), "not because of a shutdown"
+    member.request_start()
+    member.start()
+    assert member.started and member.state is State.REBALANCING
+
+
+def test_a_shutdown_during_the_start_refuses_the_threads_and_is_why_the_start_failed():
+    member = MemberState(S1)
+    member.request_start()
+    assert member.begin_close() and member.closing
+    with pytest.raises(ZkConsumerError, match="shut down before the threads started"):
+        member.start()
+    assert not member.started and member.state is State.CLOSED
+    assert member.start_failed()
+    with pytest.raises(ZkConsumerError, match="shut down; make a new one"):
+        member.request_start()
+
+
+def test_a_shutdown_begins_once_and_after_a_failure_leaves_the_member_failed():
+    member = MemberState(S1)
+    member.request_start()
+    member.start()
+    member.fail(RuntimeError("a bug"))
+    assert member.begin_close()
+    assert not member.begin_close()
+    assert member.state is State.FAILED and member.started
+
+
+def test_a_start_after_an_expiry_waits_for_the_new_session():
+    member = MemberState(S1)
+    member.request_start()
+    member.session_event(Event.SESSION_EXPIRED, None)
+    member.start()
+    assert member.started and member.state is State.EXPIRED
+    assert member.next_work(timeout=0) is None
 
 
 class _NeverWaits(threading.Condition):

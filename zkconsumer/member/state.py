@@ -148,6 +148,9 @@ class MemberState:
        only (`committed`).
     10. A claim's offsets only move forward: its consumed position never moves back, only a
        position ahead of its committed offset is pending, and a write never lowers the mark.
+    11. The connector's lifecycle is part of it: streams are asked for once (again only after
+       a failed start), never after a shutdown began; a shutdown begins once; the threads
+       start (STARTED) only if no shutdown began, so a shutdown knows whether it stops them.
 
     The fetch loop fetches the claims `fetching` gives into their streams, the committer
     commits what `committable` gives, and the membership checks ownership by the tokens given
@@ -168,6 +171,11 @@ class MemberState:
         self._gate = DeliveryGate()
         self._rebalance_due = False
         self._reregister_due = False
+        # The connector's lifecycle: streams asked for (a start under way or done), the
+        # threads started, and a shutdown begun.
+        self._start_requested = False
+        self._started = False
+        self._closing = False
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -180,6 +188,18 @@ class MemberState:
     def session(self) -> int | None:
         with self._lock:
             return self._session
+
+    @property
+    def started(self) -> bool:
+        """Whether the member's threads were started (and so are the shutdown's to stop)."""
+        with self._lock:
+            return self._started
+
+    @property
+    def closing(self) -> bool:
+        """Whether a shutdown began; a start still under way gives up at its next step."""
+        with self._lock:
+            return self._closing
 
     @property
     def leaving(self) -> bool:
@@ -291,6 +311,42 @@ class MemberState:
                     _advance(claim, consumed[tp])
                 entries[tp] = CommitEntry(claim.token, claim.committed, claim.pending())
             return entries
+
+    # -- the connector's lifecycle ------------------------------------------------------------
+
+    def request_start(self) -> None:
+        """Streams were asked for: the member starts once, and never after a shutdown."""
+        with self._lock:
+            if self._closing:
+                raise ZkConsumerError("the connector was shut down; make a new one")
+            if self._start_requested:
+                raise ZkConsumerError("streams were already created for this connector")
+            self._start_requested = True
+
+    def start_failed(self) -> bool:
+        """The start failed before the threads started: starting again may work. True if a
+        shutdown began meanwhile (and is then why it failed, whatever the step said)."""
+        with self._lock:
+            self._start_requested = False
+            return self._closing
+
+    def start(self) -> None:
+        """The threads start now (STARTED); a shutdown that began first refuses it."""
+        with self._lock:
+            if self._closing:
+                raise ZkConsumerError("shut down before the threads started")
+            self._started = True
+            self._transition(Event.STARTED)
+
+    def begin_close(self) -> bool:
+        """A shutdown begins (CLOSE_REQUESTED); False if one already did. Whether the threads
+        were started is settled from here on (`started`)."""
+        with self._lock:
+            if self._closing:
+                return False
+            self._closing = True
+            self._transition(Event.CLOSE_REQUESTED)
+            return True
 
     # -- events -----------------------------------------------------------------------------
 
