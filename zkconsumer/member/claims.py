@@ -24,9 +24,8 @@ class Phase(Enum):
 
 
 class Feed(Protocol):
-    """What a claim's stream is to the fetch loop and the committer (`streams.KafkaStream`)."""
-
-    positions: dict[TopicPartition, int]  # consumed positions, written by its consumer
+    """What a claim's stream is to the fetch loop, which queues its chunks into it
+    (`streams.KafkaStream`)."""
 
     def offer(self, chunk: Any, keep_trying: Callable[[], bool]) -> bool: ...
 
