@@ -185,17 +185,18 @@ def test_a_commit_gathered_before_a_session_expiry_is_refused_after_it(
     with zookeeper_session(cluster.zookeeper_connect) as old_zk:
         old = _membership(old_zk, group, "old")
         assert old.claim({tp: f"{group}_old-0"}) == []
-        checks = old.owner_checks([tp])
+        first_session = old_zk.client_id[0]
+        checks = old.owner_checks({tp: first_session})
         ZookeeperOffsetStore(old_zk, group).commit({tp: 20}, owners=checks)
         assert _offset(zk, group, "t", 0) == 20, "the owner's own commit is written"
-        first_session = old_zk.client_id[0]
         expire_session(cluster.zookeeper_connect, old_zk.client_id)  # our owner znode goes too
         wait_until(lambda: old_zk.connected and old_zk.client_id[0] != first_session,
                    timeout=30, message="the same client in a new session")
         new = _membership(zk, group, "new")
         assert new.claim({tp: f"{group}_new-0"}) == []
-        ZookeeperOffsetStore(zk, group).commit({tp: 30}, owners=new.owner_checks([tp]))
-        assert old.owner_checks([tp]) == {}, "claimed in a session that is gone"
+        ZookeeperOffsetStore(zk, group).commit(
+            {tp: 30}, owners=new.owner_checks({tp: zk.client_id[0]}))
+        assert old.owner_checks({tp: first_session}) == {}, "claimed in a session that is gone"
         ZookeeperOffsetStore(old_zk, group).commit({tp: 25}, owners=checks)  # late, same client
         assert _offset(zk, group, "t", 0) == 30, "a commit without ownership rewound the offset"
 
@@ -206,7 +207,7 @@ def test_a_zookeeper_commit_is_refused_once_the_owner_znode_is_not_ours_any_more
     tp = TopicPartition("t", 0)
     member = _membership(zk, group, "me")
     assert member.claim({tp: f"{group}_me-0"}) == []
-    checks = member.owner_checks([tp])
+    checks = member.owner_checks({tp: zk.client_id[0]})
     ZookeeperOffsetStore(zk, group).commit({tp: 40}, owners=checks)
     # An operator deleted the owner znode and a reference consumer claimed the partition.
     owner = GroupPaths(group).owner("t", 0)

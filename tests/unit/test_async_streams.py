@@ -9,7 +9,8 @@ import pytest
 from support.record_columns import fetched
 
 from zkconsumer.member import async_streams
-from zkconsumer.member.streams import Chunk, Claim, ConsumerTimeout, DeliveryGate, KafkaStream
+from zkconsumer.member.claims import Claim, DeliveryGate
+from zkconsumer.member.streams import Chunk, ConsumerTimeout, KafkaStream
 from zkconsumer.model import Message, TopicPartition
 
 TP = TopicPartition("t", 0)

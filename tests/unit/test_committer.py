@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import threading
 
+from support.member_state import SESSION, claim, holding
 from support.memory_store import MemoryStore
 from support.record_columns import fetched
 
 from zkconsumer.member.committer import OffsetCommitter
-from zkconsumer.member.streams import Chunk, Claim, DeliveryGate, KafkaStream
+from zkconsumer.member.state import Event
+from zkconsumer.member.streams import Chunk, KafkaStream
 from zkconsumer.model import Message, TopicPartition
-from zkconsumer.offsets import OffsetTracker
 from zkconsumer.offsets.store import OwnerCheck
 
 A = TopicPartition("t", 0)
@@ -23,11 +24,11 @@ class Member:
 
     def __init__(self, store=None, may_commit=lambda: True) -> None:
         self.store = store or MemoryStore()
-        self.claims = {A: Claim(A, "c-0"), B: Claim(B, "c-0")}
-        self.stream = KafkaStream("s", 10, -1, self.claims, DeliveryGate())
-        self.committer = OffsetCommitter(self.store, OffsetTracker(), lambda: [self.stream],
-                                         lambda: self.claims, may_commit=may_commit)
-        self.committer.claimed({A: 10, B: 20})
+        self.state = holding({A: "c-0", B: "c-0"}, {A: 10, B: 20})
+        self.claims = self.state.claims
+        self.stream = KafkaStream("s", 10, -1, self.claims, self.state.gate)
+        self.committer = OffsetCommitter(self.store, lambda: [self.stream],
+                                         self.state, may_commit=may_commit)
 
 
 def test_unchanged_offsets_are_refreshed_at_every_commit():
@@ -42,18 +43,10 @@ def test_unchanged_offsets_are_refreshed_at_every_commit():
 def test_where_a_reset_put_a_partition_is_committed_though_nothing_was_delivered():
     member = Member()
     new = TopicPartition("t", 2)
-    claim = Claim(new, "c-0")
-    member.claims[new] = claim
-    member.committer.reset_to(new, claim, 100)
+    claim(member.state, {new: "c-0"})
+    member.state.reset_to(member.claims[new], 100)
     assert member.committer.commit() == {new: 100}
     assert member.store.offsets[new] == 100
-
-
-def test_a_reset_reported_for_an_older_claim_is_ignored():
-    member = Member()
-    stale = Claim(A, "c-0")
-    member.committer.reset_to(A, stale, 500)
-    assert member.committer.commit() == {}
 
 
 def test_nothing_is_written_while_the_session_cannot_be_trusted():
@@ -106,9 +99,11 @@ def test_a_slow_commit_blocks_no_bookkeeping_and_release_commits_make_one_attemp
     done = threading.Event()
 
     def bookkeeping():
+        member.state.withdraw([B])
         member.committer.released({B})
-        member.committer.claimed({B: 30})
-        member.committer.reset_to(A, member.claims[A], 12)
+        member.state.drop([B])
+        claim(member.state, {B: "c-0"}, {B: 30})
+        member.state.reset_to(member.claims[A], 12)
         done.set()
 
     threading.Thread(target=bookkeeping).start()
@@ -116,6 +111,7 @@ def test_a_slow_commit_blocks_no_bookkeeping_and_release_commits_make_one_attemp
     store.release.set()
     auto.join(10)
     member.stream.positions[A] = 16
+    member.state.withdraw([A])
     member.committer.commit_releasing({A})
     assert store.retry_flags == [True, False]
     assert store.offsets[A] == 16
@@ -152,3 +148,26 @@ def test_a_release_without_commit_still_waits_for_the_write_in_flight():
     store.release.set()
     assert released.wait(10)
     auto.join(10)
+
+
+def test_a_commit_never_names_a_partition_whose_token_has_passed():
+    """A's claim was made in the session that expired, B's in the new one: only B's position
+    is committed, under the new session's token, though the stream still has A's."""
+    member = Member()
+    asked: list[dict] = []
+
+    def owner_checks(tokens):
+        asked.append(dict(tokens))
+        return {tp: OwnerCheck(f"/owners/{tp}", 1, token) for tp, token in tokens.items()}
+
+    member.committer._owner_checks = owner_checks
+    member.stream.positions[A] = 15
+    member.state.session_event(Event.SESSION_EXPIRED, None)
+    assert member.committer.commit() == {}
+    member.state.session_event(Event.CONNECTED, SESSION + 1)
+    assert member.state.reregistered(SESSION + 1)
+    claim(member.state, {B: "c-0"}, {B: 20})
+    member.stream.positions[B] = 25
+    assert member.committer.commit() == {B: 25}
+    assert asked == [{B: SESSION + 1}]
+    assert all(A not in written for written in member.store.commits + member.store.refreshes)

@@ -114,9 +114,8 @@ class FakeMembership:
     def wait_for_owners_gone(self, _partitions, _timeout_s) -> bool:
         return True
 
-    def owner_checks(self, partitions):
-        return {tp: OwnerCheck(f"/owners/{tp}", 1, 1) for tp in partitions
-                if tp in self.owners}
+    def owner_checks(self, tokens):
+        return {tp: OwnerCheck(f"/owners/{tp}", 1, 1) for tp in tokens if tp in self.owners}
 
 
 class FakeFetcher:

@@ -7,13 +7,13 @@ from __future__ import annotations
 import threading
 
 import pytest
+from support.member_state import holding
 from support.memory_store import MemoryStore
 from support.record_columns import fetched
 
 from zkconsumer.member.committer import OffsetCommitter
-from zkconsumer.member.streams import Chunk, Claim, DeliveryGate, KafkaStream
+from zkconsumer.member.streams import Chunk, KafkaStream
 from zkconsumer.model import Message, TopicPartition
-from zkconsumer.offsets import OffsetTracker
 from zkconsumer.worker import ConsumeRun, HandlerError
 
 
@@ -84,12 +84,13 @@ class ClosingConnector:
 def test_an_auto_commit_while_the_handler_runs_does_not_commit_the_message_it_rejects(
         capsysbinary):
     tp = TopicPartition("t", 0)
-    claims = {tp: Claim(tp, "c-0")}
-    stream = KafkaStream("s", 10, 5000, claims, DeliveryGate())
+    member = holding({tp: "c-0"})
+    claims = member.claims
+    stream = KafkaStream("s", 10, 5000, claims, member.gate)
     stream.offer(Chunk(tp, fetched([Message("t", 0, o, None, b"v", None) for o in range(5)]),
                        claims[tp]), lambda: True)
     store = MemoryStore()
-    committer = OffsetCommitter(store, OffsetTracker(), lambda: [stream], lambda: claims)
+    committer = OffsetCommitter(store, lambda: [stream], member)
 
     def handler(message: Message) -> None:
         if message.offset == 2:

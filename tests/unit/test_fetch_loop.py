@@ -1,4 +1,5 @@
-"""The fetch loop hands routing changes to the fetcher between polls and says when it has."""
+"""The fetch loop gives the fetcher the member's claims between polls, says when it has, and
+tells the member where a claim without a committed offset was reset to."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from support.waiting import wait_until
 
 from zkconsumer.kafka.errors import FetchError
 from zkconsumer.member.fetch_loop import FetchLoop
-from zkconsumer.member.streams import Claim, DeliveryGate, KafkaStream
+from zkconsumer.member.state import Event, MemberState
+from zkconsumer.member.streams import KafkaStream
 from zkconsumer.model import Message, TopicPartition
 
 TP = TopicPartition("t", 0)
+SESSION = 0x77
 
 
 class RecordingFetcher:
@@ -41,37 +44,63 @@ class RecordingFetcher:
         return {}
 
 
+def started() -> MemberState:
+    member = MemberState(SESSION)
+    member.handle(Event.STARTED)
+    return member
+
+
+def streams_of(member: MemberState):
+    return lambda _tp, thread: KafkaStream(thread, 10, -1, member.claims, member.gate)
+
+
+def claim(member: MemberState, tp: TopicPartition, committed: int | None):
+    """A claim of `tp` made, with its stream; not routed yet."""
+    session = member.begin_claims({tp: "c-0"}, streams_of(member))
+    return member.claims_made(session, [tp], {} if committed is None else {tp: committed})[tp]
+
+
+def reporting_loop(fetcher, member: MemberState, poll_timeout_ms: int = 20
+                   ) -> tuple[FetchLoop, list]:
+    """A fetch loop, and the resets it reports to the member."""
+    reports: list = []
+    reset_to = member.reset_to
+
+    def report(claim, position) -> None:
+        reports.append((claim, position))
+        reset_to(claim, position)
+
+    member.reset_to = report  # type: ignore[method-assign]
+    return FetchLoop(fetcher, poll_timeout_ms=poll_timeout_ms, on_error=lambda exc: None,
+                     member=member), reports
+
+
 def test_routing_wakes_a_long_poll_and_is_caught_up_once_the_fetcher_has_it():
     fetcher = RecordingFetcher()
-    loop = FetchLoop(fetcher, poll_timeout_ms=600_000, on_error=lambda exc: None,
-                     on_reset=lambda *_: None)
+    member = started()
+    loop, _reports = reporting_loop(fetcher, member, poll_timeout_ms=600_000)
     assert loop.caught_up()
-    loop.route({TP: (object(), Claim(TP, "c-0"), 42)})
-    assert not loop.caught_up()
+    claim(member, TP, 42)
+    assert not loop.caught_up(), "claimed, not given to the fetcher yet"
     loop.start()
     try:
+        loop.routing_changed()
         wait_until(loop.caught_up, timeout=5, interval=0.005, message="routing applied")
         assert fetcher.assigned[-1] == ({TP: 42}, {TP})
-        loop.unroute([TP])
+        member.withdraw([TP])
+        loop.routing_changed()
         wait_until(loop.caught_up, timeout=5, interval=0.005, message="unrouting applied")
         assert fetcher.assigned[-1] == ({}, set())
     finally:
         loop.stop()
 
 
-def reporting_loop(fetcher) -> tuple[FetchLoop, list]:
-    """A fetch loop with a short poll and the resets it reports."""
-    reports: list = []
-    loop = FetchLoop(fetcher, poll_timeout_ms=20, on_error=lambda exc: None,
-                     on_reset=lambda *report: reports.append(report))
-    return loop, reports
-
-
 def test_where_a_partition_without_offset_was_reset_is_reported_once_for_its_claim():
     fetcher = RecordingFetcher()
-    loop, reports = reporting_loop(fetcher)
-    claim = Claim(TP, "c-0")
-    loop.route({TP: (object(), claim, None)})
+    member = started()
+    loop, reports = reporting_loop(fetcher, member)
+    made = claim(member, TP, None)
+    loop.routing_changed()
     loop.start()
     try:
         wait_until(loop.caught_up, timeout=5, interval=0.005, message="routing applied")
@@ -80,20 +109,24 @@ def test_where_a_partition_without_offset_was_reset_is_reported_once_for_its_cla
         fetcher.wakeup()
         wait_until(lambda: len(fetcher.assigned) == 1 and not fetcher._woken.is_set(),
                    timeout=5, interval=0.005, message="another poll")
-        assert reports == [(TP, claim, 100)]
+        assert reports == [(made, 100)]
+        assert not made.reset_pending and member.committable()[TP].pending == 100
     finally:
         loop.stop()
 
 
 def test_a_reset_is_not_reported_for_a_partition_routed_with_its_committed_offset():
     fetcher = RecordingFetcher()
-    loop, reports = reporting_loop(fetcher)
-    loop.route({TP: (object(), Claim(TP, "c-0"), 42)})
+    member = started()
+    loop, reports = reporting_loop(fetcher, member)
+    claim(member, TP, 42)
+    loop.routing_changed()
     loop.start()
     try:
         wait_until(loop.caught_up, timeout=5, interval=0.005, message="routing applied")
         fetcher.positions[TP] = 100
-        loop.unroute([TP])
+        member.withdraw([TP])
+        loop.routing_changed()
         wait_until(loop.caught_up, timeout=5, interval=0.005, message="unrouting applied")
         assert reports == []
     finally:
@@ -112,15 +145,15 @@ class FetchingOnce(RecordingFetcher):
 
 
 class RoutedDuringThePoll(FetchingOnce):
-    """Another partition is routed while the poll that fetched the reset partition runs."""
+    """Another partition is claimed while the poll that fetched the reset partition runs."""
 
     loop: FetchLoop
+    member: MemberState
 
     def poll(self, timeout_ms):
         if self.positions.get(TP, 0) is None:
-            other = TopicPartition("t", 1)
-            self.loop.route({other: (KafkaStream("o", 10, -1, {}, DeliveryGate()),
-                                     Claim(other, "c-0"), 0)})
+            claim(self.member, TopicPartition("t", 1), 0)
+            self.loop.routing_changed()
         return super().poll(timeout_ms)
 
 
@@ -128,14 +161,17 @@ class RoutedDuringThePoll(FetchingOnce):
                          ids=["reset and fetch in one poll", "routing changed during the poll"])
 def test_a_reset_reports_the_first_fetched_message_not_the_next_fetch_position(fetcher_kind):
     fetcher = fetcher_kind()
-    loop, reports = reporting_loop(fetcher)
-    fetcher.loop = loop
-    claim = Claim(TP, "c-0")
-    loop.route({TP: (KafkaStream("s", 10, -1, {TP: claim}, DeliveryGate()), claim, None)})
+    member = started()
+    loop, reports = reporting_loop(fetcher, member)
+    fetcher.loop, fetcher.member = loop, member
+    made = claim(member, TP, None)
+    loop.routing_changed()
     loop.start()
     try:
         wait_until(lambda: reports, timeout=5, interval=0.005, message="reset reported")
-        assert reports == [(TP, claim, 100)], "committing 110 would skip 100..109"
+        assert reports == [(made, 100)], "committing 110 would skip 100..109"
+        wait_until(lambda: made.stream.queued_chunks() == 1, timeout=5, interval=0.005,
+                   message="the chunk queued into the claim's stream")
     finally:
         loop.stop()
 
@@ -157,9 +193,10 @@ def test_a_corrupt_fetch_is_reported_once_and_ends_the_loop():
     """The member fails on it (see the connector): no retry of the same bytes, no loop."""
     fetcher = CorruptFetcher()
     errors: list = []
-    loop = FetchLoop(fetcher, poll_timeout_ms=20, on_error=errors.append,
-                     on_reset=lambda *_: None)
-    loop.route({TP: (object(), Claim(TP, "c-0"), 7)})
+    member = started()
+    claim(member, TP, 7)
+    loop = FetchLoop(fetcher, poll_timeout_ms=20, on_error=errors.append, member=member)
+    loop.routing_changed()
     loop.start()
     try:
         wait_until(lambda: errors, timeout=5, interval=0.005, message="the error reported")

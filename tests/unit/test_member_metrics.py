@@ -18,11 +18,12 @@ from test_rebalancer import DictMembership, rebalancer
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.localcluster.processes import free_port
+from zkconsumer.member.claims import Claim, DeliveryGate
 from zkconsumer.member.rebalancer import (
     RebalanceFailedError,
 )
 from zkconsumer.member.state import State
-from zkconsumer.member.streams import Chunk, Claim, DeliveryGate, KafkaStream
+from zkconsumer.member.streams import Chunk, KafkaStream
 from zkconsumer.metrics import MemberMetrics, MemberSources, MetricsServer, MetricsServerError
 from zkconsumer.metrics.member_metrics import HighestSeen, partition_lags
 from zkconsumer.model import Message, TopicPartition

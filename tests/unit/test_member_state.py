@@ -3,17 +3,30 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from zkconsumer.member.state import Event, MemberState, StaleClaimError, State, Work
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.member.claims import Phase
+from zkconsumer.member.state import (
+    Event,
+    MemberState,
+    MemberStateError,
+    StaleClaimError,
+    State,
+    Work,
+)
 from zkconsumer.model import TopicPartition
 
 S1 = 0x101
 S2 = 0x202
 A = TopicPartition("t", 0)
 B = TopicPartition("t", 1)
+C = TopicPartition("t", 2)
 
 
 def started(session: int = S1) -> MemberState:
@@ -25,9 +38,19 @@ def started(session: int = S1) -> MemberState:
 def stable(session: int = S1) -> MemberState:
     member = started(session)
     assert member.next_work(timeout=0) is Work.REBALANCE
-    member.apply_claims(session, {A: "c-0", B: "c-0"})
+    claim(member, {A: "c-0", B: "c-0"})
     assert member.handle(Event.REBALANCE_DONE) is State.STABLE
     return member
+
+
+def claim(member: MemberState, partitions: dict[TopicPartition, str]) -> dict:
+    """What a rebalance's claim does, as far as the state sees it."""
+    return member.claims_made(member.begin_claims(partitions), list(partitions))
+
+
+def tokens(entries: dict) -> dict:
+    """The tokens commits of these entries are made under."""
+    return {tp: entry.token for tp, entry in entries.items()}
 
 
 def reregister(member: MemberState, session: int) -> None:
@@ -62,14 +85,69 @@ def test_a_change_during_a_rebalance_runs_another_before_stable():
     assert member.handle(Event.REBALANCE_DONE) is State.STABLE
 
 
-def test_events_that_do_not_apply_change_nothing():
+def test_events_that_arrive_where_they_have_nothing_to_do_change_nothing():
     member = MemberState(S1)
-    assert member.handle(Event.REBALANCE_DONE) is State.NEW
-    assert member.handle(Event.GROUP_CHANGED) is State.NEW
+    assert member.handle(Event.GROUP_CHANGED) is State.NEW, "a watch firing before the start"
     assert member.next_work(timeout=0) is None
     member = stable()
-    assert member.handle(Event.STARTED) is State.STABLE
+    member.session_event(Event.SESSION_EXPIRED, None)
+    assert member.handle(Event.GROUP_CHANGED) is State.EXPIRED
+    assert member.handle(Event.REBALANCE_DONE) is State.EXPIRED
     assert member.next_work(timeout=0) is None
+
+
+@pytest.mark.parametrize(("state", "event"), [
+    (State.NEW, Event.REBALANCE_DONE),
+    (State.STABLE, Event.STARTED),
+    (State.STABLE, Event.REBALANCE_DONE),
+    (State.STABLE, Event.REREGISTERED),
+    (State.CLOSED, Event.CLOSE_REQUESTED),
+])
+def test_an_event_the_table_does_not_list_is_a_defect_that_raises_and_changes_nothing(
+        state, event):
+    member = _in_state(state)
+    owned, delivering = member.owned(), member.delivering
+    with pytest.raises(MemberStateError, match=f"{event.value} in state {state.value}"):
+        member.handle(event, S1)
+    assert (member.state, member.owned(), member.delivering) == (state, owned, delivering)
+
+
+def test_the_table_lists_every_event_each_state_is_sent_and_no_other():
+    """What the threads send where (see each sender); a pair added to or dropped from the
+    table must change this list too."""
+    defects = set()
+    for state in State:
+        for event in Event:
+            member = _in_state(state)
+            try:
+                member.handle(event, S1)
+            except MemberStateError:
+                defects.add((state, event))
+    # CONNECTED is only ever reported through `session_event`, which names it anew.
+    assert defects == {(state, Event.CONNECTED) for state in State} | {
+        (State.NEW, Event.REBALANCE_DONE), (State.NEW, Event.REREGISTERED),
+        (State.STABLE, Event.STARTED), (State.STABLE, Event.REBALANCE_DONE),
+        (State.STABLE, Event.REREGISTERED),
+        (State.FAILED, Event.STARTED), (State.CLOSED, Event.STARTED),
+        (State.FAILED, Event.FAILED), (State.CLOSED, Event.CLOSE_REQUESTED),
+    }
+
+
+def _in_state(state: State) -> MemberState:
+    """A member brought to `state` the way the threads bring it there."""
+    if state is State.NEW:
+        return MemberState(S1)
+    if state is State.REBALANCING:
+        return started()
+    member = stable()
+    if state is State.EXPIRED:
+        member.session_event(Event.SESSION_EXPIRED, None)
+    elif state is State.FAILED:
+        member.fail(RuntimeError("a bug"))
+    elif state is State.CLOSED:
+        member.handle(Event.CLOSE_REQUESTED)
+    assert member.state is state
+    return member
 
 
 def test_wait_for_reports_the_state_reached():
@@ -94,25 +172,148 @@ def test_a_waiting_worker_wakes_on_an_event_from_another_thread():
 
 def test_claims_record_the_session_they_were_made_in():
     member = started()
-    claims = member.apply_claims(S1, {A: "c-0"})
-    assert claims[A].session == S1 and claims[A].thread_id == "c-0"
+    claims = claim(member, {A: "c-0"})
+    assert claims[A].token == S1 and claims[A].thread_id == "c-0"
     assert member.claims[A] is claims[A]
     assert member.owned() == {A: "c-0"}
 
 
 def test_claims_made_in_another_session_are_refused():
     member = started()
+    member.begin_claims({A: "c-0"})
     with pytest.raises(StaleClaimError, match="0x202"):
-        member.apply_claims(S2, {A: "c-0"})
+        member.claims_made(S2, [A])
     assert member.owned() == {}
 
 
-def test_withdrawn_claims_are_gone_for_every_reader():
+# -- invariant 8: one record per partition held, through its phases ------------------------------
+
+def test_a_claim_is_held_but_neither_delivered_nor_committed_until_made():
+    member = started()
+    member.begin_claims({A: "c-0"})
+    assert member.claims[A].phase is Phase.CLAIMING
+    assert member.held() == {A: "c-0"} and member.unfinished() == {A: "c-0"}
+    assert member.owned() == {} and member.committable() == {}
+    member.claims_made(S1, [A])
+    assert member.claims[A].phase is Phase.FETCHING
+    assert member.owned() == {A: "c-0"} and member.unfinished() == {}
+    assert tokens(member.committable()) == {A: S1}
+
+
+def test_a_withdrawn_claim_is_replaced_so_nothing_fetched_under_it_is_delivered():
     member = stable()
-    snapshot = member.current_claims()
+    fetched_under = member.claims[A]
     member.withdraw([A])
-    assert member.owned() == {B: "c-0"}
-    assert set(snapshot) == {A, B}, "a snapshot is a copy"
+    releasing = member.claims[A]
+    assert releasing is not fetched_under, "a chunk carrying the old record is dropped"
+    assert releasing.phase is Phase.RELEASING and releasing.token == S1
+    assert member.owned() == {B: "c-0"} and member.held() == {A: "c-0", B: "c-0"}
+    assert member.unfinished() == {A: "c-0"}, "the next rebalance finishes the release"
+    assert tokens(member.committable()) == {B: S1}
+    assert tokens(member.releasing([A, B])) == {A: S1}, "its last commit"
+    member.drop([A])
+    assert member.held() == {B: "c-0"} and member.releasing([A]) == {}
+
+
+def test_claiming_a_partition_held_already_is_a_defect():
+    member = stable()
+    member.withdraw([A])
+    with pytest.raises(MemberStateError, match="t-0"):
+        member.begin_claims({A: "c-1", C: "c-1"})
+    assert member.held() == {A: "c-0", B: "c-0"}, "nothing recorded"
+
+
+def test_making_claims_that_were_not_begun_is_a_defect_that_changes_nothing():
+    member = started()
+    member.begin_claims({A: "c-0"})
+    with pytest.raises(MemberStateError, match="t-1"):
+        member.claims_made(S1, [A, B])
+    assert member.claims[A].phase is Phase.CLAIMING
+
+
+# -- the record's offsets: only a position ahead of the committed offset is written -----------
+
+def test_a_claim_starts_at_its_committed_offset_or_is_reset_without_one():
+    member = started()
+    claims = member.claims_made(member.begin_claims({A: "c-0", B: "c-0"}), [A, B], {A: 10})
+    assert (claims[A].committed, claims[A].reset_pending) == (10, False)
+    assert (claims[B].committed, claims[B].reset_pending) == (None, True)
+    assert member.fetching() == claims
+    assert member.committable() == {A: (S1, 10, None), B: (S1, None, None)}
+
+
+def test_only_a_position_ahead_of_the_committed_offset_is_pending_and_it_never_moves_back():
+    member = started()
+    member.claims_made(member.begin_claims({A: "c-0"}), [A], {A: 10})
+    assert member.committable({A: 10})[A].pending is None, "an unchanged offset"
+    assert member.committable({A: 15})[A].pending == 15
+    assert member.committable({A: 12})[A].pending == 15, "a late, older position"
+    member.committed({A: (S1, 15)})
+    assert member.committable()[A] == (S1, 15, None)
+    member.committed({A: (S1, 12)})
+    assert member.committable()[A].committed == 15, "a commit that raced a newer one"
+
+
+def test_a_write_under_a_token_that_passed_does_not_mark_the_new_claim():
+    member = stable()
+    written = member.committable({A: 99})  # gathered in S1 ...
+    member.session_event(Event.SESSION_EXPIRED, None)
+    member.session_event(Event.CONNECTED, S2)
+    reregister(member, S2)
+    member.next_work(timeout=0)
+    member.claims_made(member.begin_claims({A: "c-0"}), [A], {A: 40})
+    member.committed({A: (written[A].token, 99)})  # ... and written once A is claimed in S2
+    assert member.committable()[A] == (S2, 40, None)
+
+
+def test_a_reset_counts_for_the_claim_it_was_reported_for_only():
+    member = started()
+    claim = member.claims_made(member.begin_claims({A: "c-0"}), [A])[A]
+    member.reset_to(claim, 100)
+    assert not claim.reset_pending
+    assert member.committable()[A] == (S1, None, 100), "committed though nothing was delivered"
+    member.withdraw([A])
+    member.drop([A])
+    member.claims_made(member.begin_claims({A: "c-0"}), [A])
+    member.reset_to(claim, 500)
+    assert member.committable()[A].pending is None
+    assert member.consumed_positions() == {}
+
+
+@given(committed=st.integers(0, 1000), consumed=st.lists(st.integers(0, 2000), max_size=20))
+def test_pending_is_the_highest_position_taken_in_and_only_if_ahead(committed, consumed):
+    member = started()
+    member.claims_made(member.begin_claims({A: "c-0"}), [A], {A: committed})
+    for position in consumed:
+        member.committable({A: position})
+    highest = max(consumed, default=-1)
+    assert member.committable()[A].pending == (highest if highest > committed else None)
+
+
+# -- invariant 9: a commit never names a partition whose token has passed ------------------------
+
+def test_commits_name_only_partitions_claimed_in_the_current_session_with_its_token():
+    member = stable()
+    member.withdraw([B])
+    assert tokens(member.committable()) == {A: S1}
+    assert tokens(member.releasing([B])) == {B: S1}
+    member.session_event(Event.SESSION_EXPIRED, None)  # S1's token passes
+    assert member.committable() == {} and member.releasing([A, B]) == {}
+    member.session_event(Event.CONNECTED, S2)
+    reregister(member, S2)
+    member.next_work(timeout=0)
+    claim(member, {C: "c-0"})
+    assert tokens(member.committable()) == {C: S2}
+
+
+def test_nothing_is_committable_while_the_gate_is_closed():
+    member = stable()
+    member.withdraw([B])
+    member.session_event(Event.CONNECTION_SUSPENDED, None)
+    assert member.committable() == {} and member.releasing([B]) == {}
+    member.session_event(Event.CONNECTED, S1)
+    assert tokens(member.committable()) == {A: S1}
+    assert tokens(member.releasing([B])) == {B: S1}
 
 
 # -- invariant 2: an expiry takes the session, the claims and the gate together ----------------
@@ -125,7 +326,8 @@ def test_an_expiry_leaves_no_session_no_claims_and_a_closed_gate():
     assert member.owned() == {}
     assert not member.delivering
     with pytest.raises(StaleClaimError):
-        member.claiming_session()
+        member.begin_claims({A: "c-0"})
+    assert member.held() == {}
 
 
 def test_an_expired_member_does_nothing_until_a_new_session():
@@ -144,12 +346,12 @@ def test_a_new_session_keeps_the_gate_closed_and_claims_refused_until_reregister
     assert member.state is State.REBALANCING
     assert not member.delivering
     with pytest.raises(StaleClaimError):
-        member.apply_claims(S2, {A: "c-0"})
+        member.begin_claims({A: "c-0"})
     assert member.next_work(timeout=0) is Work.REREGISTER
     assert member.reregistered(S2)
     assert member.delivering and member.session == S2
     assert member.next_work(timeout=0) is Work.REBALANCE
-    assert member.apply_claims(S2, {A: "c-0"})[A].session == S2
+    assert claim(member, {A: "c-0"})[A].token == S2
 
 
 def test_a_connection_in_another_session_without_a_reported_expiry_is_a_new_session():
@@ -213,9 +415,9 @@ def test_a_suspended_connection_closes_the_gate_until_the_same_session_is_back()
 
 def test_claims_made_before_a_suspension_in_the_same_session_are_accepted():
     member = started()
-    session = member.claiming_session()
+    session = member.begin_claims({A: "c-0"})
     member.session_event(Event.CONNECTION_SUSPENDED, None)
-    assert set(member.apply_claims(session, {A: "c-0"})) == {A}
+    assert set(member.claims_made(session, [A])) == {A}
     assert not member.delivering
 
 
@@ -226,12 +428,13 @@ def test_final_states_are_never_left_and_accept_no_claims(final):
     member = stable()
     end = member.handle(final)
     for event in Event:
-        member.handle(event, S2)
+        with contextlib.suppress(MemberStateError):
+            member.handle(event, S2)
     member.session_event(Event.CONNECTED, S2)
     assert member.state is end
     assert member.next_work(timeout=0) is Work.STOP
     with pytest.raises(StaleClaimError, match=end.value):
-        member.apply_claims(member.session or S2, {A: "c-0"})
+        member.begin_claims({C: "c-0"})
 
 
 def test_a_leaving_member_still_learns_what_its_session_does():
@@ -282,24 +485,67 @@ def test_a_claim_that_passed_its_checks_before_an_expiry_is_refused_after_it():
     member = stable()
     member.handle(Event.GROUP_CHANGED)
     assert member.next_work(timeout=0) is Work.REBALANCE
-    session = member.claiming_session()  # the rebalance's claim made its znodes in S1 ...
+    session = member.begin_claims({C: "c-1"})  # the rebalance's claim made its znodes in S1 ...
     member.session_event(Event.SESSION_EXPIRED, None)  # ... kazoo's thread reports the expiry ...
     with pytest.raises(StaleClaimError):
-        member.apply_claims(session, {A: "c-1"})  # ... and only then is the claim applied
-    assert member.owned() == {}
+        member.claims_made(session, [C])  # ... and only then is the claim applied
+    assert member.owned() == {} and member.held() == {}
     assert not member.delivering
     assert member.session_event(Event.CONNECTED, S2) is Event.NEW_SESSION
     assert not member.delivering, "open before the re-registration's cleanup"
     with pytest.raises(StaleClaimError):
-        member.apply_claims(session, {A: "c-1"})
+        member.claims_made(session, [C])
     assert member.handle(Event.REBALANCE_DONE) is State.REBALANCING
     reregister(member, S2)
     assert member.delivering
     assert member.next_work(timeout=0) is Work.REBALANCE
-    claims = member.apply_claims(member.claiming_session(), {A: "c-1"})
-    assert claims[A].session == S2
+    assert claim(member, {C: "c-1"})[C].token == S2
     assert member.handle(Event.REBALANCE_DONE) is State.STABLE
-    assert member.owned() == {A: "c-1"}
+    assert member.owned() == {C: "c-1"}
+
+
+# -- invariant 11: the connector's lifecycle ------------------------------------------------------
+
+def test_streams_are_asked_for_once_and_again_only_after_a_failed_start():
+    member = MemberState(S1)
+    member.request_start()
+    with pytest.raises(ZkConsumerError, match="already created"):
+        member.request_start()
+    assert not member.start_failed(), "not because of a shutdown"
+    member.request_start()
+    member.start()
+    assert member.started and member.state is State.REBALANCING
+
+
+def test_a_shutdown_during_the_start_refuses_the_threads_and_is_why_the_start_failed():
+    member = MemberState(S1)
+    member.request_start()
+    assert member.begin_close() and member.closing
+    with pytest.raises(ZkConsumerError, match="shut down before the threads started"):
+        member.start()
+    assert not member.started and member.state is State.CLOSED
+    assert member.start_failed()
+    with pytest.raises(ZkConsumerError, match="shut down; make a new one"):
+        member.request_start()
+
+
+def test_a_shutdown_begins_once_and_after_a_failure_leaves_the_member_failed():
+    member = MemberState(S1)
+    member.request_start()
+    member.start()
+    member.fail(RuntimeError("a bug"))
+    assert member.begin_close()
+    assert not member.begin_close()
+    assert member.state is State.FAILED and member.started
+
+
+def test_a_start_after_an_expiry_waits_for_the_new_session():
+    member = MemberState(S1)
+    member.request_start()
+    member.session_event(Event.SESSION_EXPIRED, None)
+    member.start()
+    assert member.started and member.state is State.EXPIRED
+    assert member.next_work(timeout=0) is None
 
 
 def _free(lock: threading.Condition) -> bool:
@@ -348,10 +594,12 @@ def test_no_report_waits_under_the_lock_nor_leaves_it_held(start):
     member.session_event(Event.SESSION_EXPIRED, None)
     member.session_event(Event.CONNECTED, S2)
     member.reregistered(S2)
-    member.apply_claims(S2, {A: "c-0"})
+    claim(member, {A: "c-0"})
     member.withdraw([A])
-    for event in Event:
-        member.handle(event, S2)
+    member.drop([A])
+    for event in [event for event in Event if event is not Event.FAILED]:  # `fail` sends it
+        with contextlib.suppress(MemberStateError):
+            member.handle(event, S2)
         assert _free(member._lock), f"{event} left the lock held"
     member.fail(RuntimeError("a bug"))
     assert _free(member._lock), "fail left the lock held"

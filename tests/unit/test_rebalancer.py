@@ -24,7 +24,6 @@ from zkconsumer.member.rebalancer import (
 from zkconsumer.member.state import Event, MemberState, State, Work
 from zkconsumer.member.streams import KafkaStream
 from zkconsumer.model import TopicPartition
-from zkconsumer.offsets import OffsetTracker
 from zkconsumer.znodes.consumers import ConsumerRegistration
 
 ME = "g_me"
@@ -43,6 +42,7 @@ class DictMembership:
         self.topics = {"t": [0, 1]}
         self.owners: dict[TopicPartition, str] = {}
         self.fail_next_release = False
+        self.lose_next_claim_answer = False
 
     def snapshot(self, _exclude_internal):
         return GroupSnapshot(dict(self.members), sorted(self.topics), dict(self.topics))
@@ -54,6 +54,9 @@ class DictMembership:
         contested = [tp for tp in partitions if tp in self.owners]
         if not contested:
             self.owners.update(partitions)
+        if self.lose_next_claim_answer:
+            self.lose_next_claim_answer = False
+            raise ConnectionLoss()  # the transaction was applied; its answer is lost
         return contested
 
     def release(self, partitions) -> None:
@@ -72,15 +75,14 @@ class DictMembership:
 
 
 class NullFetchLoop:
-    def __init__(self) -> None:
+    """What a fetch loop would fetch, as of the last change of routing it was told of."""
+
+    def __init__(self, member: MemberState) -> None:
+        self.member = member
         self.routed: dict = {}
 
-    def route(self, routes) -> None:
-        self.routed.update(routes)
-
-    def unroute(self, partitions) -> None:
-        for tp in partitions:
-            self.routed.pop(tp, None)
+    def routing_changed(self) -> None:
+        self.routed = self.member.fetching()
 
 
 def rebalancer(store: MemoryStore, membership: DictMembership | None = None,
@@ -88,11 +90,11 @@ def rebalancer(store: MemoryStore, membership: DictMembership | None = None,
                observe=lambda _succeeded, _seconds: None, **callbacks) -> Rebalancer:
     member = MemberState(SESSION)
     stream = KafkaStream("s", 10, -1, member.claims, member.gate)
-    committer = OffsetCommitter(store, OffsetTracker(), lambda: [stream], member.current_claims)
+    committer = OffsetCommitter(store, lambda: [stream], member)
     return Rebalancer(
         consumer_id=ME, strategy="range", exclude_internal_topics=True, max_attempts=3,
         backoff_ms=1, crashed_owner_grace_ms=0, membership=membership or DictMembership(),
-        fetch_loop=NullFetchLoop(), committer=committer, offset_store=store,
+        fetch_loop=NullFetchLoop(member), committer=committer, offset_store=store,
         stream_for=lambda _tp, _thread: stream, auto_commit=True,
         callbacks=RebalanceCallbacks(**callbacks), member=member, sleep=lambda _s: None,
         missing_topics_notice=missing_topics_notice, observe=observe)
@@ -172,7 +174,7 @@ def test_unreadable_offsets_release_the_claims_and_the_rebalance_is_retried():
     membership = DictMembership()
     member = rebalancer(FlakyStore(failures=2), membership)
     member.rebalance()
-    assert set(member.held) == {A, B}
+    assert set(member.member.held()) == {A, B}
     assert set(membership.owners) == {A, B}
 
 
@@ -182,7 +184,7 @@ def test_offsets_unreadable_through_every_attempt_fail_the_rebalance_owning_noth
     with pytest.raises(RebalanceFailedError, match="could not read the committed offsets"):
         member.rebalance()
     assert membership.owners == {}
-    assert member.held == {}
+    assert member.member.held() == {}
 
 
 def test_a_release_whose_commit_fails_still_releases():
@@ -195,7 +197,22 @@ def test_a_release_whose_commit_fails_still_releases():
     member.rebalance()  # range: t-0 stays ours, t-1 goes to g_other
     assert store.journal[-1] == "memory", "the release did try to commit"
     assert membership.owners == {A: "g_me-0"}
-    assert set(member.held) == {A}
+    assert set(member.member.held()) == {A}
+
+
+def test_owner_znodes_of_a_claim_whose_answer_was_lost_are_released_by_the_next_rebalance():
+    membership = DictMembership()
+    member = rebalancer(MemoryStore(), membership)
+    membership.lose_next_claim_answer = True
+    with pytest.raises(ConnectionLoss):
+        member.rebalance()
+    assert member.member.unfinished() == {A: "g_me-0", B: "g_me-0"}
+    assert member.member.owned() == {} and member._fetch_loop.routed == {}
+    membership.members["g_other"] = ConsumerRegistration.static({"t": 1}, 0)
+    member.rebalance()  # range: t-1 is g_other's now, and our znode must not block it
+    assert membership.owners == {A: "g_me-0"}
+    assert member.member.held() == {A: "g_me-0"} == member.member.owned()
+    assert set(member._fetch_loop.routed) == {A}
 
 
 def test_a_release_cut_short_by_zookeeper_is_finished_by_the_next_rebalance():
@@ -324,7 +341,7 @@ def test_a_session_that_expires_while_claiming_leaves_no_claims_and_the_member_c
     store.event = lambda: state.session_event(Event.SESSION_EXPIRED, None)
     member.rebalance()
     assert outcomes == [False]
-    assert state.owned() == {} and member.held == {}
+    assert state.owned() == {} and member.member.held() == {}
     assert member._fetch_loop.routed == {}, "routed with a claim of a lost session"
     assert membership.owners == {}, "the refused claim's owner znodes were kept"
     assert not state.delivering
@@ -336,7 +353,7 @@ def test_a_session_that_expires_while_claiming_leaves_no_claims_and_the_member_c
     assert state.next_work(timeout=0) is Work.REBALANCE
     member.rebalance()
     assert state.handle(Event.REBALANCE_DONE) is State.STABLE
-    assert {tp: claim.session for tp, claim in state.claims.items()} == \
+    assert {tp: claim.token for tp, claim in state.claims.items()} == \
         {A: NEW_SESSION, B: NEW_SESSION}
     assert set(member._fetch_loop.routed) == {A, B}
     assert set(membership.owners) == {A, B}
@@ -349,7 +366,7 @@ def test_a_member_closed_while_claiming_releases_what_it_claimed():
     member.member.handle(Event.STARTED)
     store.event = lambda: member.member.handle(Event.CLOSE_REQUESTED)
     member.rebalance()
-    assert membership.owners == {} and member.held == {} and member.member.owned() == {}
+    assert membership.owners == {} and member.member.held() == {} and member.member.owned() == {}
 
 
 def test_a_session_lost_before_the_claim_makes_no_owner_znodes():
@@ -357,4 +374,4 @@ def test_a_session_lost_before_the_claim_makes_no_owner_znodes():
     member = rebalancer(MemoryStore(), membership)
     member.member.session_event(Event.SESSION_EXPIRED, None)
     member.rebalance()
-    assert membership.owners == {} and member.held == {}
+    assert membership.owners == {} and member.member.held() == {}

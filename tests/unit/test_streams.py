@@ -12,7 +12,8 @@ from support.record_columns import columns_of, fetched
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.member import streams
-from zkconsumer.member.streams import Chunk, Claim, ConsumerTimeout, DeliveryGate, KafkaStream
+from zkconsumer.member.claims import Claim, DeliveryGate
+from zkconsumer.member.streams import Chunk, ConsumerTimeout, KafkaStream
 from zkconsumer.model import Message, TopicPartition
 from zkconsumer.records import columns
 

@@ -1,11 +1,13 @@
-"""Committing consumed positions: only for partitions still owned, never backwards.
+"""Committing consumed positions: only for partitions still owned, under the token each was
+claimed under, never backwards.
 
 Streams record positions lock-free on the consuming threads (a dict store per message); they are
-gathered here. Two locks keep commits correct without making a rebalance wait on a slow store:
-the state lock guards the bookkeeping and is never held across I/O, and the write lock lets one
-write reach the store at a time, in the order the offsets were gathered, so an older write can
-never land after a newer one. Writes that a rebalance may wait behind make a single attempt
-(auto commit retries at its next interval anyway), so that wait is one request at most.
+gathered here into the member's record of each partition (`MemberState`), which decides what is
+worth committing. The write lock lets one write reach the store at a time, in the order the
+offsets were gathered, so an older write can never land after a newer one; the member's lock is
+never held across it, so a rebalance does not wait on a slow store for its bookkeeping. Writes
+that a rebalance may wait behind make a single attempt (auto commit retries at its next interval
+anyway), so that wait is one request at most.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 
 from zkconsumer.logs import get_logger
-from zkconsumer.member.streams import Claim, KafkaStream
+from zkconsumer.member.claims import Token
+from zkconsumer.member.state import CommitEntry, MemberState
+from zkconsumer.member.streams import KafkaStream
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.store import OwnerCheck
 from zkconsumer.throttled_log import RepeatedCondition
@@ -23,24 +27,24 @@ log = get_logger(__name__)
 
 
 class OffsetCommitter:
-    """`claims` is the member's live claims (partition -> token). `owner_checks`, when given,
-    returns the owner znodes a ZooKeeper commit is made conditional on, for the partitions
-    claimed in the ZooKeeper session the member has now; any other partition is not committed
-    to any store (it may be another member's by now). `may_commit` is false while the member's
-    ZooKeeper session cannot be trusted (a cut-off member must not commit)."""
+    """`member` is the member's state: it names the partitions that may be committed, each
+    with the token its claim was made under and what is worth writing (see
+    `MemberState.committable`). `owner_checks`, when given, turns those tokens into the owner
+    znodes a ZooKeeper commit is made conditional on, for the tokens that are the ZooKeeper
+    session the member has now; any other partition is not committed to any store (it may be
+    another member's by now). `may_commit` is false while the member's ZooKeeper session cannot
+    be trusted (a cut-off member must not commit)."""
 
-    def __init__(self, store, tracker, streams: Callable[[], Iterable[KafkaStream]],
-                 claims: Callable[[], Mapping[TopicPartition, Claim]], *,
-                 owner_checks: Callable[[Collection[TopicPartition]],
+    def __init__(self, store, streams: Callable[[], Iterable[KafkaStream]],
+                 member: MemberState, *,
+                 owner_checks: Callable[[Mapping[TopicPartition, Token]],
                                         Mapping[TopicPartition, OwnerCheck]] | None = None,
                  may_commit: Callable[[], bool] = lambda: True) -> None:
         self._store = store
-        self._tracker = tracker
         self._streams = streams
-        self._claims = claims
+        self._member = member
         self._owner_checks = owner_checks
         self._may_commit = may_commit
-        self._state_lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._untrusted = RepeatedCondition(
             log, "commits paused: the ZooKeeper session cannot be trusted now",
@@ -63,48 +67,54 @@ class OffsetCommitter:
             for stream in self._streams():
                 stream.mark_consumed()
         with self._write_lock:
-            return self._write(set(self._claims()), retry)
+            return self._write(self._member.committable, retry)
 
     def commit_releasing(self, partitions: Collection[TopicPartition],
                          commit: bool = True) -> dict[TopicPartition, int]:
         """Before partitions are released: waits for a write in flight (which must land before
         their owner znodes go, or it could land over their next owner's offset), then, with
-        `commit`, their last commit, one attempt. Their claims are already withdrawn (so
-        nothing more is delivered from them) but their owner znodes are still ours, which is
-        why claims are not checked here."""
+        `commit`, their last commit, one attempt. Their claims are RELEASING already (nothing
+        more is delivered from them) but their owner znodes are still ours."""
         with self._write_lock:
-            return self._write(set(partitions), retry=False) if commit else {}
+            if not commit:
+                return {}
+            return self._write(lambda consumed: self._member.releasing(partitions, consumed),
+                               retry=False)
 
-    def _write(self, partitions: set[TopicPartition], retry: bool) -> dict[TopicPartition, int]:
+    def _write(self, entries_for: Callable[[Mapping[TopicPartition, int]],
+                                           Mapping[TopicPartition, CommitEntry]],
+               retry: bool) -> dict[TopicPartition, int]:
+        """Commit what `entries_for(consumed)` gives, the streams' positions taken in."""
         if not self._may_commit():
             self._untrusted.occurred()
             return {}
         self._untrusted.cleared()
-        with self._state_lock:
-            for stream in self._streams():
-                for tp, position in dict(stream.positions).items():
-                    if tp in partitions:
-                        self._tracker.record_position(tp, position)
-            pending = {tp: offset for tp, offset in self._tracker.pending().items()
-                       if tp in partitions}
-            refresh = {tp: offset for tp, offset in self._tracker.committed().items()
-                       if tp in partitions and tp not in pending}
-            owners = None
-            if self._owner_checks is not None:  # asked while these are known to be ours
-                owners = self._owner_checks(pending.keys() | refresh.keys())
-                pending = self._drop_unowned(pending, owners)
-                refresh = {tp: offset for tp, offset in refresh.items() if tp in owners}
+        entries = entries_for(self._consumed())
+        if not entries:
+            return {}
+        pending = {tp: entry.pending for tp, entry in entries.items() if entry.pending is not None}
+        refresh = {tp: entry.committed for tp, entry in entries.items()
+                   if entry.pending is None and entry.committed is not None}
+        owners = None
+        if self._owner_checks is not None:  # asked while these are known to be ours
+            owners = self._owner_checks({tp: entries[tp].token
+                                         for tp in pending.keys() | refresh.keys()})
+            pending = self._drop_unowned(pending, owners)
+            refresh = {tp: offset for tp, offset in refresh.items() if tp in owners}
         if not pending and not refresh:
             return {}
         self._store.commit(pending, refresh=refresh, retry=retry, owners=owners)
-        with self._state_lock:
-            # Released meanwhile: forgotten, and must stay forgotten.
-            known = self._tracker.committed().keys() | self._tracker.pending().keys()
-            self._tracker.mark_committed({tp: offset for tp, offset in pending.items()
-                                          if tp in known})
+        # A claim released (or made anew) meanwhile is not marked: its token differs or it is gone.
+        self._member.committed({tp: (entries[tp].token, offset) for tp, offset in pending.items()})
         if pending:
             log.debug("committed offsets", partitions=len(pending))
         return pending
+
+    def _consumed(self) -> dict[TopicPartition, int]:
+        consumed: dict[TopicPartition, int] = {}
+        for stream in self._streams():
+            consumed.update(dict(stream.positions))
+        return consumed
 
     @staticmethod
     def _drop_unowned(pending: dict[TopicPartition, int],
@@ -120,28 +130,16 @@ class OffsetCommitter:
         from), for lag: a stream's position once it handed something out, else the committed
         offset, or where a reset put the partition. Entries of released partitions may linger
         for a moment; callers look up the partitions they know to be owned."""
-        with self._state_lock:
-            known = {**self._tracker.committed(), **self._tracker.pending()}
-        for stream in self._streams():
-            known.update(dict(stream.positions))
+        known = self._member.consumed_positions()
+        known.update(self._consumed())
         return known
 
-    def reset_to(self, tp: TopicPartition, claim: Claim, position: int) -> None:
-        """A partition with no committed offset was reset (`auto.offset.reset`) to `position`:
-        commit that even if nothing is ever delivered from it, as the reference does, or its
-        next owner resets again, past whatever was produced in between."""
-        with self._state_lock:
-            if self._claims().get(tp) is claim:
-                self._tracker.record_position(tp, position)
-
-    def claimed(self, committed: dict[TopicPartition, int]) -> None:
-        with self._state_lock:
-            self._tracker.set_committed(committed)
-
-    def released(self, partitions: Collection[TopicPartition]) -> None:
-        """Forget released partitions, here and in the streams, so a stale position is never written."""
-        with self._state_lock:
-            self._tracker.forget(partitions)
-            for stream in self._streams():
-                for tp in partitions:
-                    stream.positions.pop(tp, None)
+    def released(self, partitions: Collection[TopicPartition] | None = None) -> None:
+        """Forget the streams' positions of released partitions (all, with None), so a stale
+        one is never taken in for a later claim of the same partition."""
+        for stream in self._streams():
+            if partitions is None:
+                stream.positions.clear()
+                continue
+            for tp in partitions:
+                stream.positions.pop(tp, None)

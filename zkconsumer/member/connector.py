@@ -37,7 +37,7 @@ from zkconsumer.member.streams import KafkaStream
 from zkconsumer.member.zk_membership import ZookeeperMembership
 from zkconsumer.metrics import MemberMetrics, MemberSources, MetricsServer
 from zkconsumer.model import TopicPartition
-from zkconsumer.offsets import OffsetStore, OffsetTracker, open_offset_store
+from zkconsumer.offsets import OffsetStore, open_offset_store
 from zkconsumer.throttled_log import RepeatedCondition
 from zkconsumer.topology import MetadataRefresher, TopicSource, open_topic_source
 from zkconsumer.zk.registry import wait_for_brokers
@@ -95,12 +95,6 @@ class ConsumerConnector:
         self._join_group = join_group
         self._streams: list[KafkaStream] = []
         self._stop_auto_commit = threading.Event()
-        # Whether the threads run, and whether shutdown began: decided under this lock, so a
-        # start and a shutdown racing each other never both think they own the clients.
-        self._lifecycle = threading.Lock()
-        self._start_called = False
-        self._started = False
-        self._closing = False
         self._refresher: MetadataRefresher | None = None  # topics from Kafka metadata only
         self._metrics = MemberMetrics()
         self._metrics_server: MetricsServer | None = None  # with metrics.port only
@@ -188,21 +182,19 @@ class ConsumerConnector:
         it closes the session and that call raises.
         """
         deadline = time.monotonic() + timeout
-        with self._lifecycle:
-            if self._closing:
-                return
-            self._closing = True
-            self._member.handle(Event.CLOSE_REQUESTED)
-            started = self._started
-        if started:
+        if not self._member.begin_close():
+            return
+        if self._member.started:
             self._stop_auto_commit.set()
             self._stop_refresher()
             self._fetch_loop.stop()
             for stream in self._streams:
                 stream.close()
             # A rebalance notices the stop between two attempts; one blocked on ZooKeeper does
-            # not, and leaving must not wait for it all the time there is.
-            self._worker.join(timeout=max(0.0, deadline - time.monotonic()) / 2)
+            # not, and leaving must not wait for it all the time there is. (Started by now or
+            # about to be, it then stops at once.)
+            if self._worker.is_alive():
+                self._worker.join(timeout=max(0.0, deadline - time.monotonic()) / 2)
             # After a session expiry the owners are gone and others may have moved on: a
             # commit now could rewind them.
             self._leave_group(commit and self._member.session is not None,
@@ -233,19 +225,11 @@ class ConsumerConnector:
 
     def _start(self, registration: ConsumerRegistration, topics: set[str], wildcard: bool,
                stream_for) -> None:
-        with self._lifecycle:
-            if self._closing:
-                raise ZkConsumerError("the connector was shut down; make a new one")
-            if self._start_called:
-                raise ZkConsumerError("streams were already created for this connector")
-            self._start_called = True
+        self._member.request_start()
         try:
             self._open_and_join(registration, topics, wildcard, stream_for)
         except Exception as exc:
-            with self._lifecycle:
-                closing = self._closing
-                self._start_called = False  # nothing runs: starting again may work
-            if closing:  # the shutdown is why it failed, whatever the step said
+            if self._member.start_failed():  # the shutdown is why, whatever the step said
                 raise ZkConsumerError(
                     "the connector was shut down while it was starting") from exc
             raise
@@ -284,29 +268,25 @@ class ConsumerConnector:
                 topic_source, config.topic_metadata_refresh_interval_ms / 1000.0,
                 self._membership.interest, lambda: self._membership.last_view,
                 self._group_changed)
-            with self._lifecycle:
-                if self._closing:
-                    raise ZkConsumerError("shut down before the threads started")
-                opened.pop_all()
-                self._refresher = refresher
-                self._worker = threading.Thread(target=self._work, name="zkconsumer-member",
-                                                daemon=True)
-                self._started = True
-                self._member.handle(Event.STARTED)
-                if refresher is not None:
-                    refresher.start()
-                self._fetch_loop.start()
-                self._worker.start()
-                if config.auto_commit_enable:
-                    threading.Thread(target=self._auto_commit, name="zkconsumer-autocommit",
-                                     daemon=True).start()
+            self._refresher = refresher
+            self._worker = threading.Thread(target=self._work, name="zkconsumer-member",
+                                            daemon=True)
+            self._member.start()  # from here on, a shutdown stops the threads and clients
+            opened.pop_all()
+        if refresher is not None:
+            refresher.start()
+        self._fetch_loop.start()
+        self._worker.start()
+        if config.auto_commit_enable:
+            threading.Thread(target=self._auto_commit, name="zkconsumer-autocommit",
+                             daemon=True).start()
 
     def _startup_retry(self) -> KazooRetry:
         """Start-up survives a ZooKeeper server restart or a lost connection (retried for about
         15 s with backoff); a ZooKeeper that stays away is reported, not waited for forever, and
         a shutdown ends the retries."""
         return KazooRetry(max_tries=12, delay=0.2, backoff=2, max_delay=2.0,
-                          interrupt=lambda: self._closing)
+                          interrupt=lambda: self._member.closing)
 
     def _unless_shut_down(self, step: Callable[[], T]) -> T:
         """`step()`, waited for on the side so that a shutdown ends the wait at once (a broker
@@ -322,7 +302,7 @@ class ConsumerConnector:
 
         threading.Thread(target=run, name="zkconsumer-start", daemon=True).start()
         while not concurrent.futures.wait([outcome], timeout=_START_POLL_S).done:
-            if self._closing:
+            if self._member.closing:
                 raise ZkConsumerError("shut down while waiting for the step")
         return outcome.result()
 
@@ -331,11 +311,10 @@ class ConsumerConnector:
         self._membership = self._join_group(self._zk, config.group_id, self.consumer_id,
                                             registration, topic_source)
         self._committer = OffsetCommitter(
-            self._offset_store, OffsetTracker(), lambda: self._streams,
-            self._member.current_claims, owner_checks=self._membership.owner_checks,
-            may_commit=self._may_commit)
+            self._offset_store, lambda: self._streams, self._member,
+            owner_checks=self._membership.owner_checks, may_commit=self._may_commit)
         self._fetch_loop = FetchLoop(self._fetcher, config.fetch_wait_max_ms, self._fail,
-                                     self._committer.reset_to)
+                                     self._member)
         self._rebalancer = Rebalancer(
             consumer_id=self.consumer_id, strategy=config.partition_assignment_strategy,
             exclude_internal_topics=config.exclude_internal_topics,
@@ -351,45 +330,53 @@ class ConsumerConnector:
             queued_bytes=self._fetch_loop.queued_bytes))
         self._fetcher.observe_fetch = self._metrics.observe_fetch
 
-    def _leave_group(self, commit: bool, deadline: float) -> None:
-        """Commit, release and deregister, on a thread of its own that is given up on at
-        `deadline`: during a quorum loss a ZooKeeper call waits for the ensemble, which may not
-        come back. Closing the session then ends the wait; the znodes go when it expires."""
+    def _leave_group(self, commit: bool, deadline: float, failed: bool = False) -> bool:
+        """The one way to leave, on shutdown and after a failure: the final commit (with
+        `commit`, when auto commit is on), the release of every partition and the
+        deregistration, on a thread of its own that is given up on at `deadline`: during a
+        quorum loss a ZooKeeper call waits for the ensemble, which may not come back. Closing
+        the session then ends the wait; the znodes go when it expires. A `failed` member makes
+        one attempt at the final commit and no other, and does not call the user's callback
+        (it may be what failed). True if every step was done."""
         steps: list[tuple[str, Callable[[], object]]] = [
             ("the release of the owned partitions",
-             lambda: self._rebalancer.release_all(commit=commit)),
+             lambda: self._rebalancer.release_all(commit=commit and not failed,
+                                                  notify=not failed)),
             ("the deregistration", self._membership.deregister)]
         if commit and self.config.auto_commit_enable:
-            steps.insert(0, ("the final commit", self._final_commit))
+            steps.insert(0, ("the final commit", lambda: self._final_commit(retry=not failed)))
         done: list[str] = []
         failures: list[BaseException] = []
 
         def leave() -> None:
-            try:
-                for name, step in steps:
+            # Each step goes on whatever the one before did: releasing without the final
+            # commit costs re-delivery from the last commit, holding on stalls the group.
+            for name, step in steps:
+                try:
                     if step() is not False:
                         done.append(name)
-            except Exception as exc:  # noqa: BLE001 - reported below, in one line
-                failures.append(exc)
+                except Exception as exc:  # noqa: BLE001 - reported below, in one line
+                    failures.append(exc)
 
         leaving = threading.Thread(target=leave, name="zkconsumer-leave", daemon=True)
         leaving.start()
         leaving.join(timeout=max(0.0, deadline - time.monotonic()))
         missed = [name for name, _ in steps if name not in done]
         if not missed:
-            return
+            return True
         report = self._log.error if failures else self._log.warning
         report("stopped without finishing with ZooKeeper", not_done=", ".join(missed),
                cause=describe_error(failures[0]) if failures else
                "ZooKeeper did not answer in time",
                then="the next owners resume from the last commit; this member's znodes go "
                     "when its session expires")
+        return False
 
-    def _final_commit(self) -> bool:
+    def _final_commit(self, retry: bool) -> bool:
         """False when the session cannot be trusted, so nothing could be committed."""
         if not self._may_commit():
             return False
-        self._committer.commit()
+        self._committer.commit(retry=retry)
         return True
 
     def _may_commit(self) -> bool:
@@ -516,23 +503,13 @@ class ConsumerConnector:
 
     def _leave_after_failure(self) -> None:
         """A failed member must not keep partitions its peers could consume, nor a
-        registration that would get it partitions again: commit what was consumed, release
-        everything and deregister, whatever the user's callbacks do."""
+        registration that would get it partitions again: it leaves as a shutdown does,
+        committing what was consumed, whatever the user's callbacks do (they are not told)."""
         self._stop_refresher()
         self._fetch_loop.stop()
-        if self.config.auto_commit_enable and self._member.session is not None:
-            try:
-                self._committer.commit(retry=False)
-            except Exception as exc:  # noqa: BLE001 - leaving matters more than this commit
-                self._log.warning("offsets not committed on leaving; the next owners resume "
-                                  "from the last commit", error=_one_line(exc))
-        try:
-            self._rebalancer.release_all(commit=False, notify=False)
-            self._membership.deregister()
+        if self._leave_group(self._member.session is not None,
+                             time.monotonic() + SHUTDOWN_TIMEOUT_S - _CLOSING_S, failed=True):
             self._log.info("left the group after the failure", group=self.config.group_id)
-        except Exception as exc:  # noqa: BLE001 - the session's end removes them anyway
-            self._log.error("could not leave the group cleanly; its znodes go with the "
-                            "ZooKeeper session", error=_one_line(exc))
 
 
 def _one_line(exc: BaseException) -> str:

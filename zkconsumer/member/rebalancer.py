@@ -12,9 +12,13 @@ survivors for it is the reference's most common ConsumerRebalanceFailedException
 attempts are followed by a wait measured per owner session and leader epoch (see `owner_wait`),
 of `crashed_owner_grace_ms` (two session timeouts, as the connector passes it).
 
-Claims are delivered from only once the member's state accepts them as made in its current
-session (`MemberState.apply_claims`): a session that expires while a claim is under way makes
-the rebalance release that claim and end, and the member registers again before it claims.
+The member's state keeps the record of each partition held (`MemberState`): the rebalance plans
+from it and drives each record's phases. A claim is recorded before its owner znodes are made
+and delivered from only once the state accepts it as made in its current session
+(`MemberState.claims_made`): a session that expires while a claim is under way makes the
+rebalance release that claim and end, and the member registers again before it claims. A
+rebalance cut short (ZooKeeper failed in between) leaves records claiming or releasing, which
+the next attempt releases first.
 """
 
 from __future__ import annotations
@@ -68,9 +72,6 @@ class Rebalancer:
         attempts: waiting for others' owners would only delay that."""
         self.consumer_id = consumer_id
         self.member = member
-        # Partitions whose owner znodes are ours, with their thread ids; only the worker thread
-        # uses it. A partition stays here until its release is done, to finish one cut short.
-        self.held: dict[TopicPartition, str] = {}
         self._strategy = strategy
         self._exclude_internal = exclude_internal_topics
         self._max_attempts = max_attempts
@@ -108,10 +109,10 @@ class Rebalancer:
             attempt += 1
             snapshot = self._membership.snapshot(self._exclude_internal)
             self._membership.watch_topics(snapshot.subscribed_topics(self._exclude_internal))
-            self._release_half_released()
+            self._release_unfinished()
             target = target_for_member(snapshot, self.consumer_id, self._strategy,
                                        self._exclude_internal)
-            plan = plan_rebalance(self.held, target)
+            plan = plan_rebalance(self.member.held(), target)
             if plan.release:
                 self._release(plan.release)
             try:
@@ -125,7 +126,7 @@ class Rebalancer:
                 log.info("claims refused; rebalance ended", attempt=attempt, reason=str(exc))
                 return False
             if not contested:
-                log.info("rebalanced", attempt=attempt, owned=len(self.held),
+                log.info("rebalanced", attempt=attempt, owned=len(plan.keep) + len(plan.claim),
                          released=len(plan.release), claimed=len(plan.claim),
                          members=len(snapshot.members),
                          ms=round((time.monotonic() - started) * 1000))
@@ -165,39 +166,36 @@ class Rebalancer:
             "and stopped"
         )
 
-    def _release_half_released(self) -> None:
-        """Partitions whose claim was withdrawn but whose release did not finish (ZooKeeper
-        failed in between): their owner znodes may still block the group, and counting them as
-        kept would leave them unfetched, so they are released again and then planned anew."""
-        claims = self.member.claims
-        half = {tp: thread for tp, thread in self.held.items() if tp not in claims}
-        if half:
-            self._release(half, commit=False, notify=False)
+    def _release_unfinished(self) -> None:
+        """Partitions whose claim or release did not finish (ZooKeeper failed in between):
+        their owner znodes may still block the group, and counting them as kept would leave
+        them unfetched, so they are released again and then planned anew."""
+        unfinished = self.member.unfinished()
+        if unfinished:
+            self._release(unfinished, commit=False, notify=False)
 
     def release_all(self, commit: bool = True, notify: bool = True) -> None:
         """`notify=False` skips the user's callback: a member leaving because it failed (maybe
         in that very callback) must release what it owns whatever the callback does. A member
         releasing everything is leaving (or failing), so it no longer waits for any topic."""
         self._missing_topics.update(())
-        if self.held:
-            self._release(dict(self.held), commit=commit, notify=notify)
+        held = self.member.held()
+        if held:
+            self._release(held, commit=commit, notify=notify)
 
     def forget_lost_session(self) -> None:
         """A lost session's owner znodes went with it and may be others' by now: they are
         forgotten, not released, and their fetching and positions with them. The session's
-        end withdrew their claims already."""
-        lost = set(self.held)
-        self.member.withdraw(lost)
-        self._fetch_loop.unroute(lost)
-        self._committer.released(lost)
-        self.held.clear()
+        end dropped their claims already."""
+        self._fetch_loop.routing_changed()
+        self._committer.released()
 
     def _release(self, partitions: Mapping[TopicPartition, str], commit: bool = True,
                  notify: bool = True) -> None:
         if notify:
             self._call_back("on_partitions_revoked", self._callbacks.before_release, partitions)
         self.member.withdraw(partitions)
-        self._fetch_loop.unroute(partitions)
+        self._fetch_loop.routing_changed()
         try:
             self._committer.commit_releasing(set(partitions), commit=commit and self._auto_commit)
         except (ZkConsumerError, KazooException) as exc:
@@ -208,8 +206,7 @@ class Rebalancer:
                         partitions=len(partitions))
         self._membership.release(partitions)
         self._committer.released(set(partitions))
-        for tp in partitions:
-            self.held.pop(tp, None)
+        self.member.drop(partitions)
 
     @staticmethod
     def _call_back(name: str, callback: PartitionCallback | None,
@@ -223,26 +220,27 @@ class Rebalancer:
                 f"the {name} callback raised {type(exc).__name__}: {exc}") from exc
 
     def _claim(self, partitions: Mapping[TopicPartition, str]) -> list[TopicPartition]:
-        """Owner znodes, then the committed offsets, then the claims; StaleClaimError (with
-        the znodes released again) if the member's session ended meanwhile. The session is
-        taken before the znodes are made: only the worker (this thread) adopts a new one, so
-        it cannot change to another until the claims are applied or refused."""
-        session = self.member.claiming_session()
+        """The claims recorded, then the owner znodes, then the committed offsets, then the
+        claims delivered from; StaleClaimError (with the znodes released again) if the member's
+        session ended meanwhile. The session is taken before the znodes are made: only the
+        worker (this thread) adopts a new one, so it cannot change to another until the claims
+        are accepted or refused. Should ZooKeeper fail while the znodes are made, the claims
+        stay recorded (the transaction may have been applied) and the next attempt releases
+        them."""
+        session = self.member.begin_claims(partitions, self._stream_for)
         contested = self._membership.claim(partitions)
         if contested:
+            self.member.drop(partitions)  # one transaction, not applied
             return contested
         try:
             # Read after claiming: the previous owner commits before it lets go, so this is
             # never older than its last commit (the reference reads before claiming).
             committed = self._offsets.fetch(partitions)
-            claims = self.member.apply_claims(session, partitions)
+            self.member.claims_made(session, partitions, committed)
         except BaseException:
             self._membership.release(partitions)
+            self.member.drop(partitions)
             raise
-        self.held.update(partitions)
-        self._committer.claimed(committed)
-        routes = {tp: (self._stream_for(tp, claim.thread_id), claim, committed.get(tp))
-                  for tp, claim in claims.items()}
-        self._fetch_loop.route(routes)
+        self._fetch_loop.routing_changed()
         self._call_back("on_partitions_assigned", self._callbacks.after_assign, partitions)
         return []

@@ -1,5 +1,5 @@
 """The member's state behind one lock: its lifecycle, the ZooKeeper session its claims belong
-to, the claims themselves and the delivery gate.
+to, the record of each partition it owns (its `Claim`) and the delivery gate.
 
 ZooKeeper watches, kazoo's session events, the rebalance worker, the fetch loop and the user's
 `close()` run on different threads. Each only reports what happened here, and every change goes
@@ -12,11 +12,12 @@ of watch events becomes one rebalance, not many.
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from enum import Enum
+from typing import NamedTuple
 
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.member.streams import Claim, DeliveryGate
+from zkconsumer.member.claims import Claim, DeliveryGate, Feed, Phase, Token
 from zkconsumer.model import TopicPartition
 
 
@@ -57,10 +58,17 @@ class StaleClaimError(ZkConsumerError):
     ends the rebalance; the state then has the member register again (or stop) first."""
 
 
+class MemberStateError(ZkConsumerError):
+    """An event the transition table does not list for the member's state: a defect in the
+    member (an event sent where it was never expected), raised where it is sent, never
+    ignored."""
+
+
 _FINAL = frozenset({State.FAILED, State.CLOSED})
 _LIVE = tuple(state for state in State if state not in _FINAL)
 
-# What each event does in each state; an event not listed for a state changes nothing.
+# What each event does in each state. An event that arrives where it has nothing to do is
+# listed in `_IGNORED`; any other pair is a defect (`MemberStateError`).
 _TRANSITIONS: dict[tuple[State, Event], State] = {
     (State.NEW, Event.STARTED): State.REBALANCING,
     (State.REBALANCING, Event.GROUP_CHANGED): State.REBALANCING,
@@ -82,6 +90,28 @@ _TRANSITIONS: dict[tuple[State, Event], State] = {
        for event in (Event.CONNECTION_SUSPENDED, Event.SESSION_RESUMED)},
 }
 
+# Events that do arrive in these states and have nothing to do there.
+_IGNORED: frozenset[tuple[State, Event]] = frozenset({
+    # The group watches fire from the registration on; the start's rebalance reads the group,
+    # and so does the rebalance of a new session; a leaving member rebalances no more.
+    (State.NEW, Event.GROUP_CHANGED),
+    (State.EXPIRED, Event.GROUP_CHANGED),
+    # A session that expired (and maybe came back) before the start: the new session's
+    # re-registration and rebalance are due already.
+    (State.EXPIRED, Event.STARTED),
+    (State.REBALANCING, Event.STARTED),
+    # The worker's rebalance or re-registration ended after the session expired, or after the
+    # member began to leave.
+    (State.EXPIRED, Event.REBALANCE_DONE),
+    (State.EXPIRED, Event.REREGISTERED),
+    *((state, event) for state in _FINAL
+      for event in (Event.GROUP_CHANGED, Event.REBALANCE_DONE, Event.REREGISTERED)),
+    # A shutdown after a failure, and a failure reported while shutting down: the first
+    # final state stays.
+    (State.FAILED, Event.CLOSE_REQUESTED),
+    (State.CLOSED, Event.FAILED),
+})
+
 
 class MemberState:
     """Everything about a member that more than one thread reads or writes, under one lock.
@@ -90,8 +120,8 @@ class MemberState:
     methods; each is tested in tests/unit/test_member_state.py:
 
     1. Claims only ever belong to the member's current session: each claim records the session
-       it was made in, which is `session`; `apply_claims` refuses claims made in any other
-       session (`StaleClaimError`).
+       it was made in as its token, which is `session`; `begin_claims` and `claims_made` refuse
+       claims in any other session (`StaleClaimError`).
     2. When the session expires (or kazoo connects in another one), the session, every claim and
        the gate go in the same step: there are no claims and the gate is closed until the new
        session's re-registration, cleanup included, reports it (`reregistered`). Only then are
@@ -104,6 +134,27 @@ class MemberState:
        burst of changes as one rebalance, and the member is STABLE only once a rebalance ended
        with nothing else due and a session to own partitions in.
     6. Nothing blocks or calls out while holding the lock: kazoo's thread reports here.
+    7. Every event is listed for every state it is sent in, as a transition or as ignored
+       there; any other is a defect and raises `MemberStateError`, changing nothing.
+    8. One record per partition held, from before its owner znode is made until after it is
+       deleted, through its phases: CLAIMING (not delivered, not committed), FETCHING
+       (delivered and committed), RELEASING (a successor record, so that nothing fetched under
+       the fetching one is delivered any more; only its last commit). Claiming a partition
+       already held is a defect. A record left CLAIMING or RELEASING by a rebalance cut short
+       is `unfinished`: the next one releases it first.
+    9. A commit never names a partition whose token has passed: `committable` and `releasing`
+       give what to commit with the token of each claim, only while the gate is open, and
+       only claims of the member's session exist; a write marks the claim of its own token
+       only (`committed`).
+    10. A claim's offsets only move forward: its consumed position never moves back, only a
+       position ahead of its committed offset is pending, and a write never lowers the mark.
+    11. The connector's lifecycle is part of it: streams are asked for once (again only after
+       a failed start), never after a shutdown began; a shutdown begins once; the threads
+       start (STARTED) only if no shutdown began, so a shutdown knows whether it stops them.
+
+    The fetch loop fetches the claims `fetching` gives into their streams, the committer
+    commits what `committable` gives, and the membership checks ownership by the tokens given
+    with it: none of them keeps a copy of the claims.
 
     The claims mapping and the gate's flag are read without the lock, per message, by the
     streams: both are only ever changed in place under the lock, so a reader sees a claim (or
@@ -120,6 +171,11 @@ class MemberState:
         self._gate = DeliveryGate()
         self._rebalance_due = False
         self._reregister_due = False
+        # The connector's lifecycle: streams asked for (a start under way or done), the
+        # threads started, and a shutdown begun.
+        self._start_requested = False
+        self._started = False
+        self._closing = False
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -132,6 +188,18 @@ class MemberState:
     def session(self) -> int | None:
         with self._lock:
             return self._session
+
+    @property
+    def started(self) -> bool:
+        """Whether the member's threads were started (and so are the shutdown's to stop)."""
+        with self._lock:
+            return self._started
+
+    @property
+    def closing(self) -> bool:
+        """Whether a shutdown began; a start still under way gives up at its next step."""
+        with self._lock:
+            return self._closing
 
     @property
     def leaving(self) -> bool:
@@ -150,19 +218,135 @@ class MemberState:
 
     @property
     def claims(self) -> Mapping[TopicPartition, Claim]:
-        """The live claims, for the streams' per-message check; read-only outside this class."""
+        """The records, for the streams' per-message check (a chunk is delivered while the
+        record it was fetched under is its partition's); read-only outside this class."""
         return self._claims
-
-    def current_claims(self) -> dict[TopicPartition, Claim]:
-        with self._lock:
-            return dict(self._claims)
 
     def owned(self) -> dict[TopicPartition, str]:
         """The partitions owned and delivered from, with their thread ids. A partition's claim
-        goes before its owner znode is deleted and comes after its owner znode is made, so no
-        two members ever list the same partition at once."""
+        is FETCHING only after its owner znode is made and stops before the znode is deleted,
+        so no two members ever list the same partition at once."""
+        return self._threads(lambda claim: claim.phase is Phase.FETCHING)
+
+    def held(self) -> dict[TopicPartition, str]:
+        """Every partition whose owner znode is (or may be) ours, in any phase, with its thread
+        id: what a rebalance plans from, and what leaving releases."""
+        return self._threads(lambda _claim: True)
+
+    def unfinished(self) -> dict[TopicPartition, str]:
+        """Claims a rebalance cut short left CLAIMING or RELEASING: their owner znodes may
+        still block the group, and counting them as kept would leave them unfetched."""
+        return self._threads(lambda claim: claim.phase is not Phase.FETCHING)
+
+    def fetching(self) -> dict[TopicPartition, Claim]:
+        """The claims delivered from, for the fetch loop: it fetches exactly these, each into
+        its stream, a new claim from its committed offset (or a reset, while `reset_pending`)."""
         with self._lock:
-            return {tp: claim.thread_id for tp, claim in self._claims.items()}
+            return {tp: claim for tp, claim in self._claims.items()
+                    if claim.phase is Phase.FETCHING}
+
+    def committable(self, consumed: Mapping[TopicPartition, int] | None = None
+                    ) -> dict[TopicPartition, CommitEntry]:
+        """What to commit of the partitions delivered from, each with the token its commit is
+        made under, after taking in the positions `consumed` (from the streams); nothing
+        while the gate is closed."""
+        return self._entries(lambda claim: claim.phase is Phase.FETCHING, consumed)
+
+    def releasing(self, partitions: Collection[TopicPartition],
+                  consumed: Mapping[TopicPartition, int] | None = None
+                  ) -> dict[TopicPartition, CommitEntry]:
+        """`committable` for those of `partitions` being released, for their last commit: no
+        longer delivered from, but their owner znodes are still ours."""
+        wanted = set(partitions)
+        return self._entries(lambda claim: claim.phase is Phase.RELEASING
+                             and claim.partition in wanted, consumed)
+
+    def committed(self, written: Mapping[TopicPartition, tuple[Token, int]]) -> None:
+        """Offsets written (partition -> (token, offset)): each counts for the claim of that
+        token only, and never lowers its mark (a commit that raced a newer one)."""
+        with self._lock:
+            for tp, (token, offset) in written.items():
+                claim = self._claims.get(tp)
+                if claim is not None and claim.token == token \
+                        and (claim.committed is None or offset > claim.committed):
+                    claim.committed = offset
+
+    def reset_to(self, claim: Claim, position: int) -> None:
+        """A claim made without a committed offset was reset (`auto.offset.reset`) to
+        `position`: that is committed even if nothing is ever delivered from it, as the
+        reference does, or its next owner resets again, past whatever was produced in
+        between. A claim that is not the partition's any more is left alone."""
+        with self._lock:
+            if self._claims.get(claim.partition) is claim:
+                claim.reset_pending = False
+                _advance(claim, position)
+
+    def consumed_positions(self) -> dict[TopicPartition, int]:
+        """Where consumption of each partition delivered from stands, as far as gathered: the
+        position taken in from its stream, else where a reset put it, else the committed
+        offset (the streams' own positions are newer)."""
+        with self._lock:
+            positions = {}
+            for tp, claim in self._claims.items():
+                position = claim.position if claim.position is not None else claim.committed
+                if claim.phase is Phase.FETCHING and position is not None:
+                    positions[tp] = position
+            return positions
+
+    def _threads(self, chosen: Callable[[Claim], bool]) -> dict[TopicPartition, str]:
+        with self._lock:
+            return {tp: claim.thread_id for tp, claim in self._claims.items() if chosen(claim)}
+
+    def _entries(self, chosen: Callable[[Claim], bool],
+                 consumed: Mapping[TopicPartition, int] | None
+                 ) -> dict[TopicPartition, CommitEntry]:
+        with self._lock:
+            if not self._gate.delivering:
+                return {}
+            entries = {}
+            for tp, claim in self._claims.items():
+                if not chosen(claim) or claim.token != self._session:
+                    continue
+                if consumed and tp in consumed:
+                    _advance(claim, consumed[tp])
+                entries[tp] = CommitEntry(claim.token, claim.committed, claim.pending())
+            return entries
+
+    # -- the connector's lifecycle ------------------------------------------------------------
+
+    def request_start(self) -> None:
+        """Streams were asked for: the member starts once, and never after a shutdown."""
+        with self._lock:
+            if self._closing:
+                raise ZkConsumerError("the connector was shut down; make a new one")
+            if self._start_requested:
+                raise ZkConsumerError("streams were already created for this connector")
+            self._start_requested = True
+
+    def start_failed(self) -> bool:
+        """The start failed before the threads started: starting again may work. True if a
+        shutdown began meanwhile (and is then why it failed, whatever the step said)."""
+        with self._lock:
+            self._start_requested = False
+            return self._closing
+
+    def start(self) -> None:
+        """The threads start now (STARTED); a shutdown that began first refuses it."""
+        with self._lock:
+            if self._closing:
+                raise ZkConsumerError("shut down before the threads started")
+            self._started = True
+            self._transition(Event.STARTED)
+
+    def begin_close(self) -> bool:
+        """A shutdown begins (CLOSE_REQUESTED); False if one already did. Whether the threads
+        were started is settled from here on (`started`)."""
+        with self._lock:
+            if self._closing:
+                return False
+            self._closing = True
+            self._transition(Event.CLOSE_REQUESTED)
+            return True
 
     # -- events -----------------------------------------------------------------------------
 
@@ -200,25 +384,56 @@ class MemberState:
 
     # -- claims -----------------------------------------------------------------------------
 
-    def claiming_session(self) -> int:
-        """The session to claim in now; StaleClaimError if there is none to claim in."""
+    def begin_claims(self, partitions: Mapping[TopicPartition, str],
+                     stream_for: Callable[[TopicPartition, str], Feed] | None = None) -> int:
+        """Record claims of these partitions (partition -> thread id, each fed into the stream
+        `stream_for` gives), CLAIMING, before their owner znodes are made; returns the session
+        they are made in. StaleClaimError if there is none to claim in (or the member is
+        leaving)."""
         with self._lock:
             self._check_claimable(self._session)
             assert self._session is not None  # checked above
+            held = sorted(str(tp) for tp in partitions if tp in self._claims)
+            if held:
+                raise MemberStateError(f"claimed while held already: {', '.join(held)}")
+            for tp, thread in partitions.items():
+                stream = None if stream_for is None else stream_for(tp, thread)
+                self._claims[tp] = Claim(tp, thread, self._session, Phase.CLAIMING, stream)
             return self._session
 
-    def apply_claims(self, session: int, partitions: Mapping[TopicPartition, str]
-                     ) -> dict[TopicPartition, Claim]:
-        """Claims for owner znodes made in `session`, now delivered from; StaleClaimError if
-        that is not the member's session any more (or the member is leaving)."""
+    def claims_made(self, session: int, partitions: Collection[TopicPartition],
+                    committed: Mapping[TopicPartition, int] | None = None
+                    ) -> dict[TopicPartition, Claim]:
+        """The owner znodes of these claims were made in `session` and their `committed`
+        offsets read (a partition absent there has none, and is reset): they are delivered
+        from now (FETCHING). StaleClaimError if that is not the member's session any more
+        (its claims went with it) or the member is leaving."""
+        committed = committed or {}
         with self._lock:
             self._check_claimable(session)
-            claims = {tp: Claim(tp, thread, session) for tp, thread in partitions.items()}
-            self._claims.update(claims)
-            return claims
+            made = {}
+            for tp in partitions:
+                claim = self._claims.get(tp)
+                if claim is None or claim.phase is not Phase.CLAIMING:
+                    raise MemberStateError(f"{tp} was not being claimed: {claim!r}")
+                made[tp] = claim
+            for tp, claim in made.items():
+                claim.committed = committed.get(tp)
+                claim.reset_pending = claim.committed is None
+                claim.phase = Phase.FETCHING  # in place: nothing was fetched under it yet
+            return made
 
     def withdraw(self, partitions: Collection[TopicPartition]) -> None:
-        """Stop delivering from these partitions (before their owner znodes are released)."""
+        """Stop delivering from these partitions (before their owner znodes are released):
+        each record is replaced by its RELEASING successor."""
+        with self._lock:
+            for tp in partitions:
+                claim = self._claims.get(tp)
+                if claim is not None and claim.phase is not Phase.RELEASING:
+                    self._claims[tp] = claim.releasing()
+
+    def drop(self, partitions: Collection[TopicPartition]) -> None:
+        """The member holds these no more: their owner znodes were deleted, or never made."""
         with self._lock:
             for tp in partitions:
                 self._claims.pop(tp, None)
@@ -261,8 +476,14 @@ class MemberState:
     # -- the one place the state changes ------------------------------------------------------
 
     def _transition(self, event: Event, session: int | None = None) -> State:
+        if (self._state, event) in _IGNORED:
+            return self._state
         target = _TRANSITIONS.get((self._state, event))
-        if target is None or not self._applies(event, session):
+        if target is None:
+            raise MemberStateError(
+                f"event {event.value} in state {self._state.value}: the member's transition "
+                "table does not list it")
+        if not self._applies(event, session):
             return self._state
         self._record(event, session)
         self._state = target
@@ -309,6 +530,23 @@ class MemberState:
         """Our owner znodes went with the session, and someone else may own them by now."""
         self._session = None
         self._claims.clear()
+
+
+class CommitEntry(NamedTuple):
+    """What a commit of one partition is made of: the token it is made under, the offset
+    committed so far (None: none), and the consumed position ahead of it (None: nothing
+    new)."""
+
+    token: Token
+    committed: int | None
+    pending: int | None
+
+
+def _advance(claim: Claim, position: int) -> None:
+    """A consumed position never moves back: a late record from a stale fetch must not
+    rewind it."""
+    if claim.position is None or position > claim.position:
+        claim.position = position
 
 
 def _hex(session: int | None) -> str:

@@ -27,8 +27,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
-from zkconsumer.errors import ZkConsumerError
 from zkconsumer.member.async_streams import AsyncBatches, AsyncMessages, BlockingCalls
+from zkconsumer.member.claims import Claim, DeliveryGate
 from zkconsumer.model import Message, TopicPartition
 from zkconsumer.records.columns import RecordColumns, records_of
 
@@ -40,19 +40,6 @@ _POLL_S = 0.2
 
 class ConsumerTimeout(Exception):
     """No message arrived within `consumer.timeout.ms`; iterating again resumes the stream."""
-
-
-class Claim:
-    """A token for one period of ownership of a partition; a new claim is a new object. It
-    records the ZooKeeper session its owner znode was made in (see `MemberState`)."""
-
-    __slots__ = ("partition", "session", "thread_id")
-
-    def __init__(self, partition: TopicPartition, thread_id: str,
-                 session: int | None = None) -> None:
-        self.partition = partition
-        self.thread_id = thread_id
-        self.session = session
 
 
 class Chunk(NamedTuple):
@@ -67,49 +54,6 @@ _NO_RECORDS = records_of([], "", -1)
 
 class StreamsClosed(Exception):
     """Raised inside iteration when the connector shut down."""
-
-
-class DeliveryGate:
-    """What every stream of one member checks before handing out a message.
-
-    It is closed while the member's ZooKeeper session cannot be trusted (connection suspended:
-    the session may be expiring on the server, and with it our owner znodes), so nothing is
-    handed out that another member may already own; and it carries the member's failure, which
-    every stream then raises. In a member, only its `MemberState` opens and closes it.
-    """
-
-    def __init__(self) -> None:
-        self.open = threading.Event()  # for waiting until delivery may resume
-        self.open.set()
-        self.delivering = True  # the same, read per message: a plain attribute is cheapest
-        self.failed = threading.Event()
-        self._failure: BaseException | None = None
-
-    def pause(self) -> None:
-        self.delivering = False
-        self.open.clear()
-
-    def resume(self) -> None:
-        self.delivering = True
-        self.open.set()
-
-    def fail(self, exc: BaseException) -> bool:
-        """Record the member's failure; False if it had already failed."""
-        if self.failed.is_set():
-            return False
-        self._failure = exc
-        self.failed.set()
-        return True
-
-    @property
-    def failure(self) -> BaseException | None:
-        return self._failure
-
-    def raise_failure(self) -> None:
-        reason = self._failure
-        if isinstance(reason, ZkConsumerError):
-            raise reason
-        raise ZkConsumerError(f"{type(reason).__name__}: {reason}") from reason
 
 
 def _take_in_hand(stream: _PythonCursor) -> Message | None:

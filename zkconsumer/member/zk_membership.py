@@ -8,7 +8,7 @@ costs one round trip.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Hashable, Mapping
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
@@ -59,9 +59,6 @@ class ZookeeperMembership:
         self._watched_topics: set[str] = set()
         self._watch_lock = threading.Lock()
         self._on_change: Callable[[], None] | None = None
-        # The ZooKeeper session each of our owner znodes was created in: only those of the
-        # session we have now are ours for certain (an expiry deletes the others).
-        self._claimed_in: dict[TopicPartition, int | None] = {}
         self._registrations: dict[str, ConsumerRegistration] = {}  # see `snapshot`
 
     # -- registration -----------------------------------------------------------------------
@@ -196,7 +193,6 @@ class ZookeeperMembership:
         for topic in {tp.topic for tp in partitions}:
             self.zk.ensure_path(self.paths.owners_topic(topic))
         remaining = dict(partitions)
-        session = current_session(self.zk)  # the transaction is applied in this session or not at all
         for attempt in range(1, _CLAIM_ATTEMPTS + 1):
             if not remaining:
                 break
@@ -211,7 +207,6 @@ class ZookeeperMembership:
                          if isinstance(result, NodeExistsError)]
             if not conflicts:
                 _raise_first_failure(results)
-                self._claimed_in.update(dict.fromkeys(ordered, session))
                 return []
             contested = self._settle_own_owners(conflicts, remaining)
             if contested or attempt == _CLAIM_ATTEMPTS:
@@ -237,7 +232,6 @@ class ZookeeperMembership:
             elif decode_owner(paths[tp], data) == remaining[tp] \
                     and stat.version == CLAIMED_OWNER_VERSION:
                 del remaining[tp]
-                self._claimed_in[tp] = session
             else:
                 try:
                     self.zk.delete(paths[tp], version=stat.version)
@@ -245,20 +239,18 @@ class ZookeeperMembership:
                     pass
         return contested
 
-    def owner_checks(self, partitions: Collection[TopicPartition]
+    def owner_checks(self, tokens: Mapping[TopicPartition, Hashable]
                      ) -> dict[TopicPartition, OwnerCheck]:
-        """What an offset commit of these partitions is conditional on: our owner znodes,
-        for those claimed in the session we have now; the others are left out."""
+        """What an offset commit of these partitions is conditional on: our owner znodes, for
+        those whose token (the session their claim was made in) is the session we have now;
+        the others are left out (an expiry deleted their owner znodes)."""
         session = current_session(self.zk)
         return {tp: OwnerCheck(self.paths.owner(tp.topic, tp.partition), CLAIMED_OWNER_VERSION,
                                session)
-                for tp in partitions
-                if session is not None and self._claimed_in.get(tp) == session}
+                for tp, token in tokens.items() if session is not None and token == session}
 
     def release(self, partitions: Mapping[TopicPartition, str]) -> None:
         """Delete the owner znodes that still name our threads; others' znodes are left alone."""
-        for tp in partitions:
-            self._claimed_in.pop(tp, None)
         requests = [(self.paths.owner(tp.topic, tp.partition), thread)
                     for tp, thread in partitions.items()]
         pending = [(path, thread, self.zk.get_async(path)) for path, thread in requests]

@@ -1,7 +1,8 @@
 """Committed offsets of a ZooKeeper-coordinated group: in ZooKeeper, in Kafka, or in both.
 
 Shared by the group consumer, the admin CLI and the Spark source: `open_offset_store` picks
-the store from the config, and `OffsetTracker` decides what is worth committing.
+the store from the config. What is worth committing is the member's to decide (its record of
+each partition, `zkconsumer.member.state`).
 """
 
 from zkconsumer.offsets.dual_store import DualOffsetStore
@@ -16,7 +17,6 @@ from zkconsumer.offsets.kafka_reader import (
 from zkconsumer.offsets.kafka_store import KafkaOffsetStore
 from zkconsumer.offsets.retry import RetryPolicy, call_with_retries
 from zkconsumer.offsets.store import OffsetStore, OffsetStoreError
-from zkconsumer.offsets.tracker import OffsetTracker
 from zkconsumer.offsets.zookeeper_store import ZookeeperOffsetStore
 
 __all__ = [
@@ -27,7 +27,6 @@ __all__ = [
     "KafkaReadError",
     "OffsetStore",
     "OffsetStoreError",
-    "OffsetTracker",
     "RetryPolicy",
     "ZookeeperOffsetStore",
     "call_with_retries",
