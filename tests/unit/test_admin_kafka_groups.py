@@ -149,3 +149,11 @@ def test_a_group_the_coordinator_forgot_is_described_from_its_offsets():
 def test_without_zookeeper_an_operation_on_zookeeper_groups_is_one_line():
     with pytest.raises(ZkConsumerError, match="give --zookeeper"):
         KafkaOnly(None, {}).zk  # noqa: B018 - the property is the behaviour
+
+
+def test_a_group_its_coordinator_could_not_describe_is_one_note_and_its_offsets_shown():
+    ctx = KafkaOnly(CoordinatorGroup("g", error="DescribeGroups error 16"), {T0: 4})
+    found = describe_group(ctx, "g", (), window_s=60)
+    [note] = ctx.reporter.notes
+    assert "could not describe" in note and "error 16" in note
+    assert [(p["partition"], p["lag"]) for p in found.partitions][0] == (0, 6)

@@ -76,7 +76,7 @@ def list_groups_with_lag(ctx: AdminContext, window_s: float) -> list[dict]:
     in_zookeeper = [state for state in read.values() if state is not None]
     coordinator, kafka_reachable = _listed_on_coordinator(ctx)
     for group in coordinator.values():
-        _note_malformed(ctx, group)
+        _note_trouble(ctx, group)
     kafka_only = sorted(set(coordinator) - set(names))
     states = {state.name: state for state in merged_states(in_zookeeper, coordinator)}
     registered = _registered_partitions(ctx, states)
@@ -211,7 +211,7 @@ def describe_group(ctx: AdminContext, name: str, topics: tuple[str, ...] | list[
         registered = ctx.partitions_of(wanted)
         partitions = kafka_only_partitions(registered, kafka, wanted)
     if coordinator is not None:
-        _note_malformed(ctx, coordinator)
+        _note_trouble(ctx, coordinator)
     [report] = look_once([state], {name: partitions}, _log_ends(ctx, registered),
                          {name: kafka}, window_s, time.time())
     rows = partition_rows(report)
@@ -229,12 +229,15 @@ def describe_group(ctx: AdminContext, name: str, topics: tuple[str, ...] | list[
                             missing)
 
 
-def _note_malformed(ctx: AdminContext, group: CoordinatorGroup) -> None:
-    """One line for a group whose assignments do not parse (the error names the member); the
-    rest of it is still shown."""
+def _note_trouble(ctx: AdminContext, group: CoordinatorGroup) -> None:
+    """One line for a group whose assignments do not parse (the error names the member), or
+    that its coordinator could not describe this time; the rest of it is still shown."""
     if group.malformed is not None:
         ctx.reporter.note(f"group {group.name}: {group.malformed}; its members are shown "
                           "without their partitions")
+    if group.error is not None:
+        ctx.reporter.note(f"group {group.name} is shown without its members: its coordinator "
+                          f"could not describe it ({group.error})")
 
 
 def _zookeeper_side(ctx: AdminContext, name: str) -> tuple[bool, GroupState]:
