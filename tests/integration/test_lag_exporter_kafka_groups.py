@@ -5,12 +5,9 @@ kafka-python consumer group that lags, on the 0.9.0.1 cluster and on a ZooKeeper
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
-from kafka import KafkaConsumer, OffsetAndMetadata
-from kafka import TopicPartition as KafkaTopicPartition
+from support.coordinator_members import member_at
 from support.exporter import get
 from support.kafka import produce
 from support.legacy_groups import kafka_version_args
@@ -20,23 +17,6 @@ from support.waiting import wait_until
 from zkconsumer.model import TopicPartition
 
 pytestmark = pytest.mark.integration
-
-
-@contextmanager
-def member_at(bootstrap_servers: str, api_version, group: str, topic: str, offset: int,
-              **options) -> Iterator[KafkaConsumer]:
-    """A member of `group` on Kafka's coordinator, owning the topic's one partition, that
-    committed `offset` and commits nothing more: its lag grows with every message produced."""
-    consumer = KafkaConsumer(topic, group_id=group, bootstrap_servers=bootstrap_servers,
-                             enable_auto_commit=False, auto_offset_reset="earliest",
-                             **({"api_version": api_version} if api_version else {}), **options)
-    try:
-        wait_until(lambda: consumer.poll(200) is not None and consumer.assignment(),
-                   timeout=60, message="the member's assignment")
-        consumer.commit({KafkaTopicPartition(topic, 0): OffsetAndMetadata(offset, "", -1)})
-        yield consumer
-    finally:
-        consumer.close()
 
 
 def kafka_lag(found: dict, group: str, topic: str, partition: int) -> float | None:

@@ -107,6 +107,8 @@ def test_a_described_group_names_each_members_partitions():
                                       member("m2", assignment(0, {"t": [2]}))))
     assert group.owners() == {T0: "m1", T1: "m1", T2: "m2"}
     assert group.malformed is None
+    assert (group.state, group.protocol_type, group.protocol) == ("Stable", "consumer", "range")
+    assert {(m.client_id, m.client_host) for m in group.members} == {("app", "/10.0.0.1")}
 
 
 def test_one_malformed_assignment_skips_that_groups_owners_but_keeps_its_members():
@@ -115,6 +117,7 @@ def test_one_malformed_assignment_skips_that_groups_owners_but_keeps_its_members
     assert [m.member_id for m in group.members] == ["m1", "m2"]
     assert group.owners() == {}
     assert group.malformed is not None and "m2" in group.malformed
+    assert [m.client_id for m in group.members] == ["app", "app"]
 
 
 def test_a_group_its_coordinator_could_not_describe_says_why():

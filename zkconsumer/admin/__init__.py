@@ -1,5 +1,6 @@
-"""Administration of legacy groups: the operations behind `zkconsumer group` and
-`zkconsumer offsets`, and the pure parts they decide with.
+"""Administration of legacy groups, and a look at those on Kafka's group coordinator: the
+operations behind `zkconsumer group` and `zkconsumer offsets`, and the pure parts they decide
+with.
 
 Offset files, plans and group views are pure. `context` is the I/O edge (one ZooKeeper session,
 Kafka clients, offset stores); `groups`, `offset_reads` and `offset_writes` are the operations,

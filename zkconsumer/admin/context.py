@@ -1,6 +1,10 @@
 """What every administration operation needs: one ZooKeeper session, the brokers found through
 it (or given), and the offset stores the group consumer itself uses.
 
+Looking at groups needs no ZooKeeper when brokers are given: `group list` and `group describe`
+then show the groups on Kafka's group coordinator alone (as the exporter does, for KRaft
+clusters). Every operation on ZooKeeper's groups says, in one line, that it needs `--zookeeper`.
+
 The operations run under a command line but never print: what they have to say along the way
 (progress over many groups, notes on figures they could not get) goes to the `Reporter` the
 caller hands in, so the same operations serve a test, a script or the CLI.
@@ -14,10 +18,11 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from typing import Protocol, TypeVar
 
+from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 
-from zkconsumer.config import ConsumerConfig
-from zkconsumer.errors import ConfigError, ZkConsumerError
+from zkconsumer.config import ConsumerConfig, kafka_only_settings
+from zkconsumer.errors import ConfigError, ZkConsumerError, describe_error
 from zkconsumer.fetch import KafkaAccess, LogOffsets, resolve_kafka_access
 from zkconsumer.fetch.kafka_client import kafka_client_options
 from zkconsumer.model import TopicPartition
@@ -29,7 +34,13 @@ from zkconsumer.offsets import (
     ZookeeperOffsetStore,
     read_committed,
 )
-from zkconsumer.topology import TopicSource, TopicView, open_topic_source
+from zkconsumer.offsets.coordinator_groups import (
+    CoordinatorGroup,
+    open_groups_admin,
+    read_coordinator_group,
+    read_coordinator_groups,
+)
+from zkconsumer.topology import KafkaTopics, TopicSource, TopicView, open_topic_source
 from zkconsumer.zk.group_state import committed_partitions, group_topics
 from zkconsumer.zk.registry import read_brokers
 from zkconsumer.zk.session import connect_for
@@ -80,14 +91,15 @@ class AdminContext:
     from `for_each_group` workers: kazoo is thread-safe, the Kafka readers (offsets, log
     offsets) take one question at a time, and each group writes through a store of its own."""
 
-    def __init__(self, zk: KazooClient, bootstrap_override: str | None, config: ConsumerConfig,
-                 stack: ExitStack, reporter: Reporter) -> None:
-        self.zk = zk
+    def __init__(self, zk: KazooClient | None, bootstrap_override: str | None,
+                 api_version: tuple[int, ...] | None, client_options: dict, stack: ExitStack,
+                 reporter: Reporter) -> None:
+        self._zk = zk
         self.reporter = reporter
         self._bootstrap_override = bootstrap_override
         self._stack = stack
-        self._api_version = config.kafka_api_version
-        self._client_options = kafka_client_options(config.kafka_client_properties)
+        self._api_version = api_version
+        self._client_options = client_options
         self._access: KafkaAccess | None = None
         self._kafka_stores: dict[str, KafkaOffsetStore] = {}
         self._log_offsets: LogOffsets | None = None
@@ -95,6 +107,17 @@ class AdminContext:
         self._topic_view: TopicView | None = None
         self._group_offsets: GroupOffsetsReader | None = None
         self._lock = threading.Lock()  # stores are opened from the group workers
+
+    @property
+    def has_zookeeper(self) -> bool:
+        return self._zk is not None
+
+    @property
+    def zk(self) -> KazooClient:
+        """The ZooKeeper session; a one-line error for a command run with brokers alone."""
+        if self._zk is None:
+            raise ZkConsumerError("this needs the groups' ZooKeeper: give --zookeeper")
+        return self._zk
 
     @property
     def topics_from(self) -> str:
@@ -105,8 +128,11 @@ class AdminContext:
     def kafka_access(self) -> KafkaAccess:
         with self._lock:
             if self._access is None:
-                self._access = kafka_access_for(self.zk, self._client_options,
-                                                self._api_version, self._bootstrap_override)
+                if self._bootstrap_override:
+                    self._access = KafkaAccess(self._bootstrap_override, self._api_version)
+                else:
+                    self._access = kafka_access_for(self.zk, self._client_options,
+                                                    self._api_version, None)
             return self._access
 
     def for_each_group(self, groups: list[str], work: Callable[[str], T], label: str
@@ -177,11 +203,41 @@ class AdminContext:
         """Kafka's offsets of many groups, as many at once as the brokers answer for."""
         return self._offsets_reader().read(wanted)
 
+    def every_kafka_offset(self, groups: Iterable[str]) -> GroupOffsets:
+        """Every offset these groups committed in Kafka, whatever the partition (a 0.9
+        broker is asked about every partition of the cluster, as it answers only those named)."""
+        groups = list(groups)
+        if not groups:
+            return GroupOffsets({}, {})
+        return self._offsets_reader().read_every(groups, self.partitions_of(
+            self._view().all_topics))
+
+    def coordinator_groups(self) -> dict[str, CoordinatorGroup]:
+        """Every consumer group on Kafka's group coordinator, with its members."""
+        return self._on_coordinator(read_coordinator_groups)
+
+    def coordinator_group(self, name: str) -> CoordinatorGroup | None:
+        """The group as its coordinator describes it; None if the coordinator does not know
+        it."""
+        return self._on_coordinator(lambda reader: read_coordinator_group(reader, name))
+
+    def _on_coordinator(self, read: Callable[[GroupOffsetsReader], T]) -> T:
+        """kafka-python's errors as one line, naming the brokers asked."""
+        try:
+            return read(self._offsets_reader())
+        except KafkaError as exc:
+            raise ZkConsumerError(f"asking Kafka's group coordinator at "
+                                  f"{self.kafka_access.bootstrap_servers} failed: "
+                                  f"{describe_error(exc)}") from None
+
     def _offsets_reader(self) -> GroupOffsetsReader:
         access = self.kafka_access
         with self._lock:
             if self._group_offsets is None:
-                self._group_offsets = GroupOffsetsReader(access, self._client_options)
+                # The groups admin client is kafka-python's, DescribeGroups aside: one
+                # client reads both offsets and the coordinator's groups.
+                self._group_offsets = GroupOffsetsReader(access, self._client_options,
+                                                         connect=open_groups_admin)
                 self._stack.callback(self._group_offsets.close)
             return self._group_offsets
 
@@ -209,25 +265,42 @@ class AdminContext:
         with self._lock:
             if self._topic_view is None:
                 if self._topic_source is None:
-                    self._topic_source = open_topic_source(
-                        self.zk, self._bootstrap_override, self._api_version,
-                        self._client_options, client=client)
+                    self._topic_source = (
+                        KafkaTopics(client, owns_client=False)
+                        if self._zk is None and client is not None
+                        else open_topic_source(self.zk, self._bootstrap_override,
+                                               self._api_version, self._client_options,
+                                               client=client))
                     self._stack.callback(self._topic_source.close)
                 self._topic_view = self._topic_source.view()
             return self._topic_view
 
 
 @contextmanager
-def admin_context(zookeeper_connect: str, bootstrap_server: str | None,
+def admin_context(zookeeper_connect: str | None, bootstrap_server: str | None,
                   properties: Iterable[str], reporter: Reporter | None = None
                   ) -> Iterator[AdminContext]:
-    """An `AdminContext` on a new ZooKeeper session; every client is closed afterwards."""
-    config = admin_config(zookeeper_connect, properties)
+    """An `AdminContext` on a new ZooKeeper session, or on the brokers alone when no ZooKeeper
+    is given (`--property` then takes only `kafka.*` keys); every client is closed
+    afterwards."""
     with ExitStack() as stack:
-        zk = connect_for(config.zookeeper)
-        stack.callback(zk.close)
-        stack.callback(zk.stop)
-        yield AdminContext(zk, bootstrap_server, config, stack, reporter or Silent())
+        if zookeeper_connect:
+            config = admin_config(zookeeper_connect, properties)
+            session = connect_for(config.zookeeper)
+            stack.callback(session.close)
+            stack.callback(session.stop)
+            zk: KazooClient | None = session
+            api_version = config.kafka_api_version
+            client_options = kafka_client_options(config.kafka_client_properties)
+        elif bootstrap_server:
+            zk = None
+            api_version, kafka_properties = kafka_only_settings(properties)
+            client_options = kafka_client_options(kafka_properties)
+        else:
+            raise ZkConsumerError("give --zookeeper, or --bootstrap-server for the groups on "
+                                  "Kafka's group coordinator alone")
+        yield AdminContext(zk, bootstrap_server, api_version, client_options, stack,
+                           reporter or Silent())
 
 
 def admin_config(zookeeper_connect: str, properties: Iterable[str]) -> ConsumerConfig:

@@ -5,6 +5,12 @@ observation: STOP and STALL from the age of a ZooKeeper offset (its znode's mtim
 otherwise; WARN and REWIND need the exporter's window of several scans, and only the window
 tells a consumer stuck for good from one that met a burst on an idle topic a moment ago and
 has not committed since.
+
+A group may live under /consumers, on Kafka's group coordinator, or in both (`where`): one in
+both is one group, as the exporter shows it (`merged_states`). The coordinator's state,
+protocol and members are shown as it describes them; it gives no generation (DescribeGroups
+has none in any version, and the requests that do, JoinGroup and OffsetCommit, change the
+group).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from zkconsumer.lag.history import OffsetHistory
 from zkconsumer.lag.report import GroupReport, GroupState, ScanInputs, scan
 from zkconsumer.lag.status import Status, WindowRules
 from zkconsumer.model import TopicPartition
+from zkconsumer.offsets.coordinator_groups import CoordinatorGroup
 
 
 def look_once(states: Iterable[GroupState], partitions: Mapping[str, list[TopicPartition]],
@@ -45,12 +52,24 @@ def partition_rows(report: GroupReport) -> list[dict]:
             for p in report.partitions]
 
 
-def list_row(name: str, state: GroupState | None, report: GroupReport | None) -> dict:
-    """A group `group list` could not read is still a row, with no figures."""
+def where_of(in_zookeeper: bool, coordinator: CoordinatorGroup | None) -> str:
+    """Where the group lives: zookeeper, kafka (its group coordinator, or only its offsets
+there, for a group the coordinator forgot), or both."""
+    if in_zookeeper and coordinator is not None:
+        return "both"
+    return "zookeeper" if in_zookeeper else "kafka"
+
+
+def list_row(name: str, where: str, coordinator: CoordinatorGroup | None,
+             state: GroupState | None, report: GroupReport | None) -> dict:
+    """A group `group list` could not read is still a row, with no figures; `state` is the
+    coordinator's (None for a group only ZooKeeper knows)."""
+    known = {"group": name, "where": where,
+             "state": None if coordinator is None else coordinator.state or None}
     if state is None or report is None:
-        return {"group": name, "members": None, "zookeeper_offsets": None,
+        return {**known, "members": None, "zookeeper_offsets": None,
                 "owned_partitions": None, "storage": None, "lag": None, "status": None}
-    return {"group": name, "members": report.members,
+    return {**known, "members": report.members,
             "zookeeper_offsets": len(state.zookeeper_offsets),
             "owned_partitions": len(state.owners), "storage": storage_of(report),
             "lag": report.total_lag if any(p.lag is not None for p in report.partitions)
@@ -62,6 +81,34 @@ def member_rows(state: GroupState) -> list[dict]:
     return [{"consumer_id": consumer_id, "pattern": registration.pattern,
              "subscription": dict(registration.subscription)}
             for consumer_id, registration in state.members.items()]
+
+
+def coordinator_view(group: CoordinatorGroup) -> dict:
+    """The group as its coordinator describes it: state, protocol type ("consumer", or "" for
+    a group that only keeps offsets), the assignor its members agreed on, and each member with
+    the partitions assigned to it (none shown where `malformed` says they do not parse)."""
+    return {"state": group.state, "protocol_type": group.protocol_type,
+            "protocol": group.protocol, "malformed": group.malformed,
+            "members": [{"member_id": member.member_id, "client_id": member.client_id,
+                         "client_host": member.client_host,
+                         "assigned": _per_topic(member.assigned)}
+                        for member in group.members]}
+
+
+def kafka_only_partitions(owned: Iterable[TopicPartition],
+                          committed: Iterable[TopicPartition],
+                          topics: Iterable[str] = ()) -> list[TopicPartition]:
+    """A group only Kafka knows is described by its partitions: those assigned to its members
+    and those it has an offset for (only `topics`' if any are named)."""
+    chosen = set(topics)
+    return sorted(tp for tp in {*owned, *committed} if not chosen or tp.topic in chosen)
+
+
+def _per_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    grouped: dict[str, list[int]] = {}
+    for tp in sorted(partitions):
+        grouped.setdefault(tp.topic, []).append(tp.partition)
+    return grouped
 
 
 def storage_of(report: GroupReport) -> str:

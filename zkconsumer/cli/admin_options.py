@@ -15,10 +15,22 @@ from zkconsumer.admin.context import Step
 
 def admin_options(command: Callable) -> Callable:
     """The connection options shared by every administration command."""
+    return _with_admin_options(command, zookeeper_required=True)
+
+
+def group_view_options(command: Callable) -> Callable:
+    """The connection options of the commands that look at groups, which may look at those on
+    Kafka's group coordinator alone: `--zookeeper` is then left out."""
+    return _with_admin_options(command, zookeeper_required=False)
+
+
+def _with_admin_options(command: Callable, zookeeper_required: bool) -> Callable:
     options = [
-        click.option("--zookeeper", "zookeeper_connect", required=True,
+        click.option("--zookeeper", "zookeeper_connect", required=zookeeper_required,
                      envvar="ZKCONSUMER_ZOOKEEPER_CONNECT",
-                     help="host:port[,host:port...][/chroot]."),
+                     help="host:port[,host:port...][/chroot]." + (
+                         "" if zookeeper_required else " Without it (--bootstrap-server "
+                         "then given), only the groups on Kafka's group coordinator.")),
         click.option("--bootstrap-server", envvar="ZKCONSUMER_BOOTSTRAP_SERVER",
                      help="host:port,... of brokers to use instead of those registered in "
                           "ZooKeeper (KRaft clusters, or another cluster's ZooKeeper); topics "

@@ -6,7 +6,7 @@ import click
 
 from zkconsumer.admin.context import admin_context
 from zkconsumer.admin.groups import delete_group, describe_group, list_groups_with_lag
-from zkconsumer.cli.admin_options import TERMINAL, admin_options, table_cells
+from zkconsumer.cli.admin_options import TERMINAL, admin_options, group_view_options, table_cells
 from zkconsumer.cli.duration_option import Duration
 from zkconsumer.cli.output import emit_json, emit_table
 from zkconsumer.lag.status import DEFAULT_WINDOW_S
@@ -14,7 +14,8 @@ from zkconsumer.lag.status import DEFAULT_WINDOW_S
 
 @click.group()
 def group() -> None:
-    """Inspect and delete legacy consumer groups (/consumers/<group>)."""
+    """Inspect consumer groups (under /consumers and on Kafka's group coordinator) and delete
+    legacy ones (/consumers/<group>)."""
 
 
 def _status_window_option(command):
@@ -27,17 +28,18 @@ def _status_window_option(command):
 
 @group.command("list")
 @_status_window_option
-@admin_options
+@group_view_options
 def list_command(status_window, zookeeper_connect, bootstrap_server, properties,
                  as_json) -> None:
-    """Groups under /consumers: members, offsets, owned partitions, total lag and status."""
+    """Groups under /consumers and on Kafka's group coordinator: where each lives, the
+    coordinator's state, members, offsets, owned partitions, total lag and status."""
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
         rows = list_groups_with_lag(ctx, status_window)
     if as_json:
         emit_json(rows)
     else:
-        emit_table(("group", "members", "zk offsets", "owned", "storage", "lag", "status"),
-                   table_cells(rows))
+        emit_table(("group", "where", "state", "members", "zk offsets", "owned", "storage",
+                    "lag", "status"), table_cells(rows))
 
 
 @group.command("describe")
@@ -46,25 +48,43 @@ def list_command(status_window, zookeeper_connect, bootstrap_server, properties,
               help="Only this topic (repeatable); Kafka is asked about it too, for groups whose "
                    "offsets live only there.")
 @_status_window_option
-@admin_options
+@group_view_options
 def describe_command(name, topics, status_window, zookeeper_connect, bootstrap_server,
                      properties, as_json) -> None:
-    """Per partition: ZooKeeper and Kafka offsets, log end, lag, owner, status; and the live
-    members."""
+    """Per partition: ZooKeeper and Kafka offsets, log end, lag, owner, status; the members
+    registered in ZooKeeper; and the group as Kafka's group coordinator describes it (state,
+    protocol, members and their partitions)."""
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
         found = describe_group(ctx, name, topics, status_window)
     if as_json:
-        emit_json({"group": found.group, "status": found.status,
+        emit_json({"group": found.group, "where": found.where, "status": found.status,
                    "partitions": found.partitions, "members": found.members,
-                   "missing_topics": found.missing_topics})
+                   "coordinator": found.coordinator, "missing_topics": found.missing_topics})
         return
     emit_table(("topic", "partition", "zk offset", "kafka offset", "log end", "lag", "owner",
                 "status"), table_cells(found.partitions))
+    if found.members or found.coordinator is None:  # ZooKeeper's members
+        click.echo()
+        emit_table(("member", "pattern", "subscription"),
+                   [(m["consumer_id"], m["pattern"],
+                     ",".join(f"{t}:{n}" for t, n in m["subscription"].items()))
+                    for m in found.members])
+    if found.coordinator is not None:
+        _echo_coordinator(found.coordinator)
+
+
+def _echo_coordinator(coordinator: dict) -> None:
+    """The coordinator's view under the ZooKeeper one: a line for the group, a table of its
+    members."""
+    protocol = "/".join(part for part in (coordinator["protocol_type"],
+                                          coordinator["protocol"]) if part)
     click.echo()
-    emit_table(("member", "pattern", "subscription"),
-               [(m["consumer_id"], m["pattern"],
-                 ",".join(f"{t}:{n}" for t, n in m["subscription"].items()))
-                for m in found.members])
+    click.echo(f"on Kafka's group coordinator: {coordinator['state']}"
+               + (f", protocol {protocol}" if protocol else ""))
+    emit_table(("member", "client id", "host", "assigned"),
+               [(m["member_id"], m["client_id"], m["client_host"],
+                 " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in m["assigned"].items()))
+                for m in coordinator["members"]])
 
 
 @group.command("delete")

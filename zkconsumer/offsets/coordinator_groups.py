@@ -30,24 +30,34 @@ from zkconsumer.offsets.kafka_reader import GroupOffsetsReader, open_admin
 # keep offsets in Kafka (ZooKeeper-coordinated members with offsets.storage=kafka, tools).
 # Others (Kafka Connect's workers, share groups) assign no partitions to consume.
 CONSUMER_PROTOCOL_TYPES = frozenset({"consumer", ""})
+# The state a coordinator describes a group in that it does not know.
+DEAD = "Dead"
 
 
 @dataclass(frozen=True)
 class CoordinatorMember:
     member_id: str
     assigned: tuple[TopicPartition, ...]
+    client_id: str = ""
+    client_host: str = ""
 
 
 @dataclass(frozen=True)
 class CoordinatorGroup:
     """One group as its coordinator describes it. `malformed` says why its members'
     assignments are not shown (bytes that do not parse); `error` why it could not be described
-    at all this time (a coordinator moving, say), its members then unknown."""
+    at all this time (a coordinator moving, say), its members then unknown. `state` is the
+    coordinator's (Stable, PreparingRebalance, CompletingRebalance or AwaitingSync, Empty,
+    Dead), `protocol` the assignor its members agreed on; DescribeGroups carries no generation
+    in any version."""
 
     name: str
     members: tuple[CoordinatorMember, ...] = ()
     malformed: str | None = None
     error: str | None = None
+    state: str = ""
+    protocol_type: str = ""
+    protocol: str = ""
 
     def owners(self) -> dict[TopicPartition, str]:
         """Partition -> the member it is assigned to (its member id, unique in the group as a
@@ -77,10 +87,13 @@ def described_group(group: Any) -> CoordinatorGroup:
         except GroupMetadataError as exc:
             malformed = str(exc)
             break
-        members.append(CoordinatorMember(member.member_id, assigned))
+        members.append(CoordinatorMember(member.member_id, assigned, member.client_id,
+                                         member.client_host))
     if malformed is not None:
-        members = [CoordinatorMember(member.member_id, ()) for member in group.members]
-    return CoordinatorGroup(group.group_id, tuple(members), malformed)
+        members = [CoordinatorMember(member.member_id, (), member.client_id, member.client_host)
+                   for member in group.members]
+    return CoordinatorGroup(group.group_id, tuple(members), malformed, state=group.group_state,
+                            protocol_type=group.protocol_type, protocol=group.protocol_data)
 
 
 class GroupsAdmin(KafkaAdminClient):
@@ -105,3 +118,11 @@ def read_coordinator_groups(reader: GroupOffsetsReader) -> dict[str, Coordinator
     if not names:
         return {}
     return dict(reader.ask(lambda admin: admin.describe_groups(names)))
+
+
+def read_coordinator_group(reader: GroupOffsetsReader, name: str) -> CoordinatorGroup | None:
+    """One group, described by its coordinator whether or not it is listed; None when the
+    coordinator does not know it (Dead: never joined, or, on a 0.9 broker, its last member
+    gone). Errors as `read_coordinator_groups`'."""
+    group = reader.ask(lambda admin: admin.describe_groups([name])).get(name)
+    return None if group is None or group.state == DEAD else group
