@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from zkconsumer.lag.history import OffsetHistory
-from zkconsumer.lag.status import Status, WindowRules, partition_status
+from zkconsumer.lag.status import Observation, Status, WindowRules, partition_status
 from zkconsumer.model import TopicPartition
 
 KEY = ("g", TopicPartition("t", 0))
@@ -141,3 +141,15 @@ def test_an_unreadable_offset_keeps_the_window_until_it_holds_only_empty_places(
     assert not history.read_last_scan(KEY)
     history.record(30.0, {}, {"g"})
     assert history.window(KEY) == () and history.changes(KEY) == ()
+
+
+def test_one_observation_after_a_long_unread_spell_is_never_stop():
+    """Three offsets seen arriving, then scans that read nothing (a broker outage) until one
+    observation is left in the window: one look meeting a rebalance (no owner for a moment) is
+    no evidence of a stop, whatever the early rule's silence says."""
+    window = [Observation(1000.0, 40, 90, 700.0)]
+    assert partition_status(window, RULES, now=1000.0, owned=False,
+                            changes=(600.0, 650.0, 700.0)) is Status.OK
+    two = [Observation(990.0, 40, 90, 700.0), *window]
+    assert partition_status(two, RULES, now=1000.0, owned=False,
+                            changes=(600.0, 650.0, 700.0)) is Status.STOP

@@ -81,20 +81,36 @@ def test_a_partition_without_offset_has_no_lag_and_no_status():
     assert report.status == Status.OK
 
 
-def test_a_scan_that_could_not_read_an_offset_reports_none_and_keeps_the_window():
+def test_a_scan_that_could_not_read_an_offset_reports_no_lag_and_keeps_the_window():
     """The middle scan met a malformed offset znode (left out of the group's state): no lag
-    and no status then, and the lower offset after it is a rewind."""
+    then, the verdict its window gives (before, NOTFOUND, which turned the group OK for one
+    scan), and the lower offset after it is a rewind."""
     history = OffsetHistory(RULES)
     member = {"a": static_member("t")}
     one_scan([GroupState("g", member, zookeeper_offsets={T0: ZookeeperOffset(12, 990.0)})],
              {T0: 20, T1: 20}, history=history, now=990.0)
     [unread] = one_scan([GroupState("g", member)], {T0: 20, T1: 20}, history=history,
                         now=1000.0)
-    assert (unread.partitions[0].lag, unread.partitions[0].status) == (None, Status.NOTFOUND)
+    assert (unread.partitions[0].lag, unread.partitions[0].status) == (None, Status.OK)
     [after] = one_scan([GroupState("g", member, zookeeper_offsets={T0: ZookeeperOffset(
         8, 1005.0)})], {T0: 20, T1: 20}, history=history, now=1010.0)
     assert after.partitions[0].status == Status.REWIND
     assert [o.offset for o in after.partitions[0].window] == [12, 8]
+
+
+def test_a_stopped_group_stays_stopped_through_a_scan_that_read_no_log_end():
+    """One scan without a log end (the topic's leader gone for a moment) kept the partition's
+    window but judged it NOTFOUND, so the group read OK for a scan: a recovery notice, a new
+    alert at the next scan, and Prometheus' `for:` timers reset."""
+    history = OffsetHistory(RULES)
+    state = GroupState("g", zookeeper_offsets={T0: ZookeeperOffset(4, 900.0)})
+    for now in (900.0, 910.0, 920.0, 930.0, 940.0):
+        [stopped] = one_scan([state], {T0: 20}, history=history, now=now)
+    assert stopped.status == Status.STOP
+    [unread] = one_scan([state], {}, history=history, now=950.0)
+    assert (unread.status, unread.partitions[0].lag) == (Status.STOP, None)
+    [again] = one_scan([state], {T0: 20}, history=history, now=960.0)
+    assert again.status == Status.STOP
 
 
 def test_kafka_offsets_are_used_where_zookeeper_has_none():

@@ -142,8 +142,10 @@ def _judge(state: GroupState, partitions: list[TopicPartition], inputs: ScanInpu
     reports = []
     for tp in partitions:
         key = (state.name, tp)
-        # A partition this scan read no offset for has no figures now; its window is kept.
-        window = history.window(key) if history.read_last_scan(key) else ()
+        # A partition this scan read no offset or log end for has no lag now, but keeps its
+        # window and the verdict it gives: one unread scan (a malformed znode, a leader gone
+        # for a moment) must not turn a stopped group OK, and back again at the next scan.
+        window = history.window(key)
         zookeeper = state.zookeeper_offsets.get(tp)
         owner = state.owners.get(tp)
         status = partition_status(window, history.rules, now=now, owned=owner is not None,
@@ -152,7 +154,8 @@ def _judge(state: GroupState, partitions: list[TopicPartition], inputs: ScanInpu
         reports.append(PartitionReport(
             tp.topic, tp.partition, None if zookeeper is None else zookeeper.offset,
             kafka.get(tp), inputs.log_ends.get(tp),
-            window[-1].log_end - window[-1].offset if window else None,
+            window[-1].log_end - window[-1].offset
+            if window and history.read_last_scan(key) else None,
             owner, status, window, seen))
     judged = [p for p in reports if p.status != Status.NOTFOUND]
     coordinator = state.coordinator_members

@@ -136,9 +136,10 @@ def partition_status(window: Sequence[Observation], rules: WindowRules, *, now: 
     early = len(changes) >= EARLY_SILENCE_CHANGES
     quiet_limit = min(rules.span_s, changes[-1] - changes[0]) if early else rules.span_s
     silent = latest.committed_at is not None and now - latest.committed_at > quiet_limit
-    if silent and not owned and (early or len(window) >= min(2, rules.samples)):
-        return Status.STOP
-    if silent and (early or (rules.is_full(window) and len(set(offsets)) == 1)):
+    if silent and not owned:
+        if len(window) >= min(2, rules.samples):  # one look may meet a rebalance
+            return Status.STOP
+    elif silent and (early or (rules.is_full(window) and len(set(offsets)) == 1)):
         return Status.STALL
     if rules.is_full(window) and _lag_never_shrank(window) and offsets[-1] > offsets[0]:
         return Status.WARN
