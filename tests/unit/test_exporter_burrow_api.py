@@ -167,6 +167,16 @@ def test_consumer_detail_lists_a_partition_the_group_has_nothing_for_up_to_the_h
     assert [p["offsets"] for p in partitions] == [[], [], []]
 
 
+def test_a_partition_number_no_topic_has_costs_no_list_of_billions():
+    """An offset znode named 2147483647 made every request for the group's detail build a
+    list of two billion entries (1.1 GB for a name of 3,000,000)."""
+    hostile = scans([GroupState("g", zookeeper_offsets={
+        TopicPartition("t", 1): ZookeeperOffset(3, 999.0),
+        TopicPartition("t", 2**31 - 1): ZookeeperOffset(3, 999.0)})], {})
+    partitions = answer("/v3/kafka/local/consumer/g", reports=hostile)["topics"]["t"]
+    assert len(partitions) == 3  # the topic's three; the one named 2147483647 is left out
+
+
 def test_an_unknown_consumers_detail_is_burrows_404():
     for path in ("/v3/kafka/local/consumer/nobody", "/v3/kafka/other/consumer/orders"):
         missing = answer(path, status=404, shape=shapes.ERROR)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Callable, Mapping
+from typing import TypeVar
 from urllib.parse import unquote
 
 from zkconsumer.exporter.burrow_config import (
@@ -42,6 +43,9 @@ from zkconsumer.lag.status import Observation, Status, burrow_group_status
 from zkconsumer.metrics.http_server import Reply
 
 PREFIX = "/v3/kafka"
+# More partitions than any Kafka topic has (a cluster holds some hundreds of thousands in all).
+MOST_PARTITIONS = 100_000
+T = TypeVar("T")
 _ROOTS = ("v3", "burrow")
 _HOST = socket.gethostname()  # Burrow names the host that answered
 _TEXT = "text/plain; charset=utf-8"
@@ -105,7 +109,7 @@ def _kafka(path: str, setup: BurrowSetup, reports: Mapping[str, GroupReport], cl
             if ends is None:
                 return _error(path, 404, "cluster or topic not found")
             return _ok(path, "topic offsets returned",
-                       offsets=[ends.get(partition, -1) for partition in range(max(ends) + 1)])
+                       offsets=_by_partition_number(ends, lambda end: -1 if end is None else end))
         case ["consumer"] | ["topic"] | ["topic", _, "consumers"] if not known:
             return _error(path, 404, "cluster not found")
         case ["consumer"]:
@@ -161,9 +165,17 @@ def _consumer_detail(report: GroupReport, samples: int) -> dict[str, list[dict]]
     by_topic: dict[str, dict[int, PartitionReport]] = {}
     for p in report.partitions:
         by_topic.setdefault(p.topic, {})[p.partition] = p
-    return {topic: [_detail_partition(partitions.get(number), samples)
-                    for number in range(max(partitions) + 1)]
+    return {topic: _by_partition_number(partitions, lambda p: _detail_partition(p, samples))
             for topic, partitions in sorted(by_topic.items())}
+
+
+def _by_partition_number(entries: Mapping[int, T], make: Callable[[T | None], dict | int]
+                         ) -> list:
+    """A list indexed by partition number, as Burrow's are, with `make(None)` in the gaps. The
+    numbers come from znode names and broker answers: one past `MOST_PARTITIONS` (an offset
+    znode named 2147483647) is left out rather than costing a list of billions of gaps."""
+    last = max((number for number in entries if number < MOST_PARTITIONS), default=-1)
+    return [make(entries.get(number)) for number in range(last + 1)]
 
 
 def _detail_partition(partition: PartitionReport | None, samples: int) -> dict:
