@@ -159,19 +159,21 @@ class _Listing:
         self.groups = {group.name: group for group in groups}
         self.failure: Exception | None = None
 
-    def __call__(self) -> dict[str, CoordinatorGroup]:
+    def __call__(self, wanted) -> dict[str, CoordinatorGroup]:
         if self.failure is not None:
             raise self.failure
-        return dict(self.groups)
+        self.described = [name for name in self.groups if wanted(name)]
+        return {name: self.groups[name] for name in self.described}
 
 
 def watch(listing: _Listing, regex: str | None = None) -> CoordinatorWatch:
     return CoordinatorWatch(listing, regex, get_logger("zkconsumer.tests.kafka_groups"))
 
 
-def test_the_watch_takes_only_groups_matching_the_regex():
-    assert list(watch(_Listing(live("orders-1"), live("audit")), "orders-.*").groups()) == [
-        "orders-1"]
+def test_the_watch_takes_only_groups_matching_the_regex_and_describes_no_other():
+    listing = _Listing(live("orders-1"), live("audit"))
+    assert list(watch(listing, "orders-.*").groups()) == ["orders-1"]
+    assert listing.described == ["orders-1"]
 
 
 def test_a_failed_listing_serves_the_last_one_and_says_so_once_until_it_works_again():
@@ -244,8 +246,8 @@ class _Brokers:
         self.every_asked.append((list(groups), len(list(every_partition))))
         return GroupOffsets({"kafka-group": {T0: self.scans, T1: 3}}, {})
 
-    def coordinator_groups(self):
-        return self.listing()
+    def coordinator_groups(self, wanted):
+        return self.listing(wanted)
 
 
 def test_a_lagging_kafka_group_shows_warn_and_err_in_burrow_and_kafka_exporters_metrics():

@@ -68,8 +68,9 @@ class CoordinatorWatch:
     listing (a group then keeps its owners, so one failed request is not taken for every
     member gone)."""
 
-    def __init__(self, read: Callable[[], Mapping[str, CoordinatorGroup]],
+    def __init__(self, read: Callable[[Callable[[str], bool]], Mapping[str, CoordinatorGroup]],
                  group_regex: str | None, logger: Any) -> None:
+        """`read(wanted)` lists the coordinator's groups and describes those `wanted`."""
         self._read = read
         self._wanted = re.compile(group_regex) if group_regex else None
         self._unlisted = RepeatedCondition(
@@ -82,8 +83,8 @@ class CoordinatorWatch:
 
     def groups(self) -> dict[str, CoordinatorGroup]:
         try:
-            fresh = {name: group for name, group in self._read().items()
-                     if self._wanted is None or self._wanted.fullmatch(name)}
+            fresh = {name: group for name, group in self._read(self._watched).items()
+                     if self._watched(name)}
         except (ZkConsumerError, KafkaError) as exc:
             self._unlisted.occurred(error=describe_error(exc))
             return dict(self._known)
@@ -99,6 +100,9 @@ class CoordinatorWatch:
         self._known = {**stopped, **fresh}
         self._listed = set(fresh)
         return dict(self._known)
+
+    def _watched(self, name: str) -> bool:
+        return self._wanted is None or self._wanted.fullmatch(name) is not None
 
     def forget_stopped(self, kafka_offsets: Mapping[str, Mapping[TopicPartition, int]]) -> None:
         """Groups no longer listed go once Kafka holds no offset for them."""

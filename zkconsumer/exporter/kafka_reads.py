@@ -10,7 +10,7 @@ connections for a cluster's worth of groups.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from zkconsumer.fetch import KafkaAccess, LogOffsets
@@ -51,8 +51,8 @@ class ClusterReads:
                            every_partition: Iterable[TopicPartition]) -> GroupOffsets:
         return self._group_offsets.read_every(groups, every_partition)
 
-    def coordinator_groups(self) -> dict[str, CoordinatorGroup]:
-        return read_coordinator_groups(self._group_offsets)
+    def coordinator_groups(self, wanted: Callable[[str], bool]) -> dict[str, CoordinatorGroup]:
+        return read_coordinator_groups(self._group_offsets, wanted)
 
     def close(self) -> None:
         if self._own_log_offsets:

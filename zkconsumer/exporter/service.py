@@ -69,7 +69,8 @@ class Reads(Protocol):
     def every_kafka_offset(self, groups: Iterable[str],
                            every_partition: Iterable[TopicPartition]) -> GroupOffsets: ...
 
-    def coordinator_groups(self) -> Mapping[str, CoordinatorGroup]: ...
+    def coordinator_groups(self, wanted: Callable[[str], bool]
+                           ) -> Mapping[str, CoordinatorGroup]: ...
 
 
 @dataclass(frozen=True)

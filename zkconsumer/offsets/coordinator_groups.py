@@ -13,7 +13,7 @@ GroupMetadataError costs only that group its members' partitions.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -110,11 +110,16 @@ class GroupsAdmin(KafkaAdminClient):
 open_groups_admin = partial(open_admin, admin_class=GroupsAdmin)
 
 
-def read_coordinator_groups(reader: GroupOffsetsReader) -> dict[str, CoordinatorGroup]:
-    """Every consumer group the brokers list, described by its coordinator. The reader must
-    have been made with `connect=open_groups_admin`. KafkaReadError when Kafka cannot be
-    asked; kafka-python's error when a broker fails to list or a coordinator to describe."""
-    names = listed_groups(reader.ask(lambda admin: admin.list_groups()))
+def read_coordinator_groups(reader: GroupOffsetsReader,
+                            wanted: Callable[[str], bool] = lambda _name: True
+                            ) -> dict[str, CoordinatorGroup]:
+    """Every consumer group the brokers list that is `wanted`, described by its coordinator
+    (those not wanted are not described at all: on a big cluster they would cost a request
+    each, and one failing would fail the listing). The reader must have been made with
+    `connect=open_groups_admin`. KafkaReadError when Kafka cannot be asked; kafka-python's
+    error when a broker fails to list or a coordinator to describe."""
+    names = [name for name in listed_groups(reader.ask(lambda admin: admin.list_groups()))
+             if wanted(name)]
     if not names:
         return {}
     return dict(reader.ask(lambda admin: admin.describe_groups(names)))
