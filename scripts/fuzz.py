@@ -10,6 +10,8 @@ them; the targets' seeds, mutations and entry points are in tests/fuzz/*_fuzzing
     znodes        registrations, owners, offsets, broker and topic znodes, decoded and then
                   written out as the renderers write them (ZnodeDataError)
     offset-files  `offsets import` files and Spark's offsets JSON (OffsetFileError, ConfigError)
+    group-metadata  the consumer protocol's subscriptions and assignments other clients in a
+                  group write, decoded and encoded again (GroupMetadataError)
 
 Every error let out must be one short line. Findings are saved, one input per file, with what
 happened to it:

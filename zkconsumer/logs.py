@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
 import structlog
 from structlog.typing import EventDict, Processor
@@ -43,6 +44,20 @@ def redact(text: str) -> str:
     for secret in sorted(_secrets, key=len, reverse=True):
         text = text.replace(secret, REDACTED)
     return text
+
+
+def url_shown(url: str) -> str:
+    """A URL as logs and status pages may show it: scheme, host and port only. Webhook URLs
+    carry their credentials in the user part, the path (`/services/T0/B0/XXXX`) or the query,
+    and the rest is not needed to tell which receiver is meant."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "<a URL that does not parse>"
+    hidden = "/..." if parts.path.strip("/") or parts.query or parts.username else ""
+    return f"{parts.scheme}://{host}{port}{hidden}"
 
 
 def _redacted(value: Any) -> Any:

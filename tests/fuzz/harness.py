@@ -163,6 +163,7 @@ def run(name: str, seconds: float, seed: int, findings: Path, *,
     in `findings` (the input's bytes, with a note) and the run goes on with a fresh worker."""
     hang_after = hang_after if hang_after is not None else target(name).hang_after
     findings.mkdir(parents=True, exist_ok=True)
+    earlier = set(findings.glob("error-*.bin"))  # an earlier run's, not this one's
     slot_path = findings / f".slot-{os.getpid()}"
     output_path = findings / f".out-{os.getpid()}"
     errors_path = findings / f".err-{os.getpid()}"
@@ -206,7 +207,7 @@ def run(name: str, seconds: float, seed: int, findings: Path, *,
     finally:
         for path in (slot_path, output_path, errors_path):
             path.unlink(missing_ok=True)
-    saved += sorted(findings.glob("error-*.bin"))
+    saved += sorted(set(findings.glob("error-*.bin")) - earlier)
     return Report(inputs, crashes, hangs, errors, saved)
 
 

@@ -240,7 +240,6 @@ def _written_out(value: object) -> None:
             pending.extend(item.values())
         elif isinstance(item, (list, tuple)):
             pending.extend(item)
-    json.dumps(pending, ensure_ascii=False).encode("utf-8")
     json.dumps(dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value,
                ensure_ascii=False, default=str).encode("utf-8")
 

@@ -313,7 +313,7 @@ def test_without_zookeeper_only_kafka_settings_are_taken():
 
 @pytest.mark.parametrize(("args", "said"), [
     ([], "give --zookeeper, or --bootstrap-server"),
-    (["--bootstrap-server", "127.0.0.1:1", "--no-kafka-groups"], "leave nothing"),
+    (["--bootstrap-server", "127.0.0.1:1", "--no-kafka-groups"], "needs --kafka-groups and --kafka-offsets"),
 ])
 def test_an_exporter_with_nothing_to_watch_is_refused_in_one_line(args, said):
     result = CliRunner().invoke(cli, ["exporter", *args], env={

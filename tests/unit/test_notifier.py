@@ -9,6 +9,7 @@ import json
 import re
 import socket
 import threading
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -35,6 +36,7 @@ from zkconsumer.exporter.notifier import (
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
 from zkconsumer.lag.report import GroupReport, GroupState, PartitionReport, ZookeeperOffset
 from zkconsumer.lag.status import Status, WindowRules
+from zkconsumer.logs import url_shown
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import GroupOffsets
 
@@ -419,3 +421,46 @@ def test_bad_notify_options_are_one_error_line_before_anything_connects(tmp_path
     assert result.exit_code == 2, result.output
     errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and error in errors[0], result.output
+
+
+def test_a_receiver_that_drips_its_body_does_not_hold_the_sender():
+    """The status is the answer: a body sent a byte a second (4 KiB announced) held the one
+    sender thread for as long as the receiver liked before, each byte within the per-read
+    timeout."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    done = threading.Event()
+
+    def drip() -> None:
+        client, _ = listener.accept()
+        with client:
+            client.recv(65536)
+            client.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4096\r\n\r\n")
+            for _ in range(5):  # then the body ends early: the old sender took this long
+                if done.wait(1.0):
+                    return
+                try:
+                    client.sendall(b"x")
+                except OSError:
+                    return
+
+    threading.Thread(target=drip, daemon=True).start()
+    try:
+        started = time.monotonic()
+        assert http_post(f"http://127.0.0.1:{listener.getsockname()[1]}/", b"{}",
+                         "application/json", 2) == 200
+        assert time.monotonic() - started < 2
+    finally:
+        done.set()
+        listener.close()
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("https://hooks.example.com/services/T0/B0/XXXX", "https://hooks.example.com/..."),
+    ("http://ops:s3cret@alerts.example:8080/hook?token=abc", "http://alerts.example:8080/..."),
+    ("http://alerts:9000", "http://alerts:9000"),
+    ("http://alerts:9000/", "http://alerts:9000"),
+])
+def test_a_webhook_url_is_shown_without_what_may_be_its_credentials(url, shown):
+    assert url_shown(url) == shown

@@ -37,7 +37,7 @@ from zkconsumer.fetch.kafka_client import client_settings, kafka_client_options
 from zkconsumer.kafka.errors import FetchError
 from zkconsumer.kafka.protocol.sasl import SaslLoginError
 from zkconsumer.lag.status import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_SAMPLES, Status, WindowRules
-from zkconsumer.logs import get_logger
+from zkconsumer.logs import get_logger, url_shown
 from zkconsumer.metrics import MetricsServer
 from zkconsumer.model import format_address
 from zkconsumer.topology import KafkaTopics, open_topic_source
@@ -166,13 +166,13 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
                                    "groups on Kafka's group coordinator")
         if not (kafka_groups and kafka_offsets):
             raise click.UsageError("without --zookeeper only the groups on Kafka's group "
-                                   "coordinator are watched: --no-kafka-groups and "
-                                   "--no-kafka-offsets leave nothing")
+                                   "coordinator are watched, which needs --kafka-groups and "
+                                   "--kafka-offsets (the defaults)")
     notifier = _notifier(notify_url, notify_template, notify_content_type, notify_timeout,
                          notify_threshold, notify_resend, notify_group, cluster_name)
     notified = None if notifier is None else NotifierSummary(
-        notify_url, Status[notify_threshold.upper()].value, notify_resend, notify_group or "",
-        notify_timeout)
+        url_shown(notify_url), Status[notify_threshold.upper()].value, notify_resend,
+        notify_group or "", notify_timeout)
     with stop_on_signals() as stop_requested, ExitStack() as opened:
         groups: GroupsCache | NoZookeeper
         zookeeper: ZookeeperSettings | None = None

@@ -55,8 +55,9 @@ class Connections:
 @dataclass(frozen=True)
 class NotifierSummary:
     """The notifier the exporter was started with (`--notify-*`), as Burrow's http notifier
-    module describes one: the URL, the least status that alerts, how often an alert that holds
-    is sent again (0: never) and the groups notified about."""
+    module describes one: the URL (as `logs.url_shown` shows it: no credentials), the least
+    status that alerts, how often an alert that holds is sent again (0: never) and the groups
+    notified about."""
 
     url: str
     threshold: int

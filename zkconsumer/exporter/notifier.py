@@ -24,7 +24,7 @@ from prometheus_client import Counter
 from zkconsumer.exporter.notice_body import BodyTemplate
 from zkconsumer.exporter.notice_rules import Notice, NoticeRules, NoticeState
 from zkconsumer.lag.report import GroupReport
-from zkconsumer.logs import get_logger
+from zkconsumer.logs import get_logger, url_shown
 from zkconsumer.throttled_log import RetryWarnings
 
 log = get_logger(__name__)
@@ -66,7 +66,8 @@ def http_post(url: str, body: bytes, content_type: str, timeout_s: float) -> int
                                      headers={"Content-Type": content_type})
     try:
         with _opener.open(request, timeout=timeout_s) as response:
-            response.read()
+            # The status is the answer; its body is not read, so a receiver that streams or
+            # drips one cannot hold the one sender thread while notifications queue up.
             return response.status
     except urllib.error.HTTPError as answer:
         answer.close()
@@ -170,7 +171,8 @@ class Notifier:
                 break
         self._count(notice, "failed")
         self._warnings.report(("failed", settings.url), "a notification could not be sent",
-                              url=settings.url, group=notice.group, notice=notice.event.value,
+                              url=url_shown(settings.url), group=notice.group,
+                              notice=notice.event.value,
                               error=problem)
         return False
 

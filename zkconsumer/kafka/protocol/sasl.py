@@ -38,7 +38,7 @@ WIRE_MECHANISMS = ("PLAIN", *_SCRAM_HASHES)
 # the login computing PBKDF2 for as long as it likes (2^31 iterations take minutes).
 MIN_SCRAM_ITERATIONS, MAX_SCRAM_ITERATIONS = 4096, 16384
 # What a broker's SCRAM message, error message or field can put into one error line.
-_SHOWN_CHARACTERS = 80
+_SHOWN_CHARACTERS = 60
 _ERROR_NAMES = {UNSUPPORTED_SASL_MECHANISM: "UNSUPPORTED_SASL_MECHANISM",
                 ILLEGAL_SASL_STATE: "ILLEGAL_SASL_STATE",
                 SASL_AUTHENTICATION_FAILED: "SASL_AUTHENTICATION_FAILED"}
