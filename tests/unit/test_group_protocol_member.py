@@ -205,6 +205,7 @@ def test_heartbeats_go_every_interval_one_at_a_time():
     assert member.wait_until(2.9) == pytest.approx(HEARTBEAT_S)
     request = sent(member, HEARTBEAT, 3.0)
     assert member.next_request(LEGACY_GROUP_VERSIONS, 6.5) is None  # still awaiting its answer
+    assert member.wait_until(6.5) > 6.5, "nothing is due: a driver waiting until now would spin"
     beat(member, request, 6.5)
     assert sent(member, HEARTBEAT, 6.5).sent_at == 6.5  # overdue: at once
 

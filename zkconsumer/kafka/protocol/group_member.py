@@ -347,8 +347,10 @@ class GroupMember:
             self._fetches.update(partitions)
 
     def close(self, now: float) -> None:
-        """A clean stop: leave the group if the member is in it (the driver commits first),
-        else close at once."""
+        """A clean stop: leave the group if the member is in it, else close at once. The
+        generation passes here, so a commit still queued is not sent but comes back as
+        `CommitFailed`: a driver's final commit is made, and its `Committed` waited for, before
+        it closes."""
         if self._state in _IN_GROUP and self._member_id:
             self._pass_generation("the member is leaving the group")
             self._next_round()
@@ -413,8 +415,12 @@ class GroupMember:
         if state in (State.SYNCING, State.LEAVING) and idle:
             times.append(now)
         if state is State.STABLE:
-            times += [self._heartbeat_at, self._alive_since + self._session_s]
-            if self._fetches:
+            # A heartbeat or offset fetch still awaiting its answer is not due again: its time,
+            # passed, would have the driver wake at once, over and over, until the answer.
+            times.append(self._alive_since + self._session_s)
+            if HEARTBEAT not in self._in_flight:
+                times.append(self._heartbeat_at)
+            if self._fetches and OFFSET_FETCH not in self._in_flight:
                 times.append(self._fetch_at)
             if self._commits and OFFSET_COMMIT not in self._in_flight:
                 times.append(now)
