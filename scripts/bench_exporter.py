@@ -18,15 +18,19 @@ and its lists of groups and topics: the RSS before the exporter started is print
 from __future__ import annotations
 
 import dataclasses
+import json
 import socket
 import statistics
+import subprocess
+import sys
 import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, OffsetAndMetadata
+from kafka import KafkaAdminClient, KafkaProducer, OffsetAndMetadata
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.errors import KafkaError
 from kazoo.client import KazooClient
@@ -52,8 +56,6 @@ API_VERSION = (0, 9)
 # Asynchronous creates in flight at once while the groups are written.
 _CREATES_IN_FLIGHT = 2000
 _TOPICS_PER_PRODUCER = 20
-# One Kafka-coordinated group in this many has a live member.
-_LIVE_EVERY = 100
 
 
 def exporter(cluster: LocalCluster, args) -> None:
@@ -102,9 +104,8 @@ def _measure(cluster: LocalCluster, group_regex: str, groups: list[str], topics:
                                    service.route, text=service.metrics_text)
             try:
                 scrapes, size = _timed_gets(server.port, "/metrics", args.scrapes)
-                burrow, _ = _timed_gets(server.port,
-                                        f"/v3/kafka/local/consumer/{groups[0]}/status",
-                                        args.scrapes)
+                burrow, _ = _timed_gets(server.port, f"/v3/kafka/local/consumer/"
+                                        f"{min(service.reports())}/status", args.scrapes)
             finally:
                 server.stop()
         finally:
@@ -141,10 +142,10 @@ def _measure(cluster: LocalCluster, group_regex: str, groups: list[str], topics:
 
 def _kafka_coordinated(cluster: LocalCluster, prefix: str, topics: list[str], args) -> None:
     """--kafka-groups groups on Kafka's group coordinator, with offsets committed in Kafka for
-    --group-partitions partitions each and, in every `_LIVE_EVERY`th, a live kafka-python
-    member; measured as the ZooKeeper groups are, where the exporter watches the coordinator's
-    groups (`ExporterSettings.kafka_groups`). A 0.9 coordinator lists a group only while it
-    has members, and the exporter cannot see the others there; later brokers list them all."""
+    --group-partitions partitions each and a live kafka-python member each (a 0.9 coordinator
+    lists a group only while it has members), the members in a process of their own
+    (bench_kafka_members.py); measured as the ZooKeeper groups are, where the exporter watches
+    the coordinator's groups (`ExporterSettings.kafka_groups`)."""
     if "kafka_groups" not in {field.name for field in dataclasses.fields(ExporterSettings)}:
         print("(no row for Kafka-coordinated groups: this exporter does not watch Kafka's "
               "group coordinator)")
@@ -161,17 +162,32 @@ def _kafka_coordinated(cluster: LocalCluster, prefix: str, topics: list[str], ar
                 for partition in range(args.group_partitions)})
     finally:
         admin.close()
-    members = [_member(cluster, group, topics[number % len(topics)])
-               for number, group in enumerate(groups) if number % _LIVE_EVERY == 0]
-    try:
-        print(f"{len(groups):,} Kafka-coordinated groups ({len(members)} with a live member) "
-              f"written in {time.perf_counter() - started:.0f} s")
+    with _members(cluster, [(group, topics[number % len(topics)])
+                            for number, group in enumerate(groups)]):
+        print(f"{len(groups):,} Kafka-coordinated groups, each with a live member, set up in "
+              f"{time.perf_counter() - started:.0f} s")
         settings = ExporterSettings(30, WindowRules(10, 300),
                                     **{"kafka_groups": True, "group_regex": f"{prefix}-k.*"})
         _measure(cluster, f"{prefix}-k.*", groups, topics, args, settings, peer_prefix=None)
+
+
+@contextmanager
+def _members(cluster: LocalCluster, members: list[tuple[str, str]]) -> Iterator[None]:
+    """A member of each (group, topic) in a process of its own, there until the block ends."""
+    process = subprocess.Popen([sys.executable, str(Path(__file__).with_name(
+        "bench_kafka_members.py"))], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        process.stdin.write(json.dumps({"bootstrap": cluster.bootstrap_servers,
+                                        "members": members}) + "\n")
+        process.stdin.flush()
+        answer = process.stdout.readline()
+        if not answer.startswith("ready"):
+            raise RuntimeError(f"the members did not start: {answer!r}")
+        yield
     finally:
-        for member in members:
-            member.close()
+        process.stdin.close()
+        process.wait(timeout=120)
 
 
 def _commit(admin: KafkaAdminClient, group: str, offsets: dict) -> None:
@@ -186,19 +202,6 @@ def _commit(admin: KafkaAdminClient, group: str, offsets: dict) -> None:
             if not exc.retriable or time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
-
-
-def _member(cluster: LocalCluster, group: str, topic: str) -> KafkaConsumer:
-    """A member on the group's coordinator that commits nothing (its offsets are already
-    there), once it has its assignment."""
-    member = KafkaConsumer(topic, group_id=group, bootstrap_servers=cluster.bootstrap_servers,
-                           api_version=API_VERSION, enable_auto_commit=False)
-    deadline = time.monotonic() + 60
-    while not member.assignment():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"no assignment for a member of {group} within 60 s")
-        member.poll(200)
-    return member
 
 
 def _make_topics(zk: KazooClient, prefix: str, count: int, partitions: int) -> list[str]:
@@ -325,8 +328,8 @@ class _RequestCounter:
 
 class _ServerPackets:
     """ZooKeeper's own count of the packets it received (`srvr`'s "Received"), before and
-    after; each reading's own connection adds nothing to it (a four-letter word is no
-    packet of a session), which `counting` checks by reading twice at the start."""
+    after. Whatever one reading adds to the count itself is taken off: `counting` reads it
+    twice at the start, and the difference is one reading's share."""
 
     def __init__(self, connect: str) -> None:
         host, _, port = connect.split(",")[0].split("/")[0].rpartition(":")

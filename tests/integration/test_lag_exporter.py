@@ -346,7 +346,14 @@ def test_the_cache_waits_for_consumers_to_exist_and_never_creates_it(cluster, zk
         zk.create(f"{root}/consumers/late/offsets/t/0", b"4", makepath=True)
         starting.join(timeout=60)
         assert outcome == [True]
-        assert offsets_in(cache, "late") == {0: 4}
+        # the cache may list /consumers before makepath has written the rest of the chain
+        wait_until(lambda: offsets_in(cache, "late") == {0: 4}, timeout=30,
+                   message="the group written as /consumers appeared")
+        zk.delete(f"{root}/consumers", recursive=True)  # removed, then made again
+        wait_until(lambda: cache.groups() == [], timeout=30, message="the groups gone")
+        zk.create(f"{root}/consumers/again/offsets/t/0", b"9", makepath=True)
+        wait_until(lambda: offsets_in(cache, "again") == {0: 9}, timeout=30,
+                   message="a group under /consumers made again")
         cache.close()
     finally:
         chrooted.stop()

@@ -12,7 +12,7 @@ read under one lock; ZooKeeper answers one session's requests in order, so an an
 older than one already applied. An answer for a znode its parent no longer lists (removed
 while the request was in flight) is dropped, so nothing removed comes back. After a
 reconnection, the same session or a new one, the whole subtree is read again, as watches may
-have been lost with the session.
+have been lost with the session; so is it when the root, removed, is created again.
 """
 
 from __future__ import annotations
@@ -165,6 +165,8 @@ class WatchedTree:
             return
         if event.type == EventType.DELETED:
             self._remove(event.path)
+        elif event.type == EventType.CREATED:  # the root, watched while it was gone
+            self._list(event.path, refresh=True)
         elif event.type == EventType.CHILD:
             self._list(event.path, refresh=False)
         elif event.type == EventType.CHANGED:
@@ -174,6 +176,17 @@ class WatchedTree:
         with self._lock:
             self._drop(path)
         self._on_change(self._names(path))
+        if path == self._root:  # read again once it is back
+            self._request(self._zk.exists_async(path, watch=self._watched),
+                          lambda answer: self._root_exists(answer))
+
+    def _root_exists(self, answer: Any) -> None:
+        try:
+            there = answer.get() is not None
+        except _CONNECTION_GONE:
+            return
+        if there:
+            self._list(self._root, refresh=True)
 
     def _is_listed(self, path: str) -> bool:
         """The root, or a znode its parent's last listing holds (lock held)."""
