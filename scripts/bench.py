@@ -15,8 +15,10 @@ partitions with the reference producer, then measures, on that same data:
 4. rebalance latency in a group of --members members on a --rebalance-partitions topic, for
    zkconsumer members and for reference consumers, over alternating leave and join events
    (see `rebalance`), p50 and p99;
-5. the lag exporter over --groups groups of --group-partitions partitions: a scrape after the
-   first scan, against re-reading every group from ZooKeeper per scrape (bench_exporter.py);
+5. the lag exporter over --groups groups of --group-partitions partitions: the time to the
+   first full scan, a scrape's time and size, a Burrow request, RSS and ZooKeeper requests,
+   against re-reading every group from ZooKeeper per scrape; with --kafka-groups N, the same
+   over N Kafka-coordinated groups where the exporter watches them (bench_exporter.py);
 6. decoding alone, in this process and with no cluster (`--only decode` takes under a
    minute): the readers of fetched records on the same --records records of 100 bytes (see
    `decode`).
@@ -25,7 +27,7 @@ partitions with the reference producer, then measures, on that same data:
                   [--only throughput,sasl,commit,rebalance,exporter,decode]
                   [--members 10] [--rebalance-partitions 120] [--events 20]
                   [--reference-events 20] [--process-events 0] [--groups 500]
-                  [--group-partitions 10]
+                  [--group-partitions 10] [--scrapes 20] [--kafka-groups 0]
 """
 
 from __future__ import annotations
@@ -587,6 +589,9 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=500)
     parser.add_argument("--group-partitions", type=int, default=10)
     parser.add_argument("--scrapes", type=int, default=20)
+    parser.add_argument("--kafka-groups", type=int, default=0,
+                        help="also this many Kafka-coordinated groups, where the exporter "
+                             "watches them")
     parser.add_argument("--peers-python", help="a Python with pykafka and confluent-kafka "
                         "(scripts/bench makes one)")
     parser.add_argument("--contender", help=argparse.SUPPRESS)

@@ -349,6 +349,49 @@ def test_the_cache_and_a_live_read_see_a_group_alike_but_for_malformed_znodes(zk
         cache.close()
 
 
+def test_the_cache_asks_once_per_znode_it_needs_and_rebuilds_only_a_changed_group(
+        cluster, zk, unique_name):
+    """Directories listed, members, owners and offsets read, each once; a group the regex
+    leaves out and a znode no consumer writes are not asked about; after a commit, the next
+    scan builds that group again and hands out the other's state as it was."""
+    prefix = unique_name("shape")
+    moving, still, ignored = f"{prefix}-moving", f"{prefix}-still", f"{prefix}x-ignored"
+    register_member(zk, moving, "t", [0, 1])
+    for group in (moving, still, ignored):
+        write_offsets(zk, group, "t", {0: 1, 1: 2})
+    zk.create(f"{GroupPaths(still).root}/elsewhere/data", b"x", makepath=True)
+    own = connect(cluster.zookeeper_connect)
+    asked: list[tuple[str, str]] = []
+    submit = own._call
+    own._call = lambda request, pending: (asked.append((type(request).__name__, request.path)),
+                                          submit(request, pending))[1]
+    cache = GroupsCache(own, f"{re.escape(prefix)}-.*")
+    try:
+        assert cache.start(60)
+        under = [(kind, path) for kind, path in asked
+                 if path.startswith(f"/consumers/{prefix}")]
+        listed = [GroupPaths(group).root for group in (moving, still)] + [
+            f"{GroupPaths(group).offsets}{topic}" for group in (moving, still)
+            for topic in ("", "/t")] + [GroupPaths(moving).ids, GroupPaths(moving).owners,
+                                        GroupPaths(moving).owners_topic("t")]
+        read = [GroupPaths(group).offset("t", p) for group in (moving, still) for p in (0, 1)]
+        read += [GroupPaths(moving).member(f"{moving}_host-1700000000000-abcdef01"),
+                 *(GroupPaths(moving).owner("t", p) for p in (0, 1))]
+        assert sorted(under) == sorted([("GetChildren", path) for path in listed]
+                                       + [("GetData", path) for path in read])
+        first = {state.name: state for state in cache.groups()}
+        assert sorted(first) == [moving, still]
+        write_offsets(zk, moving, "t", {1: 7})
+        wait_until(lambda: offsets_in(cache, moving) == {0: 1, 1: 7}, timeout=30,
+                   message="the commit in the cache")
+        again = {state.name: state for state in cache.groups()}
+        assert again[still] is first[still]
+    finally:
+        cache.close()
+        own.stop()
+        own.close()
+
+
 def offsets_in(cache: GroupsCache, group: str) -> dict[int, int] | None:
     """None while the cache says its connection is lost."""
     try:
@@ -389,7 +432,14 @@ def test_the_cache_waits_for_consumers_to_exist_and_never_creates_it(cluster, zk
         zk.create(f"{root}/consumers/late/offsets/t/0", b"4", makepath=True)
         starting.join(timeout=60)
         assert outcome == [True]
-        assert offsets_in(cache, "late") == {0: 4}
+        # the cache may list /consumers before makepath has written the rest of the chain
+        wait_until(lambda: offsets_in(cache, "late") == {0: 4}, timeout=30,
+                   message="the group written as /consumers appeared")
+        zk.delete(f"{root}/consumers", recursive=True)  # removed, then made again
+        wait_until(lambda: cache.groups() == [], timeout=30, message="the groups gone")
+        zk.create(f"{root}/consumers/again/offsets/t/0", b"9", makepath=True)
+        wait_until(lambda: offsets_in(cache, "again") == {0: 9}, timeout=30,
+                   message="a group under /consumers made again")
         cache.close()
     finally:
         chrooted.stop()

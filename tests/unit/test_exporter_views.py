@@ -4,7 +4,9 @@ around it (fakes for the cache and the brokers); Burrow's JSON is test_exporter_
 from __future__ import annotations
 
 from prometheus_client import generate_latest
+from prometheus_client.core import GaugeMetricFamily
 
+from zkconsumer.exporter.prometheus_view import exposition, group_families
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
 from zkconsumer.fetch import LogOffsetsError
 from zkconsumer.lag.history import OffsetHistory
@@ -132,7 +134,7 @@ def stopped_and_orphaned() -> GroupState:
 def test_families_publish_every_name_with_kafka_exporters_lag_beside_ours():
     [report] = two_scans([stopped_and_orphaned()], {T0: 5, T1: 9})
     exporter = exporter_with([report])
-    text = generate_latest(exporter.registry).decode()
+    text = exporter.metrics_text().decode()
     for line in ('zkconsumer_group_lag{group="g",partition="1",topic="t"} 7.0',
                  ('kafka_consumergroupzookeeper_lag_zookeeper{consumergroup="g",partition="1",'
                   'topic="t"} 7.0'),
@@ -145,6 +147,28 @@ def test_families_publish_every_name_with_kafka_exporters_lag_beside_ours():
                  'zkconsumer_group_status{group="g",status="STOP"} 1.0',
                  'zkconsumer_group_status{group="g",status="OK"} 0.0'):
         assert line in text
+
+
+def test_the_text_written_once_per_scan_is_prometheus_clients_line_for_line():
+    """Escaped label values, exponents as Go writes them, a family without labels or samples."""
+    tricky = GaugeMetricFamily("tricky", "a \\ and a\nnewline", labels=["z", "a"])
+    tricky.add_metric(['quote " backslash \\ newline \n', "é"], 12345678)
+    tricky.add_metric(["", "x"], -3)
+    tricky.add_metric(["", "y"], 0.5)
+    plain = GaugeMetricFamily("plain", "no labels")
+    plain.add_metric([], 1)
+    empty = GaugeMetricFamily("empty", "no samples", labels=["a"])
+    [report] = two_scans([stopped_and_orphaned()], {T0: 5, T1: 9})
+    families = [*group_families([report]), tricky, plain, empty]
+    assert exposition(families) == generate_latest(_Collected(families))
+
+
+class _Collected:
+    def __init__(self, families) -> None:
+        self._families = families
+
+    def collect(self):
+        return self._families
 
 
 def exporter_with(reports) -> LagExporter:

@@ -207,7 +207,8 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
         service = LagExporter(groups, reads, settings,
                               after_scan=None if notifier is None else notifier.scan_done)
         # Listening first: a port in use is said at once, not after loading /consumers.
-        server = MetricsServer(host, port, service.registry, service.health, service.route)
+        server = MetricsServer(host, port, service.registry, service.health, service.route,
+                               text=service.metrics_text)
         opened.callback(_quietly, server.stop)
         if groups.start(CACHE_LOAD_TIMEOUT_S, stop_requested):
             if notifier is not None:

@@ -1,7 +1,8 @@
 """A scan's reports as Prometheus metric families (pure).
 
-Families are built once per scan and handed out unchanged to every scrape, so a scrape costs
-the formatting of what is already there and no request to ZooKeeper or Kafka.
+Families are built and written out in the text format once per scan (`exposition`), and that
+text is handed out unchanged to every scrape, so a scrape costs no formatting and no request
+to ZooKeeper or Kafka.
 
 Besides zkconsumer's own names, the lag is also published as kafka_exporter publishes a
 ZooKeeper group's lag (`kafka_consumergroupzookeeper_lag_zookeeper`, labels consumergroup,
@@ -17,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.utils import floatToGoString
 
 from zkconsumer.lag.report import GroupReport
 from zkconsumer.lag.status import PARTITION_STATUSES
@@ -110,3 +112,36 @@ def kafka_exporter_families(reports: Iterable[GroupReport]) -> list[Metric]:
         for topic, total in sorted(lags.items()):
             lag_sum.add_metric([report.group, topic], total)
     return [offset, offset_sum, lag, lag_sum, members]
+
+
+def exposition(families: Iterable[Metric]) -> bytes:
+    """Gauge families in Prometheus's text format, line for line as prometheus_client's
+    `generate_latest` writes them (labels sorted by name, values as Go prints floats), at a
+    fraction of its cost: a scan's families are hundreds of thousands of samples at thousands
+    of groups, and `generate_latest` takes seconds over them where a scrape must take less than
+    one. Each label value is escaped once however many samples share it."""
+    escaped: dict[str, str] = {}
+    values: dict[float, str] = {}
+    lines = []
+    for family in families:
+        if family.type != "gauge":
+            raise ValueError(f"{family.name} is a {family.type}; only gauges are written here")
+        documentation = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
+        lines.append(f"# HELP {family.name} {documentation}\n# TYPE {family.name} gauge\n")
+        if not family.samples:
+            continue
+        names = sorted(family.samples[0].labels)
+        for sample in family.samples:
+            labels = sample.labels
+            text = []
+            for name in names:
+                value = labels[name]
+                if (quoted := escaped.get(value)) is None:
+                    quoted = escaped[value] = (value.replace("\\", r"\\").replace("\n", r"\n")
+                                               .replace('"', r"\""))
+                text.append(f'{name}="{quoted}"')
+            if (number := values.get(sample.value)) is None:
+                number = values[sample.value] = floatToGoString(sample.value)
+            lines.append(f"{sample.name}{{{','.join(text)}}} {number}\n" if text
+                         else f"{sample.name} {number}\n")
+    return "".join(lines).encode()

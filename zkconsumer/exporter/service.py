@@ -19,14 +19,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
-from prometheus_client.core import Metric
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from zkconsumer.errors import ZkConsumerError, ZnodeDataError
 from zkconsumer.exporter.burrow_config import BurrowSetup, Connections
 from zkconsumer.exporter.burrow_view import burrow_reply
 from zkconsumer.exporter.kafka_groups import CoordinatorWatch, merged_states
-from zkconsumer.exporter.prometheus_view import group_families
+from zkconsumer.exporter.prometheus_view import exposition, group_families
 from zkconsumer.fetch.log_offsets import log_ends_of_each_topic
 from zkconsumer.lag.history import OffsetHistory
 from zkconsumer.lag.report import (
@@ -90,7 +89,7 @@ class ExporterSettings:
 @dataclass(frozen=True)
 class _Published:
     reports: Mapping[str, GroupReport] = field(default_factory=dict)
-    families: tuple[Metric, ...] = ()
+    metrics: bytes = b""  # the groups' families in the text format
     at: float | None = None  # when the scan ended; None before the first
 
 
@@ -119,8 +118,7 @@ class LagExporter:
         self._warnings = RetryWarnings(log, every_s=math.inf)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.registry = CollectorRegistry()
-        self.registry.register(_LastScan(self))
+        self.registry = CollectorRegistry()  # the exporter's own metrics
         self._scans = Counter("zkconsumer_exporter_scans", "Scans of every group, by result.",
                               ["result"], registry=self.registry)
         self._scan_seconds = Gauge("zkconsumer_exporter_scan_duration_seconds",
@@ -131,9 +129,10 @@ class LagExporter:
     def reports(self) -> Mapping[str, GroupReport]:
         return self._published.reports
 
-    def families(self) -> tuple[Metric, ...]:
-        """The last good scan's metric families, as every scrape hands them out."""
-        return self._published.families
+    def metrics_text(self) -> bytes:
+        """What a scrape of /metrics answers: the exporter's own metrics as they are now, then
+        the last good scan's, written out once when it was published."""
+        return generate_latest(self.registry) + self._published.metrics
 
     def scan_once(self) -> bool:
         """One scan, published if it worked; False (logged and counted) if it did not."""
@@ -146,7 +145,7 @@ class LagExporter:
             return self._failed(started, f"{type(exc).__name__}: {exc}")
         ended = self._clock()
         self._published = _Published({report.group: report for report in reports},
-                                     tuple(group_families(reports)), ended)
+                                     exposition(group_families(reports)), ended)
         self._scans.labels("success").inc()
         self._scan_seconds.set(ended - started)
         self._groups_seen.set(len(reports))
@@ -275,13 +274,3 @@ class LagExporter:
         self._scans.labels("failure").inc()
         self._scan_seconds.set(self._clock() - started)
         return False
-
-
-class _LastScan:
-    """Hands the published scan's families to each scrape as they are."""
-
-    def __init__(self, exporter: LagExporter) -> None:
-        self._exporter = exporter
-
-    def collect(self) -> Iterable[Metric]:
-        return self._exporter.families()

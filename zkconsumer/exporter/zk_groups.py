@@ -1,9 +1,11 @@
 """Every group under /consumers, kept in memory by ZooKeeper watches.
 
-kazoo's `TreeCache` watches each znode of the subtree once and re-reads only what changed, so
-a scan of hundreds of groups costs no ZooKeeper request at all: the rescan on every scrape that
-makes kafka_exporter's ZooKeeper mode heavy never happens. Its background thread changes the
-tree while a scan reads it, so a read that meets a change half-way is simply made again.
+The znodes of each group are kept by a `WatchedTree` that knows the shape of /consumers (the
+directories `ids`, `owners/<topic>` and `offsets/<topic>` listed, members, owners and offsets
+read), so a scan of thousands of groups costs no ZooKeeper request at all: the rescan on every
+scrape that makes kafka_exporter's ZooKeeper mode heavy never happens. A group's state is
+built again only when one of its znodes changed since the last scan; a group whose name
+`--group-regex` leaves out is not read at all.
 """
 
 from __future__ import annotations
@@ -12,24 +14,21 @@ import math
 import re
 import threading
 import time
-from collections.abc import Iterable
 
 from kazoo.client import KazooClient
-from kazoo.recipe.cache import TreeCache, TreeEvent
 
 from zkconsumer.errors import ZkConsumerError, ZnodeDataError
 from zkconsumer.lag.report import GroupState
 from zkconsumer.logs import get_logger
 from zkconsumer.throttled_log import RetryWarnings
 from zkconsumer.zk.group_walk import GroupWalk
-from zkconsumer.zk.znode_reader import Znode
+from zkconsumer.zk.watched_tree import Kind, WatchedTree
 from zkconsumer.znodes.paths import CONSUMERS, GroupPaths
 
 log = get_logger(__name__)
 
-# A scan that keeps meeting the tree mid-change gives up on this try and is made at the next.
-_READ_ATTEMPTS = 5
 _STOP_POLL_S = 0.2
+_GROUP_DIRECTORIES = frozenset({"ids", "owners", "offsets"})
 
 
 class GroupsCacheError(ZkConsumerError):
@@ -40,20 +39,19 @@ class GroupsCache:
     def __init__(self, zk: KazooClient, group_regex: str | None = None) -> None:
         self._zk = zk
         self._wanted = re.compile(group_regex) if group_regex else None
-        self._tree = TreeCache(zk, CONSUMERS)
-        self._loaded = threading.Event()
-        self._connected = True
+        self._tree = WatchedTree(zk, CONSUMERS, self._shape, self._changed)
+        # Groups with a znode changed since the last scan; written on kazoo's threads.
+        self._dirty: set[str] = set()
+        self._dirty_lock = threading.Lock()
+        self._states: dict[str, GroupState | None] = {}  # by the scan thread only
         # A malformed znode is left out of the figures, and said once, not at every scan.
         self._malformed = RetryWarnings(log, every_s=math.inf)
-        self._cached = _CachedZnodes(self._tree)
-        self._walk = GroupWalk(self._cached, self._skip)
-        self._tree.listen(self._on_event)
-        self._tree.listen_fault(self._on_fault)
+        self._walk = GroupWalk(self._tree, self._skip)
 
     def start(self, timeout_s: float, stop: threading.Event | None = None) -> bool:
-        """Loads the subtree, once /consumers exists (the cache would create it otherwise, a
-        write a monitor has no business making); False if `stop` was set first, an error if
-        it is not all read within the timeout once there."""
+        """Loads the subtree, once /consumers exists (creating it is a write a monitor has no
+        business making); False if `stop` was set first, an error if it is not all read
+        within the timeout once there."""
         stop = stop or threading.Event()
         appeared = threading.Event()
         while self._zk.exists(CONSUMERS, watch=lambda _event: appeared.set()) is None:
@@ -62,7 +60,7 @@ class GroupsCache:
                 return False
             appeared.clear()
         self._tree.start()
-        if not _first_of(self._loaded, stop, timeout_s):
+        if not _first_of(self._tree.loaded, stop, timeout_s):
             if stop.is_set():
                 return False
             raise GroupsCacheError(f"ZooKeeper did not give all of {CONSUMERS} within "
@@ -72,21 +70,41 @@ class GroupsCache:
     def groups(self) -> list[GroupState]:
         """Every wanted group as the cache holds it; an error while the connection to
         ZooKeeper is lost, since the cache then no longer follows it."""
-        for _ in range(_READ_ATTEMPTS):
-            if not self._connected:
-                raise GroupsCacheError("the connection to ZooKeeper is lost; the groups are "
-                                       "read again once it is back")
-            try:
-                return [state for name in sorted(self._cached.children([CONSUMERS])
-                                                 .get(CONSUMERS, []))
-                        if (self._wanted is None or self._wanted.fullmatch(name))
-                        and (state := self._group(name)) is not None]
-            except (RuntimeError, KeyError):  # a node removed while the scan walked to it
-                continue
-        raise GroupsCacheError(f"{CONSUMERS} kept changing during {_READ_ATTEMPTS} reads")
+        if not self._tree.connected:
+            raise GroupsCacheError("the connection to ZooKeeper is lost; the groups are read "
+                                   "again once it is back")
+        with self._dirty_lock:
+            changed, self._dirty = self._dirty, set()
+        names = [name for name in sorted(self._tree.children([CONSUMERS]).get(CONSUMERS, []))
+                 if self._is_wanted(name)]
+        self._states = {name: self._group(name) if name in changed or name not in self._states
+                        else self._states[name] for name in names}
+        return [state for state in self._states.values() if state is not None]
 
     def close(self) -> None:
         self._tree.close()
+
+    def _is_wanted(self, name: str) -> bool:
+        return self._wanted is None or self._wanted.fullmatch(name) is not None
+
+    def _shape(self, names: tuple[str, ...]) -> Kind | None:
+        """What of /consumers is read: for each wanted group, its three directories, the
+        topic directories of owners/ and offsets/, and the znodes in them."""
+        depth = len(names)
+        if depth == 1:
+            return Kind.DIRECTORY if self._is_wanted(names[0]) else None
+        if names[1] not in _GROUP_DIRECTORIES or depth > 4:
+            return None
+        if depth == 2:
+            return Kind.DIRECTORY
+        if names[1] == "ids":
+            return Kind.LEAF if depth == 3 else None
+        return Kind.DIRECTORY if depth == 3 else Kind.LEAF
+
+    def _changed(self, names: tuple[str, ...]) -> None:
+        if names:
+            with self._dirty_lock:
+                self._dirty.add(names[0])
 
     def _group(self, name: str) -> GroupState | None:
         try:
@@ -102,35 +120,6 @@ class GroupsCache:
     def _warn_malformed(self, path: str, exc: Exception) -> None:
         self._malformed.report(path, "skipping a znode that does not parse", path=path,
                                error=str(exc))
-
-    def _on_event(self, event: TreeEvent) -> None:
-        """Kazoo re-reads the whole tree after a reconnection, in a new session too."""
-        if event.event_type == TreeEvent.INITIALIZED:
-            self._loaded.set()
-        elif event.event_type in (TreeEvent.CONNECTION_SUSPENDED, TreeEvent.CONNECTION_LOST):
-            self._connected = False
-        elif event.event_type == TreeEvent.CONNECTION_RECONNECTED:
-            self._connected = True
-
-    def _on_fault(self, exc: Exception) -> None:
-        log.warning("ZooKeeper cache error", error=f"{type(exc).__name__}: {exc}")
-
-
-class _CachedZnodes:
-    """The cache's copy of the subtree, read without a request; a znode whose data the cache
-    has not read yet counts as missing, as one it has not seen yet does."""
-
-    def __init__(self, tree: TreeCache) -> None:
-        self._tree = tree
-
-    def children(self, parents: Iterable[str]) -> dict[str, list[str]]:
-        return {parent: list(children) for parent in parents
-                if (children := self._tree.get_children(parent)) is not None}
-
-    def data(self, paths: Iterable[str]) -> dict[str, Znode]:
-        # NodeData holds the data and stat of one version: the offset and its mtime agree.
-        return {path: Znode(node.data, node.stat.mtime / 1000) for path in paths
-                if (node := self._tree.get_data(path)) is not None and node.data is not None}
 
 
 def _first_of(wanted: threading.Event, stop: threading.Event, timeout_s: float | None) -> bool:

@@ -8,6 +8,7 @@ other paths its `route` answers (Burrow's API).
 
 from __future__ import annotations
 
+import functools
 import socket
 import threading
 from collections.abc import Callable
@@ -51,14 +52,17 @@ class MetricsServer:
     """Listens as soon as it is made, so a port in use is known before the member joins."""
 
     def __init__(self, host: str, port: int, registry: CollectorRegistry,
-                 health: Health, route: Route | None = None) -> None:
+                 health: Health, route: Route | None = None,
+                 text: Callable[[], bytes] | None = None) -> None:
+        """`text`: what /metrics answers, if not the registry written out at each scrape (the
+        lag exporter's scan is written out once, when it ends)."""
         server_class = _Server6 if ":" in host else _Server
         try:
             self._server = server_class((host, port), _Handler)
         except OSError as exc:
             raise MetricsServerError(f"cannot serve metrics on {format_address(host, port)}: "
                                      f"{exc.strerror or exc}") from None
-        self._server.registry = registry
+        self._server.metrics_text = text or functools.partial(generate_latest, registry)
         self._server.health = health
         self._server.route = route or _nothing
         self._thread = threading.Thread(target=self._server.serve_forever,
@@ -81,7 +85,7 @@ class MetricsServer:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    registry: CollectorRegistry
+    metrics_text: Callable[[], bytes]
     health: Health
     route: Route
 
@@ -101,7 +105,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         try:
             if path == "/metrics":
-                self._reply(200, CONTENT_TYPE_LATEST, generate_latest(self.server.registry))
+                self._reply(200, CONTENT_TYPE_LATEST, self.server.metrics_text())
             elif path == "/healthz":
                 healthy, why = self.server.health()
                 self._reply(200 if healthy else 503, _TEXT, f"{why}\n".encode())
