@@ -15,7 +15,6 @@ from kafka import KafkaAdminClient
 from kafka.errors import KafkaConnectionError
 from kafka.protocol.admin import DescribeGroupsResponse
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
-from prometheus_client import generate_latest
 from support.log_capture import captured_logs
 from support.scrape import samples
 
@@ -274,7 +273,7 @@ def test_a_lagging_kafka_group_shows_warn_and_err_in_burrow_and_kafka_exporters_
     assert [(p["partition"], p["status"]) for p in status["status"]["partitions"]] == [
         (0, "WARN"), (1, "STOP")]
 
-    found = samples(generate_latest(exporter.registry).decode())
+    found = samples(exporter.metrics_text().decode())
     labels = (("consumergroup", "kafka-group"), ("partition", "1"), ("topic", "t"))
     assert found[("kafka_consumergroup_lag", labels)] == 20 - 3
     assert found[("kafka_consumergroup_current_offset", labels)] == 3
