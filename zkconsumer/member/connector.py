@@ -84,25 +84,40 @@ class ConsumerConnector:
                  join_group: Callable[..., ZookeeperMembership] = ZookeeperMembership) -> None:
         """The keyword arguments after the callbacks make the member's clients and its group
         membership; tests give stand-ins (the signatures are those of the defaults)."""
-        self.config = config if isinstance(config, ConsumerConfig) else \
-            ConsumerConfig.from_mapping(config)
-        self.consumer_id = make_consumer_id(self.config.group_id, self.config.consumer_id)
-        self._callbacks = RebalanceCallbacks(on_partitions_revoked, on_partitions_assigned)
+        self._set_up(config, RebalanceCallbacks(on_partitions_revoked, on_partitions_assigned),
+                     open_fetcher)
         self._find_brokers = find_brokers
-        self._open_fetcher = open_fetcher
         self._open_offset_store = open_offset_store
         self._open_topic_source = open_topic_source
         self._join_group = join_group
+        self._zk = connect_zookeeper(self.config.zookeeper)
+        self._member = MemberState(current_session(self._zk))
+        # From now on: an expiry while starting must be known to the member's state too.
+        self._zk.add_listener(self._on_session_state)
+
+    def __new__(cls, config: ConsumerConfig | Mapping[str, str], *_args: object,
+                **_parts: object) -> ConsumerConnector:
+        """`group.coordination=kafka` makes a `KafkaCoordinatedConnector`, with no ZooKeeper."""
+        if cls is ConsumerConnector and _coordination(config) == "kafka":
+            # Imported here: that module builds on this one.
+            from zkconsumer.member.kafka_connector import KafkaCoordinatedConnector
+            return super().__new__(KafkaCoordinatedConnector)
+        return super().__new__(cls)
+
+    def _set_up(self, config: ConsumerConfig | Mapping[str, str],
+                callbacks: RebalanceCallbacks, open_fetcher: Callable[..., Fetcher]) -> None:
+        """What every kind of member has, whoever coordinates its group."""
+        self.config = config if isinstance(config, ConsumerConfig) else \
+            ConsumerConfig.from_mapping(config)
+        self.consumer_id = make_consumer_id(self.config.group_id, self.config.consumer_id)
+        self._callbacks = callbacks
+        self._open_fetcher = open_fetcher
         self._streams: list[KafkaStream] = []
         self._stop_auto_commit = threading.Event()
         self._refresher: MetadataRefresher | None = None  # topics from Kafka metadata only
         self._metrics = MemberMetrics()
         self._metrics_server: MetricsServer | None = None  # with metrics.port only
         self._log = log.bind(consumer_id=self.consumer_id, group=self.config.group_id)
-        self._zk = connect_zookeeper(self.config.zookeeper)
-        self._member = MemberState(current_session(self._zk))
-        # From now on: an expiry while starting must be known to the member's state too.
-        self._zk.add_listener(self._on_session_state)
 
     # -- public API -------------------------------------------------------------------------
 
@@ -199,14 +214,22 @@ class ConsumerConnector:
             # commit now could rewind them.
             self._leave_group(commit and self._member.session is not None,
                               deadline - _CLOSING_S)
-            self._fetcher.close()
-            self._offset_store.close()
-            self._membership.topics.close()
+            self._close_clients()
         self._stop_metrics_server()
+        self._disconnect()
+        self._log.info("shut down")
+
+    def _close_clients(self) -> None:
+        """The clients opened when the member started."""
+        self._fetcher.close()
+        self._offset_store.close()
+        self._membership.topics.close()
+
+    def _disconnect(self) -> None:
+        """The coordinator's connection opened with the connector."""
         self._zk.remove_listener(self._on_session_state)  # closing reports LOST, not an expiry
         self._zk.stop()
         self._zk.close()
-        self._log.info("shut down")
 
     def __enter__(self) -> ConsumerConnector:
         return self
@@ -510,6 +533,12 @@ class ConsumerConnector:
         if self._leave_group(self._member.session is not None,
                              time.monotonic() + SHUTDOWN_TIMEOUT_S - _CLOSING_S, failed=True):
             self._log.info("left the group after the failure", group=self.config.group_id)
+
+
+def _coordination(config: ConsumerConfig | Mapping[str, str]) -> str:
+    if isinstance(config, ConsumerConfig):
+        return config.group_coordination
+    return str(config.get("group.coordination", "zookeeper")).strip()
 
 
 def _one_line(exc: BaseException) -> str:

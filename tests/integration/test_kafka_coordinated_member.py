@@ -1,0 +1,91 @@
+"""A member coordinated by Kafka's group coordinator (`group.coordination=kafka`, no ZooKeeper)
+and a kafka-python consumer in one group on the fixture's 0.9 broker: they split the topic as
+Java's RangeAssignor does, every message is consumed once by one of them, and the member's
+clean stop commits and leaves the group, so the other member is given every partition at once
+and resumes from the offsets the member committed."""
+
+from __future__ import annotations
+
+import collections
+import time
+
+import pytest
+from support.coordinator_members import PollingMember
+from support.kafka import produce
+from support.waiting import wait_until
+
+from zkconsumer import ConsumerConnector, ConsumerTimeout, TopicPartition
+from zkconsumer.member.kafka_connector import KafkaCoordinatedConnector
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 4
+SESSION_MS = 10000
+# Member ids begin with the client id, so these order the two members: kafka-python first.
+THEIR_CLIENT_ID, OUR_CLIENT_ID = "a-kafka-python", "zk-member"
+
+
+def _config(cluster, group: str) -> dict[str, str]:
+    config = {"group.id": group, "group.coordination": "kafka",
+              "bootstrap.servers": cluster.bootstrap_servers, "client.id": OUR_CLIENT_ID,
+              "auto.offset.reset": "smallest", "consumer.timeout.ms": "1500",
+              "session.timeout.ms": str(SESSION_MS), "heartbeat.interval.ms": "300"}
+    if cluster.kafka_api_version:
+        config["kafka.api.version"] = ".".join(map(str, cluster.kafka_api_version))
+    return config
+
+
+def _values(n: int, prefix: str) -> list[bytes]:
+    return [f"{prefix}-{i:04d}".encode() for i in range(n)]
+
+
+def test_a_kafka_coordinated_member_shares_a_group_with_kafka_python(
+        cluster, topic_factory, unique_name):
+    topic = topic_factory(partitions=PARTITIONS)
+    group = unique_name("kafka-coordinated")
+    ours: list[bytes] = []
+    theirs = None
+    connector = ConsumerConnector(_config(cluster, group))
+    try:
+        assert isinstance(connector, KafkaCoordinatedConnector)
+        (stream,) = connector.create_message_streams({topic: 1})[topic]
+        everything = {TopicPartition(topic, p) for p in range(PARTITIONS)}
+        wait_until(lambda: set(connector.owned_partitions()) == everything, timeout=30,
+                   message="the member to own every partition alone")
+        theirs = PollingMember(cluster, group, topic, THEIR_CLIENT_ID,
+                               auto_offset_reset="earliest")
+        # Java's RangeAssignor over the sorted member ids: kafka-python's first.
+        wait_until(lambda: set(connector.owned_partitions()) == {
+            TopicPartition(topic, 2), TopicPartition(topic, 3)} and theirs.owns({0, 1}),
+            timeout=30, message="the two members to split the partitions by range")
+        assert connector.wait_until_stable(timeout=10)
+
+        first = _values(200, "first")
+        produce(cluster, topic, first, partitions=PARTITIONS)
+        with pytest.raises(ConsumerTimeout):
+            for message in stream:
+                ours.append(message.value)
+        wait_until(lambda: len(ours) + len(theirs.values) >= len(first), timeout=30,
+                   message="every message to be consumed")
+        assert len(ours) == len(first) // 2  # partitions 2 and 3, round-robin produced
+        connector.commit_offsets()
+
+        started = time.monotonic()
+        connector.shutdown()
+        wait_until(lambda: theirs.owns({0, 1, 2, 3}), timeout=SESSION_MS / 1000.0,
+                   message="kafka-python to own every partition after the LeaveGroup")
+        # A LeaveGroup, not the session's end, moved the partitions.
+        assert time.monotonic() - started < SESSION_MS / 1000.0 - 2
+
+        second = _values(40, "second")
+        produce(cluster, topic, second, partitions=PARTITIONS)
+        wait_until(lambda: len(ours) + len(theirs.values) >= len(first) + len(second),
+                   timeout=30, message="kafka-python to consume the second batch")
+        # Nothing lost and nothing twice: kafka-python resumed partitions 2 and 3 from the
+        # member's commits.
+        consumed = collections.Counter(ours + theirs.values)
+        assert consumed == collections.Counter(first + second)
+    finally:
+        connector.shutdown()
+        if theirs is not None:
+            theirs.close()
