@@ -1,8 +1,9 @@
 """A member coordinated by Kafka's group coordinator (`group.coordination=kafka`, no ZooKeeper)
 and a kafka-python consumer in one group on the fixture's 0.9 broker: they split the topic as
 Java's RangeAssignor does, every message is consumed once by one of them, and the member's
-clean stop commits and leaves the group, so the other member is given every partition at once
-and resumes from the offsets the member committed."""
+rebalance and its clean stop commit (in the generation that ends) and its stop leaves the
+group, so the other member is given partitions at once and resumes each from the offsets the
+member committed."""
 
 from __future__ import annotations
 
@@ -39,6 +40,15 @@ def _values(n: int, prefix: str) -> list[bytes]:
     return [f"{prefix}-{i:04d}".encode() for i in range(n)]
 
 
+def _consume(stream) -> list[bytes]:
+    """Until the stream has had nothing for consumer.timeout.ms."""
+    values = []
+    with pytest.raises(ConsumerTimeout):
+        for message in stream:
+            values.append(message.value)
+    return values
+
+
 def test_a_kafka_coordinated_member_shares_a_group_with_kafka_python(
         cluster, topic_factory, unique_name):
     topic = topic_factory(partitions=PARTITIONS)
@@ -52,23 +62,26 @@ def test_a_kafka_coordinated_member_shares_a_group_with_kafka_python(
         everything = {TopicPartition(topic, p) for p in range(PARTITIONS)}
         wait_until(lambda: set(connector.owned_partitions()) == everything, timeout=30,
                    message="the member to own every partition alone")
+        alone = _values(80, "alone")
+        produce(cluster, topic, alone, partitions=PARTITIONS)
+        ours += _consume(stream)
+        assert sorted(ours) == alone
+
         theirs = PollingMember(cluster, group, topic, THEIR_CLIENT_ID,
                                auto_offset_reset="earliest")
-        # Java's RangeAssignor over the sorted member ids: kafka-python's first.
+        # Java's RangeAssignor over the sorted member ids: kafka-python's first. Its partitions
+        # resume from the member's parting commit (auto commit has not run yet).
         wait_until(lambda: set(connector.owned_partitions()) == {
             TopicPartition(topic, 2), TopicPartition(topic, 3)} and theirs.owns({0, 1}),
             timeout=30, message="the two members to split the partitions by range")
         assert connector.wait_until_stable(timeout=10)
 
-        first = _values(200, "first")
-        produce(cluster, topic, first, partitions=PARTITIONS)
-        with pytest.raises(ConsumerTimeout):
-            for message in stream:
-                ours.append(message.value)
-        wait_until(lambda: len(ours) + len(theirs.values) >= len(first), timeout=30,
-                   message="every message to be consumed")
-        assert len(ours) == len(first) // 2  # partitions 2 and 3, round-robin produced
-        connector.commit_offsets()
+        shared = _values(200, "shared")
+        produce(cluster, topic, shared, partitions=PARTITIONS)
+        ours += _consume(stream)
+        wait_until(lambda: len(ours) + len(theirs.values) >= len(alone) + len(shared),
+                   timeout=30, message="every message to be consumed")
+        assert len(ours) == len(alone) + len(shared) // 2  # produced round-robin
 
         started = time.monotonic()
         connector.shutdown()
@@ -77,14 +90,14 @@ def test_a_kafka_coordinated_member_shares_a_group_with_kafka_python(
         # A LeaveGroup, not the session's end, moved the partitions.
         assert time.monotonic() - started < SESSION_MS / 1000.0 - 2
 
-        second = _values(40, "second")
-        produce(cluster, topic, second, partitions=PARTITIONS)
-        wait_until(lambda: len(ours) + len(theirs.values) >= len(first) + len(second),
-                   timeout=30, message="kafka-python to consume the second batch")
-        # Nothing lost and nothing twice: kafka-python resumed partitions 2 and 3 from the
-        # member's commits.
-        consumed = collections.Counter(ours + theirs.values)
-        assert consumed == collections.Counter(first + second)
+        after = _values(40, "after")
+        produce(cluster, topic, after, partitions=PARTITIONS)
+        wait_until(lambda: len(ours) + len(theirs.values) >= len(alone + shared + after),
+                   timeout=30, message="kafka-python to consume the last batch")
+        # Nothing lost and nothing twice: kafka-python resumed every partition from the
+        # member's commits, the parting one and the final one.
+        assert collections.Counter(ours + theirs.values) == collections.Counter(
+            alone + shared + after)
     finally:
         connector.shutdown()
         if theirs is not None:

@@ -83,6 +83,13 @@ class OffsetCommitter:
             return self._write(lambda consumed: self._member.releasing(partitions, consumed),
                                retry=False)
 
+    def releasing_offsets(self, partitions: Collection[TopicPartition]
+                          ) -> dict[TopicPartition, int]:
+        """What `commit_releasing` would write for these, for a coordinator that commits
+        them itself (a Kafka-coordinated member's parting commit), without writing."""
+        entries = self._member.releasing(partitions, self._consumed())
+        return {tp: entry.pending for tp, entry in entries.items() if entry.pending is not None}
+
     def _write(self, entries_for: Callable[[Mapping[TopicPartition, int]],
                                            Mapping[TopicPartition, CommitEntry]],
                retry: bool) -> dict[TopicPartition, int]:

@@ -98,6 +98,7 @@ class KafkaCoordinatedConnector(ConsumerConnector):
                 request_timeout_ms=settings["request_timeout_ms"])
             self._coordination = KafkaCoordination(group, self._member, settings,
                                                    self._partition_counts,
+                                                   self._withdraw_revoked,
                                                    self._forget_revoked, self._fail)
             self._committer = OffsetCommitter(
                 GroupCommits(self._coordination), lambda: self._streams, self._member,
@@ -119,6 +120,18 @@ class KafkaCoordinatedConnector(ConsumerConnector):
         """The leader's question, on the coordination thread: a topic missing has none."""
         view = self._topics.view()
         return {topic: len(view.partitions(topic) or ()) for topic in topics}
+
+    def _withdraw_revoked(self) -> dict[TopicPartition, int]:
+        """On the coordination thread, as the generation passes: the partitions delivered
+        from stop being delivered at once; returns their consumed positions ahead of the
+        last commit (when auto commit is on) for the parting commit. Claims still being made
+        are left to fail on the session's end."""
+        owned = self._member.owned()
+        self._member.withdraw(owned)
+        self._fetch_loop.routing_changed()
+        if not self.config.auto_commit_enable:
+            return {}
+        return self._committer.releasing_offsets(owned)
 
     def _forget_revoked(self) -> None:
         """On the coordination thread, once the generation passed and its claims went: what

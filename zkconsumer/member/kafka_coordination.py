@@ -87,12 +87,14 @@ class _Call(NamedTuple):
 class KafkaCoordination:
     """`settings` are the member's kafka-python settings (the fetcher's: bootstrap servers,
     api_version, TLS, SASL, client id, request timeout); `partition_counts(topics)` answers
-    the leader's question, and `on_revoked()` is called after the generation passed and the
-    member's state dropped its claims (to forget fetching and positions)."""
+    the leader's question. When the generation passed, `withdraw()` stops delivery from its
+    claims and gives their last offsets (for the parting commit, when a rebalance ended it),
+    and `forget()` is called once the member's state dropped the claims."""
 
     def __init__(self, group: GroupMember, member: MemberState, settings: Mapping[str, Any],
                  partition_counts: Callable[[list[str]], dict[str, int]],
-                 on_revoked: Callable[[], None], on_failure: Callable[[BaseException], None],
+                 withdraw: Callable[[], Mapping[TopicPartition, int]],
+                 forget: Callable[[], None], on_failure: Callable[[BaseException], None],
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._group = group
         self._member = member
@@ -103,14 +105,17 @@ class KafkaCoordination:
         self._client_id = settings.get("client_id", "zkconsumer")
         self._timeout_s = settings.get("request_timeout_ms", 30000) / 1000.0
         self._partition_counts = partition_counts
-        self._on_revoked = on_revoked
+        self._withdraw = withdraw
+        self._forget = forget
         self._on_failure = on_failure
         self._clock = clock
         self._calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._leaving = threading.Event()
         self._stopped = threading.Event()
-        self._commits: collections.deque[tuple[Future, list[TopicPartition]]] = \
+        # The commits sent, in order, each with what the group member refused of it; None for
+        # a parting commit, which nobody waits for.
+        self._commits: collections.deque[tuple[Future | None, list[TopicPartition]]] = \
             collections.deque()
         self._fetch: tuple[Generation, Future] | None = None
         self._assigned: Assigned | None = None  # replaced whole; read by other threads
@@ -194,7 +199,7 @@ class KafkaCoordination:
         topics = group.topics_to_count()
         if topics:
             group.assign(self._partition_counts(topics), now)
-        self._learn(group.next_events())
+        self._learn(group.next_events(), now)
         if group.state in (State.CLOSED, State.FAILED):
             return
         coordinator = group.coordinator
@@ -282,18 +287,10 @@ class KafkaCoordination:
         assert call.generation is not None  # a fetch names its generation
         self._fetch = (call.generation, call.outcome)
 
-    def _learn(self, events: list[GroupEvent]) -> None:
+    def _learn(self, events: list[GroupEvent], now: float) -> None:
         for event in events:
             if isinstance(event, Revoked):
-                # First the gate and the claims, then everything else.
-                self._assigned = None
-                self._member.session_event(Event.SESSION_EXPIRED, None)
-                self._on_revoked()
-                if self._fetch is not None:
-                    self._fetch[1].set_exception(GenerationPassed(event.reason))
-                    self._fetch = None
-                log.info("partitions revoked; delivery and commits stopped for them",
-                         count=len(event.partitions), reason=event.reason)
+                self._revoked(event, now)
             elif isinstance(event, Assigned):
                 self._assigned = event
                 self._member.session_event(Event.CONNECTED, event.generation)
@@ -301,7 +298,9 @@ class KafkaCoordination:
                 if not self._commits:
                     continue
                 outcome, refused = self._commits.popleft()
-                if isinstance(event, CommitFailed):
+                if outcome is None:
+                    _parting_outcome(event)
+                elif isinstance(event, CommitFailed):
                     outcome.set_exception(OffsetStoreError(
                         f"offsets not committed to the group coordinator: {event.reason}"))
                 elif refused:
@@ -312,9 +311,28 @@ class KafkaCoordination:
                 self._fetch[1].set_result(event.offsets)
                 self._fetch = None
 
+    def _revoked(self, event: Revoked, now: float) -> None:
+        """First the gate: its claims stop being delivered from. Then their last offsets are
+        taken, the claims dropped, and those offsets committed in the generation that ended
+        when a rebalance ended it (the coordinator takes them until the member rejoins)."""
+        self._assigned = None
+        last = self._withdraw()
+        self._member.session_event(Event.SESSION_EXPIRED, None)
+        self._forget()
+        if self._fetch is not None:
+            self._fetch[1].set_exception(GenerationPassed(event.reason))
+            self._fetch = None
+        log.info("partitions revoked; delivery and commits stopped for them",
+                 count=len(event.partitions), reason=event.reason)
+        if event.parting is not None and last:
+            refused = self._group.commit_parting(last, now)
+            if len(refused) < len(last):
+                self._commits.append((None, refused))
+
     def _give_up_waiters(self, reason: str) -> None:
         for outcome, _ in self._commits:
-            outcome.set_exception(OffsetStoreError(reason))
+            if outcome is not None:
+                outcome.set_exception(OffsetStoreError(reason))
         self._commits.clear()
         if self._fetch is not None:
             self._fetch[1].set_exception(GenerationPassed(reason))
@@ -382,6 +400,15 @@ class GroupCommits:
 
     def close(self) -> None:
         return None
+
+
+def _parting_outcome(event: Committed | CommitFailed) -> None:
+    if isinstance(event, Committed):
+        log.info("committed the revoked partitions' offsets before joining again",
+                 partitions=len(event.offsets))
+    else:
+        log.warning("the revoked partitions' offsets were not committed; their next owners "
+                    "resume from the last commit", reason=event.reason)
 
 
 def _not_in_generation(refused: list[TopicPartition]) -> OffsetStoreError:
