@@ -427,8 +427,8 @@ class ConsumerConnector:
                 if work is Work.REREGISTER:
                     self._reregister()
                     continue
-                self._rebalancer.rebalance()
-                self._member.handle(Event.REBALANCE_DONE)
+                if self._rebalance():
+                    self._member.handle(Event.REBALANCE_DONE)
             except NoAuthError:
                 self._fail(ZookeeperAccessDeniedError.because(
                     f"a change to group {self.config.group_id}"))
@@ -439,6 +439,12 @@ class ConsumerConnector:
                 self._group_changed()
             except Exception as exc:  # noqa: BLE001 - any other failure ends the member loudly
                 self._fail(exc)
+
+    def _rebalance(self) -> bool:
+        """The worker's rebalance; True when the member may be STABLE after it (the state
+        decides)."""
+        self._rebalancer.rebalance()
+        return True
 
     def _reregister(self) -> None:
         """In a new session: forget what the lost one owned, register again, and only then let

@@ -34,7 +34,7 @@ from zkconsumer.member.connector import ConsumerConnector
 from zkconsumer.member.fetch_loop import FetchLoop
 from zkconsumer.member.kafka_coordination import GroupCommits, KafkaCoordination
 from zkconsumer.member.rebalancer import PartitionCallback, RebalanceCallbacks, call_back
-from zkconsumer.member.state import Event, MemberState, StaleClaimError, State, Work
+from zkconsumer.member.state import Event, MemberState, StaleClaimError
 from zkconsumer.member.stream_threads import thread_ids
 from zkconsumer.member.streams import KafkaStream
 from zkconsumer.model import TopicPartition
@@ -141,24 +141,12 @@ class KafkaCoordinatedConnector(ConsumerConnector):
 
     # -- the worker -------------------------------------------------------------------------
 
-    def _work(self) -> None:
-        while True:
-            work = self._member.next_work()
-            if work is Work.STOP:
-                if self._member.state is State.FAILED:
-                    self._leave_after_failure()
-                return
-            try:
-                if work is Work.REREGISTER:
-                    assigned = self._coordination.assignment
-                    self._member.reregistered(None if assigned is None else assigned.generation)
-                    continue
-                if self._claim_assignment():
-                    self._member.handle(Event.REBALANCE_DONE)
-            except Exception as exc:  # noqa: BLE001 - any other failure ends the member loudly
-                self._fail(exc)
+    def _reregister(self) -> None:
+        """A generation came as a new session: the member claims in it from now on."""
+        assigned = self._coordination.assignment
+        self._member.reregistered(None if assigned is None else assigned.generation)
 
-    def _claim_assignment(self) -> bool:
+    def _rebalance(self) -> bool:
         """Claim what the generation the member is in assigned, from the offsets committed
         for it; False when there is none, or it passed meanwhile (its claims went with it)."""
         assigned = self._coordination.assignment
