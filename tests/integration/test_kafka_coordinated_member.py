@@ -11,11 +11,14 @@ import collections
 import time
 
 import pytest
+from click.testing import CliRunner
 from support.coordinator_members import PollingMember
 from support.kafka import produce
+from support.tansu import produce as produce_modern
 from support.waiting import wait_until
 
 from zkconsumer import ConsumerConnector, ConsumerTimeout, TopicPartition
+from zkconsumer.cli import cli
 from zkconsumer.member.kafka_connector import KafkaCoordinatedConnector
 
 pytestmark = pytest.mark.integration
@@ -102,3 +105,28 @@ def test_a_kafka_coordinated_member_shares_a_group_with_kafka_python(
         connector.shutdown()
         if theirs is not None:
             theirs.close()
+
+
+def test_the_cli_consumes_a_group_on_a_modern_brokers_coordinator_without_zookeeper(
+        modern_broker, modern_topic_factory, unique_name):
+    """Tansu (no ZooKeeper anywhere): `zkconsumer consume` with the brokers alone; a second run
+    of the group resumes from the first one's commits."""
+    topic = modern_topic_factory(partitions=2)
+    group = unique_name("kafka-coordinated-cli")
+
+    def consume(count: int):
+        return CliRunner().invoke(cli, [
+            "consume", "--bootstrap-server", modern_broker.bootstrap_servers, "--group", group,
+            "--topic", topic, "--property", "group.coordination=kafka", "--property",
+            "heartbeat.interval.ms=300", "--from-beginning", "--max-messages", str(count),
+            "--format", "value"], catch_exceptions=False)
+
+    first, second = _values(20, "first"), _values(6, "second")
+    produce_modern(modern_broker.bootstrap_servers, topic, first, partitions=2)
+    result = consume(len(first))
+    assert result.exit_code == 0, result.output
+    assert sorted(result.stdout_bytes.splitlines()) == first
+    produce_modern(modern_broker.bootstrap_servers, topic, second, partitions=2)
+    result = consume(len(second))
+    assert result.exit_code == 0, result.output
+    assert sorted(result.stdout_bytes.splitlines()) == second
