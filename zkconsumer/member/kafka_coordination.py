@@ -228,9 +228,10 @@ class KafkaCoordination:
             group.failed(request, exc, self._clock())
             return
         if payload is None:
+            # The connection is given up with the answer: an overdue one is the group
+            # member's to count as lost (`expire`), a JoinGroup or SyncGroup of a member that
+            # is leaving goes with the close, which then sends LeaveGroup on a new connection.
             self._drop(address)
-            group.failed(request, "given up: the member is leaving or the answer is overdue",
-                         self._clock())
             return
         group.receive(request, payload, self._clock())
 
