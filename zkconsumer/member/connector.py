@@ -361,13 +361,7 @@ class ConsumerConnector:
         the session then ends the wait; the znodes go when it expires. A `failed` member makes
         one attempt at the final commit and no other, and does not call the user's callback
         (it may be what failed). True if every step was done."""
-        steps: list[tuple[str, Callable[[], object]]] = [
-            ("the release of the owned partitions",
-             lambda: self._rebalancer.release_all(commit=commit and not failed,
-                                                  notify=not failed)),
-            ("the deregistration", self._membership.deregister)]
-        if commit and self.config.auto_commit_enable:
-            steps.insert(0, ("the final commit", lambda: self._final_commit(retry=not failed)))
+        steps = self._leaving_steps(commit, failed, deadline)
         done: list[str] = []
         failures: list[BaseException] = []
 
@@ -388,12 +382,29 @@ class ConsumerConnector:
         if not missed:
             return True
         report = self._log.error if failures else self._log.warning
-        report("stopped without finishing with ZooKeeper", not_done=", ".join(missed),
+        report(f"stopped without finishing with {self._coordinator_name}",
+               not_done=", ".join(missed),
                cause=describe_error(failures[0]) if failures else
-               "ZooKeeper did not answer in time",
-               then="the next owners resume from the last commit; this member's znodes go "
-                    "when its session expires")
+               f"{self._coordinator_name} did not answer in time",
+               then=self._unfinished_leave)
         return False
+
+    _coordinator_name = "ZooKeeper"
+    _unfinished_leave = ("the next owners resume from the last commit; this member's znodes go "
+                         "when its session expires")
+
+    def _leaving_steps(self, commit: bool, failed: bool, deadline: float
+                       ) -> list[tuple[str, Callable[[], object]]]:
+        """What leaving is made of, in order, each named for the log (see `_leave_group`);
+        a step returning False counts as not done."""
+        steps: list[tuple[str, Callable[[], object]]] = [
+            ("the release of the owned partitions",
+             lambda: self._rebalancer.release_all(commit=commit and not failed,
+                                                  notify=not failed)),
+            ("the deregistration", self._membership.deregister)]
+        if commit and self.config.auto_commit_enable:
+            steps.insert(0, ("the final commit", lambda: self._final_commit(retry=not failed)))
+        return steps
 
     def _final_commit(self, retry: bool) -> bool:
         """False when the session cannot be trusted, so nothing could be committed."""

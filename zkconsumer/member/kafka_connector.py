@@ -191,26 +191,23 @@ class KafkaCoordinatedConnector(ConsumerConnector):
 
     # -- leaving ----------------------------------------------------------------------------
 
-    def _leave_group(self, commit: bool, deadline: float, failed: bool = False) -> bool:
-        """The final commit (with `commit`, when auto commit is on), in the generation, then
-        LeaveGroup, so the group rebalances at once rather than after a session; given up on
-        at `deadline`. A `failed` member does not call the user's callback."""
-        if commit and self.config.auto_commit_enable and self._may_commit():
-            try:
-                self._committer.commit(retry=False)
-            except ZkConsumerError as exc:
-                self._log.warning("final commit failed; the next owners resume from the last "
-                                  "commit", error=describe_error(exc))
+    _coordinator_name = "the group coordinator"
+    _unfinished_leave = ("the next owners resume from the last commit; the group rebalances "
+                         "without this member once its session times out")
+
+    def _leaving_steps(self, commit: bool, failed: bool, deadline: float
+                       ) -> list[tuple[str, Callable[[], object]]]:
+        """The final commit (with `commit`, when auto commit is on) in the generation, the
+        user's revocation callback (not for a `failed` member: it may be what failed), then
+        LeaveGroup, so the group rebalances at once rather than after a session."""
+        steps: list[tuple[str, Callable[[], object]]] = []
+        if commit and self.config.auto_commit_enable:
+            steps.append(("the final commit", lambda: self._final_commit(retry=False)))
         if not failed:
-            try:
-                self._tell_revoked()
-            except ZkConsumerError as exc:
-                self._log.warning("the revocation callback failed", error=describe_error(exc))
-        left = self._coordination.close(max(0.0, deadline - time.monotonic()))
-        if not left:
-            self._log.warning("stopped before the group coordinator answered LeaveGroup",
-                              then="the group rebalances once the session times out")
-        return left
+            steps.append(("the revocation callback", self._tell_revoked))
+        steps.append(("the LeaveGroup", lambda: self._coordination.close(
+            max(0.0, deadline - time.monotonic()))))
+        return steps
 
     def _close_clients(self) -> None:
         self._fetcher.close()
