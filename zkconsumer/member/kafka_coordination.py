@@ -228,26 +228,37 @@ class KafkaCoordination:
             group.failed(request, exc, self._clock())
             return
         if payload is None:
-            # The connection is given up with the answer: an overdue one is the group
-            # member's to count as lost (`expire`), a JoinGroup or SyncGroup of a member that
-            # is leaving goes with the close, which then sends LeaveGroup on a new connection.
+            # The connection is given up with the answer. A JoinGroup or SyncGroup of a member
+            # that is leaving goes with the close, which then sends LeaveGroup on a new
+            # connection; any other answer counts as lost.
             self._drop(address)
+            if not self._leaving.is_set():
+                group.failed(request, "given up: overdue, or the generation passed meanwhile",
+                             self._clock())
             return
         group.receive(request, payload, self._clock())
 
     def _answer(self, channel: BrokerChannel, request) -> bytearray | None:
-        """The answer to `request`; None when it is overdue, or when the member is leaving
-        and it is its own JoinGroup or SyncGroup (the coordinator may hold those for a whole
-        rebalance timeout)."""
+        """The answer to `request`; None when it is overdue, when the generation passed on
+        the clock meanwhile, or when the member is leaving and it is its own JoinGroup or
+        SyncGroup (the coordinator may hold those for a whole rebalance timeout)."""
         while True:
             now = self._clock()
-            if now >= request.deadline:
+            if now >= request.deadline or self._generation_passed(now):
                 return None
             if self._leaving.is_set() and request.api_key in _REBALANCE_REQUESTS:
                 return None
             wait = min(_SLICE_S, request.deadline - now)
             if channel.has_buffered_data() or select.select([channel], [], [], wait)[0]:
                 return channel.receive(max(_SLICE_S, request.deadline - now))
+
+    def _generation_passed(self, now: float) -> bool:
+        """The clock's part while an answer is awaited: a session that passes without an
+        answered heartbeat closes the gate now, not when a slow answer comes."""
+        had = self._group.generation is not None
+        self._group.expire(now)
+        self._learn(self._group.next_events(), now)
+        return had and self._group.generation is None
 
     def _idle(self, seconds: float) -> None:
         self._wake.wait(max(0.0, min(seconds, _SLICE_S)))
