@@ -9,7 +9,6 @@ classes. Any other request closes the connection.
 
 from __future__ import annotations
 
-import socket
 import struct
 import threading
 
@@ -21,62 +20,33 @@ from kafka.protocol.consumer.group import (
 )
 from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
 
-from support.hostile_broker import _drop, _read_frame
+from support.fake_broker import FakeBroker
 from zkconsumer.kafka.protocol.consumer_protocol import Assignment, encode_assignment
 from zkconsumer.model import TopicPartition
 
 FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP = 10, 11, 14, 12, 13
 
 
-class StallingCoordinator:
+class StallingCoordinator(FakeBroker):
     def __init__(self, topic: str, partitions: int) -> None:
+        super().__init__("stalling-coordinator")
         self._assignment = encode_assignment(Assignment(0, tuple(
             TopicPartition(topic, p) for p in range(partitions))))
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port: int = self._listener.getsockname()[1]
         self.stalled = threading.Event()
         self.heartbeats_unanswered = 0
-        self._connections: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
 
-    def close(self) -> None:
-        _drop(self._listener)
-        for connection in self._connections:
-            _drop(connection)
+    def answer(self, frame: bytes) -> bytes | None:
+        api_key, _version, correlation_id = struct.unpack_from(">hhi", frame)
+        if api_key == HEARTBEAT and self.stalled.is_set():
+            self.heartbeats_unanswered += 1
+            return b""
+        response = self._response(api_key)
+        if response is None:
+            return None
+        response.with_header(correlation_id=correlation_id)
+        return bytes(response.encode(header=True))
 
-    def __enter__(self) -> StallingCoordinator:
-        return self
-
-    def __exit__(self, *_exc) -> None:
-        self.close()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self._listener.accept()
-            except OSError:
-                return
-            self._connections.append(connection)
-            threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
-
-    def _serve(self, connection: socket.socket) -> None:
-        try:
-            while (frame := _read_frame(connection)) is not None:
-                api_key, _version, correlation_id = struct.unpack_from(">hhi", frame)
-                if api_key == HEARTBEAT and self.stalled.is_set():
-                    self.heartbeats_unanswered += 1
-                    continue
-                response = self._answer(api_key)
-                if response is None:
-                    break
-                response.with_header(correlation_id=correlation_id)
-                answer = bytes(response.encode(header=True))
-                connection.sendall(struct.pack(">i", len(answer)) + answer)
-        except OSError:
-            pass
-        _drop(connection)
-
-    def _answer(self, api_key: int):
+    def _response(self, api_key: int):
         if api_key == FIND_COORDINATOR:
             return FindCoordinatorResponse[0](error_code=0, node_id=0, host="127.0.0.1",
                                               port=self.port)
