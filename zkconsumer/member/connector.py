@@ -65,7 +65,8 @@ T = TypeVar("T")
 
 
 class ConsumerConnector:
-    """A member of a ZooKeeper-coordinated consumer group.
+    """A member of a ZooKeeper-coordinated consumer group (with `group.coordination=kafka`, of
+    a group on Kafka's coordinator instead: see `kafka_connector.KafkaCoordinatedConnector`).
 
     Build it from a `ConsumerConfig` or a mapping of legacy keys, call `create_message_streams`
     or `create_message_streams_by_filter` once, iterate the streams, and `shutdown()` (or use it
