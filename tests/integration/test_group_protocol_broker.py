@@ -6,13 +6,10 @@ generation, and leaves, after which the other member is given every partition.""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
-from kafka import KafkaConsumer
-from kafka.consumer.subscription_state import ConsumerRebalanceListener
-from kafka.coordinator.assignors.range import RangePartitionAssignor
+from support.coordinator_members import PollingMember
 from support.waiting import wait_until
 
 from zkconsumer.kafka.io.channel import BrokerChannel
@@ -37,48 +34,6 @@ pytestmark = pytest.mark.integration
 PARTITIONS = 4
 # Member ids begin with the client id, so these order the two members: kafka-python first.
 THEIR_CLIENT_ID, OUR_CLIENT_ID = "a-kafka-python", "zk-group-member"
-
-
-class _Recorded(ConsumerRebalanceListener):
-    def __init__(self) -> None:
-        self.assigned: list[frozenset[int]] = []
-
-    def on_partitions_revoked(self, revoked):
-        pass
-
-    def on_partitions_assigned(self, assigned):
-        self.assigned.append(frozenset(tp.partition for tp in assigned))
-
-
-class _TheirMember:
-    """A kafka-python consumer polling on its own thread (the only thread touching it)."""
-
-    def __init__(self, cluster, group: str, topic: str) -> None:
-        self.rebalances = _Recorded()
-        version = {"api_version": cluster.kafka_api_version} if cluster.kafka_api_version else {}
-        self._consumer = KafkaConsumer(
-            bootstrap_servers=cluster.bootstrap_servers, group_id=group,
-            client_id=THEIR_CLIENT_ID, enable_auto_commit=False, session_timeout_ms=6000,
-            heartbeat_interval_ms=300, partition_assignment_strategy=[RangePartitionAssignor],
-            **version)
-        self._consumer.subscribe([topic], listener=self.rebalances)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def owns(self, partitions: set[int]) -> bool:
-        return bool(self.rebalances.assigned) and self.rebalances.assigned[-1] == partitions
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=15)
-
-    def _run(self) -> None:
-        try:
-            while not self._stop.is_set():
-                self._consumer.poll(timeout_ms=100)
-        finally:
-            self._consumer.close(autocommit=False)
 
 
 class _Driver:
@@ -161,9 +116,11 @@ def test_a_member_and_a_kafka_python_consumer_split_the_partitions_by_range(
         if we_lead:
             member.start(time.monotonic())
             driver.run_until(lambda: member.assignment == everything, timeout=30)
-            theirs = _TheirMember(cluster, group, topic)
+            theirs = PollingMember(cluster, group, topic, THEIR_CLIENT_ID,
+                                   enable_auto_commit=False)
         else:
-            theirs = _TheirMember(cluster, group, topic)
+            theirs = PollingMember(cluster, group, topic, THEIR_CLIENT_ID,
+                                   enable_auto_commit=False)
             wait_until(lambda: theirs.owns({0, 1, 2, 3}), timeout=30,
                        message="kafka-python to own every partition")
             member.start(time.monotonic())

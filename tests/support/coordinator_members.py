@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from kafka import KafkaConsumer, OffsetAndMetadata
 from kafka import TopicPartition as KafkaTopicPartition
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.coordinator.assignors.range import RangePartitionAssignor
 
 from support.waiting import wait_until
 
@@ -26,3 +29,47 @@ def member_at(bootstrap_servers: str, api_version, group: str, topic: str, offse
         yield consumer
     finally:
         consumer.close()
+
+
+class _Recorded(ConsumerRebalanceListener):
+    def __init__(self) -> None:
+        self.assigned: list[frozenset[int]] = []
+
+    def on_partitions_revoked(self, revoked):
+        pass
+
+    def on_partitions_assigned(self, assigned):
+        self.assigned.append(frozenset(tp.partition for tp in assigned))
+
+
+class PollingMember:
+    """A kafka-python consumer of one topic with the range assignor, polling on its own thread
+    (the only thread touching it), recording each assignment and every value it consumed."""
+
+    def __init__(self, cluster, group: str, topic: str, client_id: str, **options) -> None:
+        self.rebalances = _Recorded()
+        self.values: list[bytes] = []
+        version = {"api_version": cluster.kafka_api_version} if cluster.kafka_api_version else {}
+        self._consumer = KafkaConsumer(
+            bootstrap_servers=cluster.bootstrap_servers, group_id=group, client_id=client_id,
+            session_timeout_ms=6000, heartbeat_interval_ms=300,
+            partition_assignment_strategy=[RangePartitionAssignor], **version, **options)
+        self._consumer.subscribe([topic], listener=self.rebalances)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def owns(self, partitions: set[int]) -> bool:
+        return bool(self.rebalances.assigned) and self.rebalances.assigned[-1] == partitions
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=15)
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                for records in self._consumer.poll(timeout_ms=100).values():
+                    self.values.extend(record.value for record in records)
+        finally:
+            self._consumer.close(autocommit=False)

@@ -13,9 +13,7 @@ described, their length and CRC made right again so that only the broken field i
 
 from __future__ import annotations
 
-import socket
 import struct
-import threading
 from collections.abc import Callable
 
 from fuzz.record_fuzzing import hostile_control_batch, varint
@@ -24,6 +22,8 @@ from kafka.protocol.metadata.api_versions import ApiVersionsResponse
 from kafka.protocol.metadata.metadata import MetadataResponse
 from kafka.record._crc32c import crc as crc32c
 from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from support.fake_broker import FakeBroker
 
 FETCH, LIST_OFFSETS, METADATA, API_VERSIONS = 1, 2, 3, 18
 NODE_ID = 0
@@ -60,61 +60,19 @@ def batch_with_huge_record_length(base_offset: int) -> bytes:
     return _signed(built, varint(2**31 - 1) + records[length_size:], base_offset, 1)
 
 
-class HostileBroker:
+class HostileBroker(FakeBroker):
     """Serves `topic` with `partitions` partitions; each partition a fetch asks for is
     answered with `corrupt(fetch_offset)` and an aborted transaction of `PRODUCER_ID` starting
     there. `served` lists the (partition, offset) pairs answered so, in order."""
 
     def __init__(self, topic: str, partitions: int, corrupt: Callable[[int], bytes]) -> None:
+        super().__init__("hostile-broker")
         self._topic = topic
         self._partitions = partitions
         self._corrupt = corrupt
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port: int = self._listener.getsockname()[1]
-        self._lock = threading.Lock()
-        self._connections: set[socket.socket] = set()
         self.served: list[tuple[int, int]] = []
-        threading.Thread(target=self._accept, name=f"hostile-broker-{self.port}",
-                         daemon=True).start()
 
-    def close(self) -> None:
-        _drop(self._listener)
-        with self._lock:
-            connections, self._connections = self._connections, set()
-        for connection in connections:
-            _drop(connection)
-
-    def __enter__(self) -> HostileBroker:
-        return self
-
-    def __exit__(self, *_exc) -> None:
-        self.close()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self._listener.accept()
-            except OSError:
-                return  # closed
-            with self._lock:
-                self._connections.add(connection)
-            threading.Thread(target=self._serve, args=(connection,), daemon=True,
-                             name=f"hostile-broker-{self.port}-connection").start()
-
-    def _serve(self, connection: socket.socket) -> None:
-        try:
-            while (frame := _read_frame(connection)) is not None:
-                answer = self._answer(frame)
-                if answer is None:
-                    break
-                connection.sendall(struct.pack(">i", len(answer)) + answer)
-        except OSError:
-            pass
-        with self._lock:
-            self._connections.discard(connection)
-        _drop(connection)
-
-    def _answer(self, frame: bytes) -> bytes | None:
+    def answer(self, frame: bytes) -> bytes | None:
         api_key, version, correlation_id = struct.unpack_from(">hhi", frame)
         if (api_key, version) == (API_VERSIONS, 0):
             response = ApiVersionsResponse[0](error_code=0, api_keys=[
@@ -158,29 +116,3 @@ class HostileBroker:
             topics.append(FetchResponse.FetchableTopicResponse(topic=asked.topic,
                                                                partitions=answers))
         return FetchResponse[4](throttle_time_ms=0, responses=topics)
-
-
-def _read_frame(connection: socket.socket) -> bytes | None:
-    """The next request after its size; None once the client closed the connection."""
-    head = _read_exactly(connection, 4)
-    if head is None:
-        return None
-    return _read_exactly(connection, struct.unpack(">i", head)[0])
-
-
-def _read_exactly(connection: socket.socket, size: int) -> bytes | None:
-    data = bytearray()
-    while len(data) < size:
-        chunk = connection.recv(size - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return bytes(data)
-
-
-def _drop(sock: socket.socket) -> None:
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    sock.close()

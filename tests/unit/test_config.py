@@ -73,6 +73,10 @@ REFERENCE_DEFAULTS = {
     "zookeeper_sasl_username": None,
     "zookeeper_sasl_password": None,
     "zookeeper_acl_world_read": True,
+    "group_coordination": "zookeeper",
+    "session_timeout_ms": 10000,
+    "heartbeat_interval_ms": 3000,
+    "max_poll_interval_ms": 300000,
     "metrics_port": 0,
     "metrics_host": "127.0.0.1",
     "kafka_client_properties": {},
@@ -493,7 +497,7 @@ def test_to_properties_lists_every_default():
     assert properties["exclude.internal.topics"] == "true"
     assert "consumer.id" not in properties
     assert properties["fetch.backend"] == "auto"
-    assert len(properties) == 34  # every key that has a value by default
+    assert len(properties) == 38  # every key that has a value by default
 
 
 LEGACY_PROPERTIES = """\
@@ -602,3 +606,25 @@ def test_the_zookeeper_edge_is_given_its_own_settings_with_the_secrets_out_of_si
     assert sasl.zookeeper.sasl == SaslLogin("digest-md5", "bob", "hunter2")
     assert sasl.zookeeper.connection_timeout_s == 1.5
     assert "s3cret" not in repr(digest.zookeeper) and "hunter2" not in repr(sasl.zookeeper)
+
+
+def test_kafka_coordination_needs_no_zookeeper():
+    loaded = ConsumerConfig.from_mapping({"group.id": "orders", "group.coordination": "kafka",
+                                          "bootstrap.servers": "b1:9092"})
+    assert (loaded.group_coordination, loaded.zookeeper_connect) == ("kafka", None)
+    with pytest.raises(MissingConfigError, match="missing config zookeeper.connect"):
+        loaded.zookeeper  # noqa: B018 - the property is what raises
+
+
+def test_kafka_coordination_needs_the_brokers():
+    with pytest.raises(MissingConfigError) as info:
+        ConsumerConfig.from_mapping({"group.id": "orders", "group.coordination": "kafka"})
+    assert str(info.value) == ("missing config bootstrap.servers: it is required with "
+                               "group.coordination=kafka")
+
+
+def test_heartbeats_must_fall_within_the_session():
+    error = rejected({"group.coordination": "kafka", "bootstrap.servers": "b1:9092",
+                      "heartbeat.interval.ms": "10000"})
+    assert error.key == "heartbeat.interval.ms"
+    assert "must be lower than session.timeout.ms (10000)" in str(error)

@@ -346,7 +346,44 @@ def test_a_commit_failing_with_a_rebalance_reports_the_commit_failed_and_revokes
     assert events[0] == CommitFailed({A: 5}, "Kafka error 27 REBALANCE_IN_PROGRESS answering "
                                              "OffsetCommit")
     assert events[1] == Revoked(frozenset({A, B}), "Kafka error 27 REBALANCE_IN_PROGRESS "
-                                                   "answering OffsetCommit")
+                                                   "answering OffsetCommit", Generation(1, "m-1"))
+
+
+def test_a_rebalance_takes_the_revoked_partitions_last_commit_before_the_member_rejoins():
+    member = stable()
+    beat(member, sent(member, HEARTBEAT, 3.0), 3.1, error=27)
+    [revoked] = member.next_events()
+    assert revoked.parting == Generation(1, "m-1") and not member.may_deliver(A, 3.1)
+    assert member.commit_parting({A: 7, B: 9}, 3.1) == []
+    request = sent(member, COMMIT, 3.1)
+    body = OffsetCommitRequest.decode(request.body, version=request.version)
+    assert (body.generation_id_or_member_epoch, body.member_id) == (1, "m-1")
+    assert member.next_request(LEGACY_GROUP_VERSIONS, 3.1) is None  # the join waits
+    commit_answered(member, request, 3.2)
+    assert member.next_events() == [Committed({A: 7, B: 9})]
+    sent(member, JOIN, 3.2)
+    assert member.commit_parting({A: 8}, 3.3) == [A]  # the old generation is over
+
+
+@pytest.mark.parametrize("error", [22, 25])
+def test_a_generation_the_coordinator_forgot_takes_no_parting_commit(error):
+    member = stable()
+    beat(member, sent(member, HEARTBEAT, 3.0), 3.1, error=error)
+    [revoked] = member.next_events()
+    assert revoked.parting is None
+    assert member.commit_parting({A: 7}, 3.1) == [A]
+    assert sent(member, JOIN, 3.1)
+
+
+def test_a_parting_commit_not_sent_when_the_coordinator_is_lost_fails():
+    member = stable()
+    beat(member, sent(member, HEARTBEAT, 3.0), 3.1, error=27)
+    member.next_events()
+    assert member.commit_parting({A: 7}, 3.1) == []
+    member.failed(sent(member, COMMIT, 3.1), "connection reset", 3.2)
+    events = member.next_events()
+    assert [type(event) for event in events] == [CommitFailed]
+    assert member.state is State.FINDING
 
 
 def test_the_coordinator_choosing_an_assignor_not_offered_fails_naming_both():

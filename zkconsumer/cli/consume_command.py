@@ -88,8 +88,9 @@ def checked_config(ctx: click.Context, zookeeper: str | None, group: str | None,
                               metrics_host=metrics_host, sources=sources)
     except MissingConfigError as exc:
         name = next(name for name, key in SETTING_OPTIONS.items() if key == exc.key)
+        why = "" if exc.reason == "it is required" else f" ({exc.reason})"
         raise click.MissingParameter(
-            f"Or set {exc.key} in the --consumer-config file or with --property.",
+            f"Or set {exc.key} in the --consumer-config file or with --property{why}.",
             ctx=ctx, param=_option(ctx, name)) from None
     kafka_client_options(config.kafka_client_properties)
     return config

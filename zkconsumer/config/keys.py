@@ -50,7 +50,11 @@ class Key:
 # Order matters only where a default derives from an earlier key.
 KEYS = (
     Key("group.id", legal_name, required=True),
-    Key("zookeeper.connect", zookeeper_connect, required=True),
+    # Who answers "who are the members and which partitions are mine": ZooKeeper's registry
+    # and owner znodes, or Kafka's group coordinator (then no ZooKeeper is needed at all).
+    Key("group.coordination", one_of("zookeeper", "kafka"), "zookeeper"),
+    # Required with group.coordination=zookeeper (checked with the other combinations).
+    Key("zookeeper.connect", zookeeper_connect),
     Key("consumer.id", consumer_id),
     Key("socket.timeout.ms", integer(1), 30000),
     Key("socket.receive.buffer.bytes", integer(-1), 65536),
@@ -94,6 +98,11 @@ KEYS = (
     Key("zookeeper.sasl.username", non_empty),
     Key("zookeeper.sasl.password", non_empty, secret=True),
     Key("zookeeper.acl.world.read", boolean, True),
+    # The Java consumer's group keys, for group.coordination=kafka (max.poll.interval.ms is
+    # the rebalance timeout a JoinGroup gives).
+    Key("session.timeout.ms", integer(1), 10000),
+    Key("heartbeat.interval.ms", integer(1), 3000),
+    Key("max.poll.interval.ms", integer(1), 300000),
     Key("metrics.port", port, 0),
     Key("metrics.host", non_empty, "127.0.0.1"),
 )

@@ -31,8 +31,8 @@ log = get_logger(__name__)
 class MissingConfigError(ConfigError):
     """A required key set nowhere: says so, rather than blaming a value of None."""
 
-    def __init__(self, key: str) -> None:
-        super().__init__(key, None, "it is required")
+    def __init__(self, key: str, reason: str = "it is required") -> None:
+        super().__init__(key, None, reason)
 
     def __str__(self) -> str:
         return f"missing config {self.key}: {self.reason}"
@@ -47,7 +47,8 @@ class ConsumerConfig:
     """
 
     group_id: str
-    zookeeper_connect: ZookeeperConnect
+    group_coordination: str  # "zookeeper" or "kafka"
+    zookeeper_connect: ZookeeperConnect | None  # None only with group_coordination "kafka"
     consumer_id: str | None
     socket_timeout_ms: int
     socket_receive_buffer_bytes: int  # 0 or -1 keep the OS default, as in the reference
@@ -87,6 +88,9 @@ class ConsumerConfig:
     zookeeper_sasl_username: str | None
     zookeeper_sasl_password: str | None = field(repr=False)
     zookeeper_acl_world_read: bool
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    max_poll_interval_ms: int
     metrics_port: int  # 0: no metrics server
     metrics_host: str
     kafka_client_properties: Mapping[str, str] = field(hash=False, repr=False)
@@ -100,7 +104,9 @@ class ConsumerConfig:
 
     @property
     def zookeeper(self) -> ZookeeperSettings:
-        """What the ZooKeeper session is opened with."""
+        """What the ZooKeeper session is opened with (a Kafka-coordinated member has none)."""
+        if self.zookeeper_connect is None:
+            raise MissingConfigError("zookeeper.connect")
         sasl = None
         if self.zookeeper_sasl_username:
             sasl = SaslLogin(self.zookeeper_sasl_mechanism, self.zookeeper_sasl_username,
@@ -261,6 +267,7 @@ def _kafka_client_properties(settings: Mapping[str, Setting]
 
 def _check_combinations(fields: Mapping[str, Any], settings: Mapping[str, Setting]) -> None:
     """Blame only keys the user set, so a default never appears to be at fault."""
+    _check_coordination(fields, settings)
     wait, timeout = fields["fetch_wait_max_ms"], fields["socket_timeout_ms"]
     if wait > timeout:
         if "fetch.wait.max.ms" in settings:
@@ -282,6 +289,24 @@ def _check_combinations(fields: Mapping[str, Any], settings: Mapping[str, Settin
         _reject(settings, chosen[1],
                 f"cannot be combined with {chosen[0]} (from {settings[chosen[0]].source}); "
                 f"set only one of {', '.join(_SUBSCRIPTION_KEYS)}")
+
+
+def _check_coordination(fields: Mapping[str, Any], settings: Mapping[str, Setting]) -> None:
+    """ZooKeeper coordination needs `zookeeper.connect`; Kafka's needs the brokers only, and
+    heartbeats well within a session."""
+    if fields["group_coordination"] == "zookeeper":
+        if fields["zookeeper_connect"] is None:
+            raise MissingConfigError("zookeeper.connect")
+        return
+    if fields["bootstrap_servers"] is None:
+        raise MissingConfigError("bootstrap.servers", "it is required with "
+                                 "group.coordination=kafka")
+    heartbeat, session = fields["heartbeat_interval_ms"], fields["session_timeout_ms"]
+    if heartbeat >= session:
+        blamed = "heartbeat.interval.ms" if "heartbeat.interval.ms" in settings \
+            else "session.timeout.ms"
+        _reject(settings, blamed, f"heartbeat.interval.ms ({heartbeat}) must be lower than "
+                f"session.timeout.ms ({session}), typically a third of it")
 
 
 def _reject(settings: Mapping[str, Setting], name: str, reason: str,

@@ -29,16 +29,18 @@ log = get_logger(__name__)
 class OffsetCommitter:
     """`member` is the member's state: it names the partitions that may be committed, each
     with the token its claim was made under and what is worth writing (see
-    `MemberState.committable`). `owner_checks`, when given, turns those tokens into the owner
-    znodes a ZooKeeper commit is made conditional on, for the tokens that are the ZooKeeper
-    session the member has now; any other partition is not committed to any store (it may be
-    another member's by now). `may_commit` is false while the member's ZooKeeper session cannot
+    `MemberState.committable`). `owner_checks`, when given, turns those tokens into what the
+    store makes each write conditional on (for ZooKeeper, the owner znodes of the tokens that
+    are the session the member has now; for Kafka's group coordinator, the generation itself),
+    passed to the store as `owners`; a partition left out is not committed to any store (it
+    may be another member's by now). `may_commit` is false while the member's ZooKeeper session cannot
     be trusted (a cut-off member must not commit)."""
 
     def __init__(self, store, streams: Callable[[], Iterable[KafkaStream]],
                  member: MemberState, *,
                  owner_checks: Callable[[Mapping[TopicPartition, Token]],
-                                        Mapping[TopicPartition, OwnerCheck]] | None = None,
+                                        Mapping[TopicPartition, OwnerCheck | Token]]
+                 | None = None,
                  may_commit: Callable[[], bool] = lambda: True) -> None:
         self._store = store
         self._streams = streams
@@ -81,6 +83,13 @@ class OffsetCommitter:
             return self._write(lambda consumed: self._member.releasing(partitions, consumed),
                                retry=False)
 
+    def releasing_offsets(self, partitions: Collection[TopicPartition]
+                          ) -> dict[TopicPartition, int]:
+        """What `commit_releasing` would write for these, for a coordinator that commits
+        them itself (a Kafka-coordinated member's parting commit), without writing."""
+        entries = self._member.releasing(partitions, self._consumed())
+        return {tp: entry.pending for tp, entry in entries.items() if entry.pending is not None}
+
     def _write(self, entries_for: Callable[[Mapping[TopicPartition, int]],
                                            Mapping[TopicPartition, CommitEntry]],
                retry: bool) -> dict[TopicPartition, int]:
@@ -118,7 +127,8 @@ class OffsetCommitter:
 
     @staticmethod
     def _drop_unowned(pending: dict[TopicPartition, int],
-                      owners: Mapping[TopicPartition, OwnerCheck]) -> dict[TopicPartition, int]:
+                      owners: Mapping[TopicPartition, OwnerCheck | Token]
+                      ) -> dict[TopicPartition, int]:
         unowned = [tp for tp in pending if tp not in owners]
         if unowned:
             log.warning("offsets not committed: claimed in an earlier ZooKeeper session",

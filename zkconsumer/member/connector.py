@@ -65,7 +65,8 @@ T = TypeVar("T")
 
 
 class ConsumerConnector:
-    """A member of a ZooKeeper-coordinated consumer group.
+    """A member of a ZooKeeper-coordinated consumer group (with `group.coordination=kafka`, of
+    a group on Kafka's coordinator instead: see `kafka_connector.KafkaCoordinatedConnector`).
 
     Build it from a `ConsumerConfig` or a mapping of legacy keys, call `create_message_streams`
     or `create_message_streams_by_filter` once, iterate the streams, and `shutdown()` (or use it
@@ -84,25 +85,40 @@ class ConsumerConnector:
                  join_group: Callable[..., ZookeeperMembership] = ZookeeperMembership) -> None:
         """The keyword arguments after the callbacks make the member's clients and its group
         membership; tests give stand-ins (the signatures are those of the defaults)."""
-        self.config = config if isinstance(config, ConsumerConfig) else \
-            ConsumerConfig.from_mapping(config)
-        self.consumer_id = make_consumer_id(self.config.group_id, self.config.consumer_id)
-        self._callbacks = RebalanceCallbacks(on_partitions_revoked, on_partitions_assigned)
+        self._set_up(config, RebalanceCallbacks(on_partitions_revoked, on_partitions_assigned),
+                     open_fetcher)
         self._find_brokers = find_brokers
-        self._open_fetcher = open_fetcher
         self._open_offset_store = open_offset_store
         self._open_topic_source = open_topic_source
         self._join_group = join_group
+        self._zk = connect_zookeeper(self.config.zookeeper)
+        self._member = MemberState(current_session(self._zk))
+        # From now on: an expiry while starting must be known to the member's state too.
+        self._zk.add_listener(self._on_session_state)
+
+    def __new__(cls, config: ConsumerConfig | Mapping[str, str], *_args: object,
+                **_parts: object) -> ConsumerConnector:
+        """`group.coordination=kafka` makes a `KafkaCoordinatedConnector`, with no ZooKeeper."""
+        if cls is ConsumerConnector and _coordination(config) == "kafka":
+            # Imported here: that module builds on this one.
+            from zkconsumer.member.kafka_connector import KafkaCoordinatedConnector
+            return super().__new__(KafkaCoordinatedConnector)
+        return super().__new__(cls)
+
+    def _set_up(self, config: ConsumerConfig | Mapping[str, str],
+                callbacks: RebalanceCallbacks, open_fetcher: Callable[..., Fetcher]) -> None:
+        """What every kind of member has, whoever coordinates its group."""
+        self.config = config if isinstance(config, ConsumerConfig) else \
+            ConsumerConfig.from_mapping(config)
+        self.consumer_id = make_consumer_id(self.config.group_id, self.config.consumer_id)
+        self._callbacks = callbacks
+        self._open_fetcher = open_fetcher
         self._streams: list[KafkaStream] = []
         self._stop_auto_commit = threading.Event()
         self._refresher: MetadataRefresher | None = None  # topics from Kafka metadata only
         self._metrics = MemberMetrics()
         self._metrics_server: MetricsServer | None = None  # with metrics.port only
         self._log = log.bind(consumer_id=self.consumer_id, group=self.config.group_id)
-        self._zk = connect_zookeeper(self.config.zookeeper)
-        self._member = MemberState(current_session(self._zk))
-        # From now on: an expiry while starting must be known to the member's state too.
-        self._zk.add_listener(self._on_session_state)
 
     # -- public API -------------------------------------------------------------------------
 
@@ -199,14 +215,22 @@ class ConsumerConnector:
             # commit now could rewind them.
             self._leave_group(commit and self._member.session is not None,
                               deadline - _CLOSING_S)
-            self._fetcher.close()
-            self._offset_store.close()
-            self._membership.topics.close()
+            self._close_clients()
         self._stop_metrics_server()
+        self._disconnect()
+        self._log.info("shut down")
+
+    def _close_clients(self) -> None:
+        """The clients opened when the member started."""
+        self._fetcher.close()
+        self._offset_store.close()
+        self._membership.topics.close()
+
+    def _disconnect(self) -> None:
+        """The coordinator's connection opened with the connector."""
         self._zk.remove_listener(self._on_session_state)  # closing reports LOST, not an expiry
         self._zk.stop()
         self._zk.close()
-        self._log.info("shut down")
 
     def __enter__(self) -> ConsumerConnector:
         return self
@@ -338,13 +362,7 @@ class ConsumerConnector:
         the session then ends the wait; the znodes go when it expires. A `failed` member makes
         one attempt at the final commit and no other, and does not call the user's callback
         (it may be what failed). True if every step was done."""
-        steps: list[tuple[str, Callable[[], object]]] = [
-            ("the release of the owned partitions",
-             lambda: self._rebalancer.release_all(commit=commit and not failed,
-                                                  notify=not failed)),
-            ("the deregistration", self._membership.deregister)]
-        if commit and self.config.auto_commit_enable:
-            steps.insert(0, ("the final commit", lambda: self._final_commit(retry=not failed)))
+        steps = self._leaving_steps(commit, failed, deadline)
         done: list[str] = []
         failures: list[BaseException] = []
 
@@ -365,12 +383,29 @@ class ConsumerConnector:
         if not missed:
             return True
         report = self._log.error if failures else self._log.warning
-        report("stopped without finishing with ZooKeeper", not_done=", ".join(missed),
+        report(f"stopped without finishing with {self._coordinator_name}",
+               not_done=", ".join(missed),
                cause=describe_error(failures[0]) if failures else
-               "ZooKeeper did not answer in time",
-               then="the next owners resume from the last commit; this member's znodes go "
-                    "when its session expires")
+               f"{self._coordinator_name} did not answer in time",
+               then=self._unfinished_leave)
         return False
+
+    _coordinator_name = "ZooKeeper"
+    _unfinished_leave = ("the next owners resume from the last commit; this member's znodes go "
+                         "when its session expires")
+
+    def _leaving_steps(self, commit: bool, failed: bool, deadline: float
+                       ) -> list[tuple[str, Callable[[], object]]]:
+        """What leaving is made of, in order, each named for the log (see `_leave_group`);
+        a step returning False counts as not done."""
+        steps: list[tuple[str, Callable[[], object]]] = [
+            ("the release of the owned partitions",
+             lambda: self._rebalancer.release_all(commit=commit and not failed,
+                                                  notify=not failed)),
+            ("the deregistration", self._membership.deregister)]
+        if commit and self.config.auto_commit_enable:
+            steps.insert(0, ("the final commit", lambda: self._final_commit(retry=not failed)))
+        return steps
 
     def _final_commit(self, retry: bool) -> bool:
         """False when the session cannot be trusted, so nothing could be committed."""
@@ -404,8 +439,8 @@ class ConsumerConnector:
                 if work is Work.REREGISTER:
                     self._reregister()
                     continue
-                self._rebalancer.rebalance()
-                self._member.handle(Event.REBALANCE_DONE)
+                if self._rebalance():
+                    self._member.handle(Event.REBALANCE_DONE)
             except NoAuthError:
                 self._fail(ZookeeperAccessDeniedError.because(
                     f"a change to group {self.config.group_id}"))
@@ -416,6 +451,12 @@ class ConsumerConnector:
                 self._group_changed()
             except Exception as exc:  # noqa: BLE001 - any other failure ends the member loudly
                 self._fail(exc)
+
+    def _rebalance(self) -> bool:
+        """The worker's rebalance; True when the member may be STABLE after it (the state
+        decides)."""
+        self._rebalancer.rebalance()
+        return True
 
     def _reregister(self) -> None:
         """In a new session: forget what the lost one owned, register again, and only then let
@@ -510,6 +551,12 @@ class ConsumerConnector:
         if self._leave_group(self._member.session is not None,
                              time.monotonic() + SHUTDOWN_TIMEOUT_S - _CLOSING_S, failed=True):
             self._log.info("left the group after the failure", group=self.config.group_id)
+
+
+def _coordination(config: ConsumerConfig | Mapping[str, str]) -> str:
+    if isinstance(config, ConsumerConfig):
+        return config.group_coordination
+    return str(config.get("group.coordination", "zookeeper")).strip()
 
 
 def _one_line(exc: BaseException) -> str:

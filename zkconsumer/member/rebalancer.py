@@ -58,6 +58,18 @@ class RebalanceCallbacks:
     after_assign: PartitionCallback | None = None
 
 
+def call_back(name: str, callback: PartitionCallback | None,
+              partitions: Mapping[TopicPartition, str]) -> None:
+    """The user's callback, its failure named as such."""
+    if callback is None:
+        return
+    try:
+        callback(dict(partitions))
+    except Exception as exc:
+        raise RebalanceCallbackError(
+            f"the {name} callback raised {type(exc).__name__}: {exc}") from exc
+
+
 class Rebalancer:
     def __init__(self, *, consumer_id: str, strategy: str, exclude_internal_topics: bool,
                  max_attempts: int, backoff_ms: int, crashed_owner_grace_ms: int, membership,
@@ -193,7 +205,7 @@ class Rebalancer:
     def _release(self, partitions: Mapping[TopicPartition, str], commit: bool = True,
                  notify: bool = True) -> None:
         if notify:
-            self._call_back("on_partitions_revoked", self._callbacks.before_release, partitions)
+            call_back("on_partitions_revoked", self._callbacks.before_release, partitions)
         self.member.withdraw(partitions)
         self._fetch_loop.routing_changed()
         try:
@@ -207,17 +219,6 @@ class Rebalancer:
         self._membership.release(partitions)
         self._committer.released(set(partitions))
         self.member.drop(partitions)
-
-    @staticmethod
-    def _call_back(name: str, callback: PartitionCallback | None,
-                   partitions: Mapping[TopicPartition, str]) -> None:
-        if callback is None:
-            return
-        try:
-            callback(dict(partitions))
-        except Exception as exc:
-            raise RebalanceCallbackError(
-                f"the {name} callback raised {type(exc).__name__}: {exc}") from exc
 
     def _claim(self, partitions: Mapping[TopicPartition, str]) -> list[TopicPartition]:
         """The claims recorded, then the owner znodes, then the committed offsets, then the
@@ -242,5 +243,5 @@ class Rebalancer:
             self.member.drop(partitions)
             raise
         self._fetch_loop.routing_changed()
-        self._call_back("on_partitions_assigned", self._callbacks.after_assign, partitions)
+        call_back("on_partitions_assigned", self._callbacks.after_assign, partitions)
         return []

@@ -161,8 +161,10 @@ class MemberState:
     the gate) before or after a change, and a claim that just went only drops a message.
     """
 
-    def __init__(self, session: int | None) -> None:
-        """`session`: the ZooKeeper session the member starts in (its registration's)."""
+    def __init__(self, session: Token | None) -> None:
+        """`session`: the ZooKeeper session the member starts in (its registration's). A
+        member of a Kafka-coordinated group has its generation (id and member id) in that
+        place: the coordinator's Assigned and Revoked come as a new session and an expiry."""
         self._lock = threading.Condition()
         self._state = State.NEW
         self._session = session  # the claims' session; None from an expiry to the cleanup
@@ -185,7 +187,7 @@ class MemberState:
             return self._state
 
     @property
-    def session(self) -> int | None:
+    def session(self) -> Token | None:
         with self._lock:
             return self._session
 
@@ -350,12 +352,12 @@ class MemberState:
 
     # -- events -----------------------------------------------------------------------------
 
-    def handle(self, event: Event, session: int | None = None) -> State:
+    def handle(self, event: Event, session: Token | None = None) -> State:
         """Apply an event; returns the state it leaves the member in."""
         with self._lock:
             return self._transition(event, session)
 
-    def session_event(self, event: Event, session: int | None) -> Event:
+    def session_event(self, event: Event, session: Token | None) -> Event:
         """What kazoo reported (CONNECTION_SUSPENDED, SESSION_EXPIRED or CONNECTED) with the
         session id it has now; returns the event applied, a CONNECTED being either the same
         session resumed or a new one (after an expiry there is no session to resume)."""
@@ -366,7 +368,7 @@ class MemberState:
             self._transition(event, session)
             return event
 
-    def reregistered(self, session: int | None) -> bool:
+    def reregistered(self, session: Token | None) -> bool:
         """The worker forgot what the lost session owned and registered again in `session`;
         True if the member now claims and delivers in it. False if the session changed again
         meanwhile: the re-registration stays due."""
@@ -385,7 +387,7 @@ class MemberState:
     # -- claims -----------------------------------------------------------------------------
 
     def begin_claims(self, partitions: Mapping[TopicPartition, str],
-                     stream_for: Callable[[TopicPartition, str], Feed] | None = None) -> int:
+                     stream_for: Callable[[TopicPartition, str], Feed] | None = None) -> Token:
         """Record claims of these partitions (partition -> thread id, each fed into the stream
         `stream_for` gives), CLAIMING, before their owner znodes are made; returns the session
         they are made in. StaleClaimError if there is none to claim in (or the member is
@@ -401,7 +403,7 @@ class MemberState:
                 self._claims[tp] = Claim(tp, thread, self._session, Phase.CLAIMING, stream)
             return self._session
 
-    def claims_made(self, session: int, partitions: Collection[TopicPartition],
+    def claims_made(self, session: Token, partitions: Collection[TopicPartition],
                     committed: Mapping[TopicPartition, int] | None = None
                     ) -> dict[TopicPartition, Claim]:
         """The owner znodes of these claims were made in `session` and their `committed`
@@ -438,7 +440,7 @@ class MemberState:
             for tp in partitions:
                 self._claims.pop(tp, None)
 
-    def _check_claimable(self, session: int | None) -> None:
+    def _check_claimable(self, session: Token | None) -> None:
         if self._state in _FINAL:
             raise StaleClaimError(f"the member is {self._state.value}; it claims nothing")
         if session is None or session != self._session:
@@ -475,7 +477,7 @@ class MemberState:
 
     # -- the one place the state changes ------------------------------------------------------
 
-    def _transition(self, event: Event, session: int | None = None) -> State:
+    def _transition(self, event: Event, session: Token | None = None) -> State:
         if (self._state, event) in _IGNORED:
             return self._state
         target = _TRANSITIONS.get((self._state, event))
@@ -494,7 +496,7 @@ class MemberState:
         self._lock.notify_all()
         return target
 
-    def _applies(self, event: Event, session: int | None) -> bool:
+    def _applies(self, event: Event, session: Token | None) -> bool:
         if event is Event.REBALANCE_DONE:
             # Something became due while the rebalance ran: the member is not settled yet.
             settled = not (self._rebalance_due or self._reregister_due)
@@ -504,7 +506,7 @@ class MemberState:
             return session is not None and session == self._live
         return True
 
-    def _record(self, event: Event, session: int | None) -> None:
+    def _record(self, event: Event, session: Token | None) -> None:
         if event in (Event.STARTED, Event.GROUP_CHANGED):
             self._rebalance_due = True
         elif event is Event.CONNECTION_SUSPENDED:
@@ -549,5 +551,7 @@ def _advance(claim: Claim, position: int) -> None:
         claim.position = position
 
 
-def _hex(session: int | None) -> str:
-    return "none" if session is None else f"0x{session:x}"
+def _hex(session: Token | None) -> str:
+    if session is None:
+        return "none"
+    return f"0x{session:x}" if isinstance(session, int) else str(session)

@@ -190,10 +190,13 @@ class Assigned(NamedTuple):
 
 
 class Revoked(NamedTuple):
-    """The generation passed: these partitions may no longer be delivered or committed."""
+    """The generation passed: these partitions may no longer be delivered or committed.
+    `parting` is that generation when the coordinator began a rebalance, which takes the
+    member's last commit in it until the member joins again (`commit_parting`); else None."""
 
     partitions: frozenset[TopicPartition]
     reason: str
+    parting: Generation | None = None
 
 
 class Committed(NamedTuple):
@@ -256,6 +259,10 @@ class GroupMember:
         self._alive_since = 0.0
         self._heartbeat_at = 0.0
         self._commits: list[dict[TopicPartition, int]] = []
+        # The generation a rebalance just ended, and the revoked partitions' last commits in
+        # it, sent before the JoinGroup.
+        self._parting: Generation | None = None
+        self._parting_commits: list[dict[TopicPartition, int]] = []
         self._fetches: set[TopicPartition] = set()
         self._fetch_at = 0.0
         self._events: list[GroupEvent] = []
@@ -338,6 +345,20 @@ class GroupMember:
             self._commits.append(allowed)
         return refused
 
+    def commit_parting(self, offsets: Mapping[TopicPartition, int], now: float
+                       ) -> list[TopicPartition]:
+        """Commit the revoked partitions' offsets in the generation a rebalance just ended
+        (`Revoked.parting`), before the member joins again, as Java's consumer commits before
+        it rejoins: the JoinGroup waits for the answer. Refused whole (and returned) once the
+        JoinGroup was sent, or when the generation did not end with a rebalance."""
+        self._check(now)
+        self._transition(Event.COMMIT)
+        if self._state is not State.JOINING or self._parting is None:
+            return list(offsets)
+        if offsets:
+            self._parting_commits.append(dict(offsets))
+        return []
+
     def fetch_offsets(self, partitions: Collection[TopicPartition], now: float) -> None:
         """Ask the coordinator the group's committed offsets of these partitions (outside a
         generation: nothing is asked); the answer comes as `OffsetsFetched`."""
@@ -371,8 +392,21 @@ class GroupMember:
             return self._send(FIND_COORDINATOR, versions.find_coordinator,
                               codec.find_coordinator_request(self._group_id,
                                                              versions.find_coordinator), now)
+        if state is State.JOINING and self._parting is not None:
+            if self._parting_commits:
+                offsets = self._parting_commits.pop(0)
+                return self._send(OFFSET_COMMIT, versions.offset_commit,
+                                  codec.offset_commit_request(
+                                      self._group_id, self._parting.generation_id,
+                                      self._parting.member_id, offsets, versions.offset_commit),
+                                  now, offsets=offsets)
+            if OFFSET_COMMIT in self._in_flight:
+                return None  # the JoinGroup waits for the parting commit's answer
         if state is State.JOINING and now >= self._not_before:
-            return self._send(JOIN_GROUP, versions.join_group, self._join_body(versions), now)
+            request = self._send(JOIN_GROUP, versions.join_group, self._join_body(versions), now)
+            if request is not None:
+                self._parting = None  # the old generation takes no commit from here on
+            return request
         if state is State.SYNCING:
             assert self._joined is not None and self._generation is None
             return self._send(SYNC_GROUP, versions.sync_group, codec.sync_group_request(
@@ -603,7 +637,7 @@ class GroupMember:
         any other code."""
         reason = _describe(api_key, error)
         if error == REBALANCE_IN_PROGRESS:
-            self._rejoin(reason, now)
+            self._rejoin(reason, now, parting=True)
         elif error in _FORGOTTEN:
             self._member_id = ""
             self._rejoin(reason, now)
@@ -654,8 +688,8 @@ class GroupMember:
                 f"no heartbeat answered for session.timeout.ms ({self._session_timeout_ms} ms)",
                 now)
 
-    def _rejoin(self, reason: str, now: float) -> None:
-        self._pass_generation(reason)
+    def _rejoin(self, reason: str, now: float, parting: bool = False) -> None:
+        self._pass_generation(reason, parting)
         self._next_round()
         self._transition(Event.REJOIN)
         self._not_before = now
@@ -672,14 +706,18 @@ class GroupMember:
         log.info("looking the group's coordinator up again", group=self._group_id,
                  reason=reason, retry_in_ms=round(delay * 1000))
 
-    def _pass_generation(self, reason: str) -> None:
-        """The gate closes: nothing assigned may be delivered or committed any more."""
+    def _pass_generation(self, reason: str, parting: bool = False) -> None:
+        """The gate closes: nothing assigned may be delivered or committed any more, but for
+        the parting commit when a rebalance ended the generation (`commit_parting`)."""
+        self._parting = self._generation if parting else None
+        self._events.extend(CommitFailed(offsets, reason) for offsets in self._parting_commits)
+        self._parting_commits.clear()
         if self._generation is None and not self._assigned:
             return
         revoked = self._assigned
         self._generation = None
         self._assigned = frozenset()
-        self._events.append(Revoked(revoked, reason))
+        self._events.append(Revoked(revoked, reason, self._parting))
         self._events.extend(CommitFailed(offsets, reason) for offsets in self._commits)
         self._commits.clear()
         self._fetches.clear()

@@ -1,0 +1,132 @@
+"""A member coordinated by Kafka's group coordinator (`group.coordination=kafka`, no ZooKeeper)
+and a kafka-python consumer in one group on the fixture's 0.9 broker: they split the topic as
+Java's RangeAssignor does, every message is consumed once by one of them, and the member's
+rebalance and its clean stop commit (in the generation that ends) and its stop leaves the
+group, so the other member is given partitions at once and resumes each from the offsets the
+member committed."""
+
+from __future__ import annotations
+
+import collections
+import time
+
+import pytest
+from click.testing import CliRunner
+from support.coordinator_members import PollingMember
+from support.kafka import produce
+from support.tansu import produce as produce_modern
+from support.waiting import wait_until
+
+from zkconsumer import ConsumerConnector, ConsumerTimeout, TopicPartition
+from zkconsumer.cli import cli
+from zkconsumer.member.kafka_connector import KafkaCoordinatedConnector
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 4
+SESSION_MS = 10000
+# Member ids begin with the client id, so these order the two members: kafka-python first.
+THEIR_CLIENT_ID, OUR_CLIENT_ID = "a-kafka-python", "zk-member"
+
+
+def _config(cluster, group: str) -> dict[str, str]:
+    config = {"group.id": group, "group.coordination": "kafka",
+              "bootstrap.servers": cluster.bootstrap_servers, "client.id": OUR_CLIENT_ID,
+              "auto.offset.reset": "smallest", "consumer.timeout.ms": "1500",
+              "session.timeout.ms": str(SESSION_MS), "heartbeat.interval.ms": "300"}
+    if cluster.kafka_api_version:
+        config["kafka.api.version"] = ".".join(map(str, cluster.kafka_api_version))
+    return config
+
+
+def _values(n: int, prefix: str) -> list[bytes]:
+    return [f"{prefix}-{i:04d}".encode() for i in range(n)]
+
+
+def _consume(stream) -> list[bytes]:
+    """Until the stream has had nothing for consumer.timeout.ms."""
+    values = []
+    with pytest.raises(ConsumerTimeout):
+        for message in stream:
+            values.append(message.value)
+    return values
+
+
+def test_a_kafka_coordinated_member_shares_a_group_with_kafka_python(
+        cluster, topic_factory, unique_name):
+    topic = topic_factory(partitions=PARTITIONS)
+    group = unique_name("kafka-coordinated")
+    ours: list[bytes] = []
+    theirs = None
+    connector = ConsumerConnector(_config(cluster, group))
+    try:
+        assert isinstance(connector, KafkaCoordinatedConnector)
+        (stream,) = connector.create_message_streams({topic: 1})[topic]
+        everything = {TopicPartition(topic, p) for p in range(PARTITIONS)}
+        wait_until(lambda: set(connector.owned_partitions()) == everything, timeout=30,
+                   message="the member to own every partition alone")
+        alone = _values(80, "alone")
+        produce(cluster, topic, alone, partitions=PARTITIONS)
+        ours += _consume(stream)
+        assert sorted(ours) == alone
+
+        theirs = PollingMember(cluster, group, topic, THEIR_CLIENT_ID,
+                               auto_offset_reset="earliest")
+        # Java's RangeAssignor over the sorted member ids: kafka-python's first. Its partitions
+        # resume from the member's parting commit (auto commit has not run yet).
+        wait_until(lambda: set(connector.owned_partitions()) == {
+            TopicPartition(topic, 2), TopicPartition(topic, 3)} and theirs.owns({0, 1}),
+            timeout=30, message="the two members to split the partitions by range")
+        assert connector.wait_until_stable(timeout=10)
+
+        shared = _values(200, "shared")
+        produce(cluster, topic, shared, partitions=PARTITIONS)
+        ours += _consume(stream)
+        wait_until(lambda: len(ours) + len(theirs.values) >= len(alone) + len(shared),
+                   timeout=30, message="every message to be consumed")
+        assert len(ours) == len(alone) + len(shared) // 2  # produced round-robin
+
+        started = time.monotonic()
+        connector.shutdown()
+        wait_until(lambda: theirs.owns({0, 1, 2, 3}), timeout=SESSION_MS / 1000.0,
+                   message="kafka-python to own every partition after the LeaveGroup")
+        # A LeaveGroup, not the session's end, moved the partitions.
+        assert time.monotonic() - started < SESSION_MS / 1000.0 - 2
+
+        after = _values(40, "after")
+        produce(cluster, topic, after, partitions=PARTITIONS)
+        wait_until(lambda: len(ours) + len(theirs.values) >= len(alone + shared + after),
+                   timeout=30, message="kafka-python to consume the last batch")
+        # Nothing lost and nothing twice: kafka-python resumed every partition from the
+        # member's commits, the parting one and the final one.
+        assert collections.Counter(ours + theirs.values) == collections.Counter(
+            alone + shared + after)
+    finally:
+        connector.shutdown()
+        if theirs is not None:
+            theirs.close()
+
+
+def test_the_cli_consumes_a_group_on_a_modern_brokers_coordinator_without_zookeeper(
+        modern_broker, modern_topic_factory, unique_name):
+    """Tansu (no ZooKeeper anywhere): `zkconsumer consume` with the brokers alone; a second run
+    of the group resumes from the first one's commits."""
+    topic = modern_topic_factory(partitions=2)
+    group = unique_name("kafka-coordinated-cli")
+
+    def consume(count: int):
+        return CliRunner().invoke(cli, [
+            "consume", "--bootstrap-server", modern_broker.bootstrap_servers, "--group", group,
+            "--topic", topic, "--property", "group.coordination=kafka", "--property",
+            "heartbeat.interval.ms=300", "--from-beginning", "--max-messages", str(count),
+            "--format", "value"], catch_exceptions=False)
+
+    first, second = _values(20, "first"), _values(6, "second")
+    produce_modern(modern_broker.bootstrap_servers, topic, first, partitions=2)
+    result = consume(len(first))
+    assert result.exit_code == 0, result.output
+    assert sorted(result.stdout_bytes.splitlines()) == first
+    produce_modern(modern_broker.bootstrap_servers, topic, second, partitions=2)
+    result = consume(len(second))
+    assert result.exit_code == 0, result.output
+    assert sorted(result.stdout_bytes.splitlines()) == second

@@ -1,0 +1,217 @@
+"""`KafkaCoordinatedConnector`: a member whose group Kafka's group coordinator coordinates
+(`group.coordination=kafka`), with no ZooKeeper at all.
+
+`ConsumerConnector(config)` makes one when the config says so. It shares the streams, the fetch
+loop, the committer, the auto-committer and the member's state with the ZooKeeper member, and
+has its own coordination: the coordination thread (`KafkaCoordination`) in place of the
+ZooKeeper session and its watches, and a worker that claims what each generation assigns, its
+committed offsets read through the coordinator. Offsets are always the coordinator's:
+`offsets.storage` and `dual.commit.enabled` do not apply.
+
+Not yet on this path: wildcard subscriptions (`create_message_streams_by_filter`), the metrics
+server, and the user's revocation callback before the generation passes (it is told of the
+revocation once the next assignment comes, or the member leaves).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+from zkconsumer.assignment import TopicFilter
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.errors import ConfigError, ZkConsumerError, describe_error
+from zkconsumer.fetch import open_fetcher
+from zkconsumer.fetch.fetcher import Fetcher
+from zkconsumer.fetch.kafka_client import kafka_client_options
+from zkconsumer.fetch.log_offsets import LogOffsets
+from zkconsumer.fetch.settings import kafka_consumer_settings
+from zkconsumer.kafka.protocol.group_member import GroupMember
+from zkconsumer.member.committer import OffsetCommitter
+from zkconsumer.member.connector import ConsumerConnector
+from zkconsumer.member.fetch_loop import FetchLoop
+from zkconsumer.member.kafka_coordination import GroupCommits, KafkaCoordination
+from zkconsumer.member.rebalancer import PartitionCallback, RebalanceCallbacks, call_back
+from zkconsumer.member.state import Event, MemberState, StaleClaimError
+from zkconsumer.member.stream_threads import thread_ids
+from zkconsumer.member.streams import KafkaStream
+from zkconsumer.model import TopicPartition
+from zkconsumer.offsets.store import OffsetStoreError
+from zkconsumer.topology import KafkaTopics
+from zkconsumer.znodes.consumers import ConsumerRegistration
+
+
+class KafkaCoordinatedConnector(ConsumerConnector):
+    """A member of a group on Kafka's group coordinator; see the module's docstring."""
+
+    def __init__(self, config: ConsumerConfig | Mapping[str, str], *,
+                 on_partitions_revoked: PartitionCallback | None = None,
+                 on_partitions_assigned: PartitionCallback | None = None,
+                 open_fetcher: Callable[..., Fetcher] = open_fetcher,
+                 **_zookeeper_parts: object) -> None:
+        """The ZooKeeper member's other keyword arguments are accepted and not used."""
+        self._set_up(config, RebalanceCallbacks(on_partitions_revoked, on_partitions_assigned),
+                     open_fetcher)
+        if self.config.metrics_port:
+            raise ConfigError("metrics.port", self.config.metrics_port,
+                              "is not served with group.coordination=kafka yet")
+        self._member = MemberState(None)  # no generation until the coordinator gives one
+        self._topic_count: dict[str, int] = {}
+        self._told: dict[TopicPartition, str] = {}  # what on_partitions_assigned was told
+
+    # -- public API -------------------------------------------------------------------------
+
+    def create_message_streams_by_filter(self, topic_filter: TopicFilter,
+                                         num_streams: int = 1) -> list[KafkaStream]:
+        raise ZkConsumerError("wildcard subscriptions are not supported with "
+                              "group.coordination=kafka yet; name the topics")
+
+    @property
+    def zookeeper_session(self) -> tuple[int, bytes]:
+        raise ZkConsumerError("a member coordinated by Kafka has no ZooKeeper session")
+
+    # -- wiring -----------------------------------------------------------------------------
+
+    def _open_and_join(self, registration: ConsumerRegistration, topics: set[str],
+                       wildcard: bool, stream_for) -> None:
+        config = self.config
+        assert config.bootstrap_servers is not None  # required with group.coordination=kafka
+        self._topic_count = dict(registration.subscription)
+        self._stream_for = stream_for
+        settings = kafka_consumer_settings(config, config.bootstrap_servers,
+                                           config.kafka_api_version)
+        with contextlib.ExitStack() as opened:
+            self._fetcher = self._open_fetcher(config, config.bootstrap_servers,
+                                               config.kafka_api_version)
+            opened.callback(self._fetcher.close)
+            self._topics = KafkaTopics(LogOffsets(
+                config.bootstrap_servers, config.kafka_api_version,
+                kafka_client_options(config.kafka_client_properties), config.socket_timeout_ms))
+            opened.callback(self._topics.close)
+            group = GroupMember(
+                config.group_id, sorted(self._topic_count), (config.partition_assignment_strategy,),
+                session_timeout_ms=config.session_timeout_ms,
+                rebalance_timeout_ms=config.max_poll_interval_ms,
+                heartbeat_interval_ms=config.heartbeat_interval_ms,
+                request_timeout_ms=settings["request_timeout_ms"])
+            self._coordination = KafkaCoordination(group, self._member, settings,
+                                                   self._partition_counts,
+                                                   self._withdraw_revoked,
+                                                   self._forget_revoked, self._fail)
+            self._committer = OffsetCommitter(
+                GroupCommits(self._coordination), lambda: self._streams, self._member,
+                owner_checks=dict, may_commit=self._may_commit)
+            self._fetch_loop = FetchLoop(self._fetcher, config.fetch_wait_max_ms, self._fail,
+                                         self._member)
+            self._worker = threading.Thread(target=self._work, name="zkconsumer-member",
+                                            daemon=True)
+            self._member.start()  # from here on, a shutdown stops the threads and clients
+            opened.pop_all()
+        self._fetch_loop.start()
+        self._worker.start()
+        self._coordination.start()
+        if config.auto_commit_enable:
+            threading.Thread(target=self._auto_commit, name="zkconsumer-autocommit",
+                             daemon=True).start()
+
+    def _partition_counts(self, topics: list[str]) -> dict[str, int]:
+        """The leader's question, on the coordination thread: a topic missing has none."""
+        view = self._topics.view()
+        return {topic: len(view.partitions(topic) or ()) for topic in topics}
+
+    def _withdraw_revoked(self) -> dict[TopicPartition, int]:
+        """On the coordination thread, as the generation passes: the partitions delivered
+        from stop being delivered at once; returns their consumed positions ahead of the
+        last commit (when auto commit is on) for the parting commit. Claims still being made
+        are left to fail on the session's end."""
+        owned = self._member.owned()
+        self._member.withdraw(owned)
+        self._fetch_loop.routing_changed()
+        if not self.config.auto_commit_enable:
+            return {}
+        return self._committer.releasing_offsets(owned)
+
+    def _forget_revoked(self) -> None:
+        """On the coordination thread, once the generation passed and its claims went: what
+        was fetched and consumed under them is forgotten, not committed."""
+        self._fetch_loop.routing_changed()
+        self._committer.released()
+
+    # -- the worker -------------------------------------------------------------------------
+
+    def _reregister(self) -> None:
+        """A generation came as a new session: the member claims in it from now on."""
+        assigned = self._coordination.assignment
+        self._member.reregistered(None if assigned is None else assigned.generation)
+
+    def _rebalance(self) -> bool:
+        """Claim what the generation the member is in assigned, from the offsets committed
+        for it; False when there is none, or it passed meanwhile (its claims went with it)."""
+        assigned = self._coordination.assignment
+        if assigned is None or assigned.generation != self._member.session:
+            return False
+        self._tell_revoked()
+        held = self._member.held()
+        threads = {tp: thread for tp, thread in
+                   thread_ids(assigned.partitions, self._topic_count, self.consumer_id).items()
+                   if tp not in held}
+        generation = assigned.generation
+        try:
+            self._member.begin_claims(threads, self._stream_for)
+            committed = self._coordination.fetch_offsets(threads, generation) if threads else {}
+            self._member.claims_made(generation, threads, committed)
+        except StaleClaimError as exc:
+            self._member.drop(threads)
+            self._log.info("claims refused: the generation passed", reason=str(exc))
+            return False
+        except OffsetStoreError as exc:
+            self._member.drop(threads)
+            self._log.warning("committed offsets unreadable; claiming again",
+                              error=describe_error(exc))
+            time.sleep(self.config.refresh_leader_backoff_ms / 1000.0)
+            self._member.handle(Event.GROUP_CHANGED)
+            return False
+        except BaseException:
+            self._member.drop(threads)
+            raise
+        self._fetch_loop.routing_changed()
+        self._told = self._member.held()
+        call_back("on_partitions_assigned", self._callbacks.after_assign, self._told)
+        self._log.info("claimed the partitions the group coordinator assigned",
+                       generation=generation.generation_id, member_id=generation.member_id,
+                       owned=len(self._told))
+        return True
+
+    def _tell_revoked(self) -> None:
+        told, self._told = self._told, {}
+        if told:
+            call_back("on_partitions_revoked", self._callbacks.before_release, told)
+
+    # -- leaving ----------------------------------------------------------------------------
+
+    _coordinator_name = "the group coordinator"
+    _unfinished_leave = ("the next owners resume from the last commit; the group rebalances "
+                         "without this member once its session times out")
+
+    def _leaving_steps(self, commit: bool, failed: bool, deadline: float
+                       ) -> list[tuple[str, Callable[[], object]]]:
+        """The final commit (with `commit`, when auto commit is on) in the generation, the
+        user's revocation callback (not for a `failed` member: it may be what failed), then
+        LeaveGroup, so the group rebalances at once rather than after a session."""
+        steps: list[tuple[str, Callable[[], object]]] = []
+        if commit and self.config.auto_commit_enable:
+            steps.append(("the final commit", lambda: self._final_commit(retry=False)))
+        if not failed:
+            steps.append(("the revocation callback", self._tell_revoked))
+        steps.append(("the LeaveGroup", lambda: self._coordination.close(
+            max(0.0, deadline - time.monotonic()))))
+        return steps
+
+    def _close_clients(self) -> None:
+        self._fetcher.close()
+        self._topics.close()
+
+    def _disconnect(self) -> None:
+        return None

@@ -1,0 +1,429 @@
+"""The edge between a member and Kafka's group coordinator: one thread owns the connection to
+the coordinator (and, to look it up, to a bootstrap broker), drives the sans-I/O `GroupMember`
+with the clock, and turns what it learns into the member's state.
+
+A generation is to a Kafka-coordinated member what the ZooKeeper session is to the other kind:
+the token its claims are made under (`MemberState`). An assignment comes as a new session, so
+the member's worker claims it, reading the committed offsets through the coordinator
+(`fetch_offsets`); the generation passing (a rebalance began, the coordinator forgot the
+member or moved, no heartbeat was answered for a session) comes as the session's expiry, which
+closes the gate and drops every claim in one step, before anything else is done. Commits go
+through the group member too, in the generation their claims were made in, and never in
+another (`commit`).
+
+Other threads only queue calls here and wait for their outcome: the `GroupMember` is touched
+by this thread alone. Waits for an answer are sliced so that a stop ends a JoinGroup held at
+the coordinator (for up to the rebalance timeout) at once.
+"""
+
+from __future__ import annotations
+
+import collections
+import queue
+import select
+import threading
+import time
+from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import Future
+from typing import Any, NamedTuple
+
+from zkconsumer.kafka.errors import ChannelError
+from zkconsumer.kafka.io.channel import BrokerChannel, sasl_login
+from zkconsumer.kafka.io.connect import parse_servers, ssl_context_for
+from zkconsumer.kafka.protocol import codec
+from zkconsumer.kafka.protocol.codec import JOIN_GROUP, SYNC_GROUP
+from zkconsumer.kafka.protocol.group_codec import (
+    LEGACY_GROUP_VERSIONS,
+    GroupVersions,
+    group_versions,
+)
+from zkconsumer.kafka.protocol.group_member import (
+    Assigned,
+    CommitFailed,
+    Committed,
+    Generation,
+    GroupEvent,
+    GroupMember,
+    OffsetsFetched,
+    Revoked,
+    State,
+)
+from zkconsumer.kafka.protocol.sasl import (
+    LEGACY_SASL,
+    SaslExchange,
+    credentials_from,
+    sasl_versions,
+)
+from zkconsumer.kafka.protocol.versions import asks_api_versions
+from zkconsumer.logs import get_logger
+from zkconsumer.member.claims import Token
+from zkconsumer.member.state import Event, MemberState, StaleClaimError
+from zkconsumer.model import TopicPartition
+from zkconsumer.offsets.store import OffsetStoreError
+
+log = get_logger(__name__)
+
+# 0.9 leaves ApiVersions unanswered: this long, not a whole request timeout.
+API_VERSIONS_TIMEOUT_S = 5.0
+# The longest the thread waits before it looks at its calls, the clock and a stop again.
+_SLICE_S = 0.1
+# The member's own JoinGroup and SyncGroup: given up at once when the member is leaving.
+_REBALANCE_REQUESTS = (JOIN_GROUP, SYNC_GROUP)
+
+
+class GenerationPassed(StaleClaimError):
+    """The generation a claim or a commit was made in passed before it was done."""
+
+
+class _Call(NamedTuple):
+    kind: str  # "commit", "fetch" or "close"
+    offsets: Mapping[TopicPartition, int]
+    tokens: Mapping[TopicPartition, Token]
+    partitions: frozenset[TopicPartition]
+    generation: Generation | None
+    outcome: Future
+
+
+class KafkaCoordination:
+    """`settings` are the member's kafka-python settings (the fetcher's: bootstrap servers,
+    api_version, TLS, SASL, client id, request timeout); `partition_counts(topics)` answers
+    the leader's question. When the generation passed, `withdraw()` stops delivery from its
+    claims and gives their last offsets (for the parting commit, when a rebalance ended it),
+    and `forget()` is called once the member's state dropped the claims."""
+
+    def __init__(self, group: GroupMember, member: MemberState, settings: Mapping[str, Any],
+                 partition_counts: Callable[[list[str]], dict[str, int]],
+                 withdraw: Callable[[], Mapping[TopicPartition, int]],
+                 forget: Callable[[], None], on_failure: Callable[[BaseException], None],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._group = group
+        self._member = member
+        self._bootstrap = parse_servers(settings["bootstrap_servers"])
+        self._api_version = settings.get("api_version")
+        self._ssl_context = ssl_context_for(settings)
+        self._credentials = credentials_from(settings)
+        self._client_id = settings.get("client_id", "zkconsumer")
+        self._timeout_s = settings.get("request_timeout_ms", 30000) / 1000.0
+        self._partition_counts = partition_counts
+        self._withdraw = withdraw
+        self._forget = forget
+        self._on_failure = on_failure
+        self._clock = clock
+        self._calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
+        self._wake = threading.Event()
+        self._leaving = threading.Event()
+        self._stopped = threading.Event()
+        # The commits sent, in order, each with what the group member refused of it; None for
+        # a parting commit, which nobody waits for.
+        self._commits: collections.deque[tuple[Future | None, list[TopicPartition]]] = \
+            collections.deque()
+        self._fetch: tuple[Generation, Future] | None = None
+        self._assigned: Assigned | None = None  # replaced whole; read by other threads
+        self._channels: dict[tuple[str, int], tuple[BrokerChannel, GroupVersions]] = {}
+        self._next_bootstrap = 0
+        self._thread = threading.Thread(target=self._run, name="zkconsumer-coordination",
+                                        daemon=True)
+
+    # -- other threads ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    @property
+    def assignment(self) -> Assigned | None:
+        """The generation the member is in and what it was given; None once it passed."""
+        return self._assigned
+
+    def commit(self, offsets: Mapping[TopicPartition, int],
+               tokens: Mapping[TopicPartition, Token]) -> None:
+        """Commit `offsets` in the generation each partition's token names, which must be the
+        member's generation when the commit is sent; OffsetStoreError when any was not
+        committed."""
+        self._ask(_Call("commit", offsets, tokens, frozenset(), None, Future()),
+                  2 * self._timeout_s)
+
+    def fetch_offsets(self, partitions: Collection[TopicPartition], generation: Generation
+                      ) -> dict[TopicPartition, int]:
+        """The group's committed offsets of `partitions` (a partition without one is left
+        out), read in `generation`; GenerationPassed if it passed first."""
+        fetched = self._ask(_Call("fetch", {}, {}, frozenset(partitions), generation, Future()),
+                            2 * self._timeout_s)
+        return {tp: offset for tp, offset in fetched.items() if offset is not None}
+
+    def close(self, timeout: float) -> bool:
+        """Leave the group (LeaveGroup when in it) and stop; True if done within `timeout`."""
+        self._leaving.set()
+        self._calls.put(_Call("close", {}, {}, frozenset(), None, Future()))
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=timeout)
+        return not self._thread.is_alive()
+
+    def _ask(self, call: _Call, timeout: float) -> Any:
+        if self._stopped.is_set():
+            raise OffsetStoreError("the member is not in its group any more")
+        self._calls.put(call)
+        self._wake.set()
+        deadline = time.monotonic() + timeout
+        while not call.outcome.done():
+            if self._stopped.is_set() or time.monotonic() >= deadline:
+                raise OffsetStoreError(f"the group coordinator did not answer the {call.kind} "
+                                       "in time")
+            try:
+                return call.outcome.result(timeout=_SLICE_S)
+            except TimeoutError:
+                continue
+        return call.outcome.result()
+
+    # -- the thread ---------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        group = self._group
+        try:
+            group.start(self._clock())
+            while group.state not in (State.CLOSED, State.FAILED):
+                self._step()
+        except Exception as exc:  # noqa: BLE001 - the member fails loudly, once
+            self._on_failure(exc)
+        finally:
+            self._stopped.set()
+            for channel, _ in self._channels.values():
+                channel.close()
+            self._give_up_waiters("the member left its group")
+
+    def _step(self) -> None:
+        group = self._group
+        now = self._clock()
+        self._take_calls(now)
+        group.expire(now)
+        topics = group.topics_to_count()
+        if topics:
+            group.assign(self._partition_counts(topics), now)
+        self._learn(group.next_events(), now)
+        if group.state in (State.CLOSED, State.FAILED):
+            return
+        coordinator = group.coordinator
+        address = (coordinator.host, coordinator.port) if coordinator is not None \
+            else self._bootstrap[self._next_bootstrap % len(self._bootstrap)]
+        try:
+            channel, versions = self._channel(address)
+        except ChannelError as exc:
+            # An unreachable coordinator ends the generation when its session passes; an
+            # unreachable bootstrap broker gives way to the next.
+            log.warning("cannot reach the group's broker", broker=f"{address[0]}:{address[1]}",
+                        error=str(exc))
+            if coordinator is None:
+                self._next_bootstrap += 1
+            self._idle(1.0)
+            return
+        request = group.next_request(versions, now)
+        if request is None:
+            self._idle(group.wait_until(now) - now)
+            return
+        try:
+            channel.send(request.api_key, request.version, request.body)
+            payload = self._answer(channel, request)
+        except ChannelError as exc:
+            self._drop(address)
+            group.failed(request, exc, self._clock())
+            return
+        if payload is None:
+            # The connection is given up with the answer. A JoinGroup or SyncGroup of a member
+            # that is leaving goes with the close, which then sends LeaveGroup on a new
+            # connection; any other answer counts as lost.
+            self._drop(address)
+            if not self._leaving.is_set():
+                group.failed(request, "given up: overdue, or the generation passed meanwhile",
+                             self._clock())
+            return
+        group.receive(request, payload, self._clock())
+
+    def _answer(self, channel: BrokerChannel, request) -> bytearray | None:
+        """The answer to `request`; None when it is overdue, when the generation passed on
+        the clock meanwhile, or when the member is leaving and it is its own JoinGroup or
+        SyncGroup (the coordinator may hold those for a whole rebalance timeout)."""
+        while True:
+            now = self._clock()
+            if now >= request.deadline or self._generation_passed(now):
+                return None
+            if self._leaving.is_set() and request.api_key in _REBALANCE_REQUESTS:
+                return None
+            wait = min(_SLICE_S, request.deadline - now)
+            if channel.has_buffered_data() or select.select([channel], [], [], wait)[0]:
+                return channel.receive(max(_SLICE_S, request.deadline - now))
+
+    def _generation_passed(self, now: float) -> bool:
+        """The clock's part while an answer is awaited: a session that passes without an
+        answered heartbeat closes the gate now, not when a slow answer comes."""
+        had = self._group.generation is not None
+        self._group.expire(now)
+        self._learn(self._group.next_events(), now)
+        return had and self._group.generation is None
+
+    def _idle(self, seconds: float) -> None:
+        self._wake.wait(max(0.0, min(seconds, _SLICE_S)))
+        self._wake.clear()
+
+    def _take_calls(self, now: float) -> None:
+        while True:
+            try:
+                call = self._calls.get_nowait()
+            except queue.Empty:
+                return
+            if call.kind == "close":
+                self._group.close(now)
+            elif call.kind == "commit":
+                self._commit(call, now)
+            else:
+                self._fetch_offsets(call, now)
+
+    def _commit(self, call: _Call, now: float) -> None:
+        generation = self._group.generation
+        refused = [tp for tp in call.offsets if call.tokens.get(tp) != generation]
+        allowed = {tp: offset for tp, offset in call.offsets.items() if tp not in refused}
+        if allowed:
+            refused += self._group.commit(allowed, now)
+        if len(refused) < len(call.offsets):  # something queued: its outcome comes as an event
+            self._commits.append((call.outcome, refused))
+        elif refused:
+            call.outcome.set_exception(_not_in_generation(refused))
+        else:
+            call.outcome.set_result(None)
+
+    def _fetch_offsets(self, call: _Call, now: float) -> None:
+        if self._group.generation != call.generation or self._fetch is not None:
+            call.outcome.set_exception(GenerationPassed(
+                f"generation {call.generation} passed before its offsets were read"))
+            return
+        self._group.fetch_offsets(call.partitions, now)
+        assert call.generation is not None  # a fetch names its generation
+        self._fetch = (call.generation, call.outcome)
+
+    def _learn(self, events: list[GroupEvent], now: float) -> None:
+        for event in events:
+            if isinstance(event, Revoked):
+                self._revoked(event, now)
+            elif isinstance(event, Assigned):
+                self._assigned = event
+                self._member.session_event(Event.CONNECTED, event.generation)
+            elif isinstance(event, Committed | CommitFailed):
+                if not self._commits:
+                    continue
+                outcome, refused = self._commits.popleft()
+                if outcome is None:
+                    _parting_outcome(event)
+                elif isinstance(event, CommitFailed):
+                    outcome.set_exception(OffsetStoreError(
+                        f"offsets not committed to the group coordinator: {event.reason}"))
+                elif refused:
+                    outcome.set_exception(_not_in_generation(refused))
+                else:
+                    outcome.set_result(None)
+            elif isinstance(event, OffsetsFetched) and self._fetch is not None:
+                self._fetch[1].set_result(event.offsets)
+                self._fetch = None
+
+    def _revoked(self, event: Revoked, now: float) -> None:
+        """First the gate: its claims stop being delivered from. Then their last offsets are
+        taken, the claims dropped, and those offsets committed in the generation that ended
+        when a rebalance ended it (the coordinator takes them until the member rejoins)."""
+        self._assigned = None
+        last = self._withdraw()
+        self._member.session_event(Event.SESSION_EXPIRED, None)
+        self._forget()
+        if self._fetch is not None:
+            self._fetch[1].set_exception(GenerationPassed(event.reason))
+            self._fetch = None
+        log.info("partitions revoked; delivery and commits stopped for them",
+                 count=len(event.partitions), reason=event.reason)
+        if event.parting is not None and last:
+            refused = self._group.commit_parting(last, now)
+            if len(refused) < len(last):
+                self._commits.append((None, refused))
+
+    def _give_up_waiters(self, reason: str) -> None:
+        for outcome, _ in self._commits:
+            if outcome is not None:
+                outcome.set_exception(OffsetStoreError(reason))
+        self._commits.clear()
+        if self._fetch is not None:
+            self._fetch[1].set_exception(GenerationPassed(reason))
+            self._fetch = None
+
+    # -- connections --------------------------------------------------------------------------
+
+    def _channel(self, address: tuple[str, int]) -> tuple[BrokerChannel, GroupVersions]:
+        if address not in self._channels:
+            self._channels[address] = self._open(*address)
+        return self._channels[address]
+
+    def _drop(self, address: tuple[str, int]) -> None:
+        opened = self._channels.pop(address, None)
+        if opened is not None:
+            opened[0].close()
+
+    def _open(self, host: str, port: int) -> tuple[BrokerChannel, GroupVersions]:
+        """A connection as the wire fetcher makes one: TLS, the versions from ApiVersions (a
+        broker leaving it unanswered is a 0.9 one, connected to again), then the SASL login."""
+        channel = self._connect(host, port)
+        try:
+            versions, sasl = LEGACY_GROUP_VERSIONS, LEGACY_SASL
+            if asks_api_versions(self._api_version):
+                try:
+                    offered = codec.decode_api_versions(channel.request(
+                        codec.API_VERSIONS, 0, codec.API_VERSIONS_REQUEST,
+                        timeout_s=API_VERSIONS_TIMEOUT_S))
+                    versions, sasl = group_versions(channel.address, offered), \
+                        sasl_versions(offered)
+                except ChannelError as exc:
+                    if not exc.timed_out:
+                        raise
+                    channel.close()
+                    channel = self._connect(host, port)
+            if self._credentials is not None:
+                sasl_login(channel, SaslExchange(channel.address, self._credentials, sasl))
+        except BaseException:
+            channel.close()
+            raise
+        return channel, versions
+
+    def _connect(self, host: str, port: int) -> BrokerChannel:
+        return BrokerChannel(host, port, client_id=self._client_id, timeout_s=self._timeout_s,
+                             ssl_context=self._ssl_context)
+
+
+class GroupCommits:
+    """The committer's store for a Kafka-coordinated member: every commit goes through the
+    group coordinator in the generation of the claims it commits (`owners`: each partition's
+    token), unchanged offsets too (Kafka expires offsets not committed for
+    `offsets.retention.minutes`)."""
+
+    def __init__(self, coordination: KafkaCoordination) -> None:
+        self._coordination = coordination
+
+    def commit(self, offsets: Mapping[TopicPartition, int], *,
+               refresh: Mapping[TopicPartition, int] | None = None, retry: bool = True,
+               owners: Mapping[TopicPartition, Token] | None = None) -> None:
+        """One attempt whatever `retry` says: a commit refused now is refused for good (its
+        generation passed), and auto commit commits again at its next interval."""
+        everything = {**(refresh or {}), **offsets}
+        if everything:
+            self._coordination.commit(everything, owners or {})
+
+    def close(self) -> None:
+        return None
+
+
+def _parting_outcome(event: Committed | CommitFailed) -> None:
+    if isinstance(event, Committed):
+        log.info("committed the revoked partitions' offsets before joining again",
+                 partitions=len(event.offsets))
+    else:
+        log.warning("the revoked partitions' offsets were not committed; their next owners "
+                    "resume from the last commit", reason=event.reason)
+
+
+def _not_in_generation(refused: list[TopicPartition]) -> OffsetStoreError:
+    return OffsetStoreError(
+        f"offsets of {len(refused)} partitions not committed: their generation passed "
+        f"({', '.join(str(tp) for tp in refused[:5])})")
