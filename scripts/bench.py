@@ -4,9 +4,10 @@ Starts a throw-away local cluster, writes --records records of 100 bytes into --
 partitions with the reference producer, then measures, on that same data:
 
 1. throughput of one worker from the beginning, every record's value read: zkconsumer per-record
-   (also with its metrics served and scraped every second, compared with them off) and batch
-   iteration, raw kafka-python (manual assignment, per-record loop), the reference Scala
-   consumer (kafka-consumer-perf-test --zookeeper), and pykafka's BalancedConsumer and
+   (also with its metrics served and scraped every second, compared with them off, and in a
+   group on Kafka's group coordinator, compared with ZooKeeper's) and batch iteration (also on
+   Kafka's coordinator), raw kafka-python (manual assignment, per-record loop), the reference
+   Scala consumer (kafka-consumer-perf-test --zookeeper), and pykafka's BalancedConsumer and
    confluent-kafka when a --peers-python has them; each in its own process, with its peak RSS;
 2. SASL: one member through a SASL front (a SCRAM-SHA-512 login on every connection) against
    the same member through the same front as a plain relay (see `sasl`);
@@ -50,7 +51,7 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
 from aiokafka.record.memory_records import MemoryRecords as AiokafkaMemoryRecords
 from bench_exporter import exporter
-from bench_peers import PEERS, SAME_VENV_PEERS, TOPIC, measure
+from bench_peers import API_VERSION, PEERS, SAME_VENV_PEERS, TOPIC, measure
 from kafka.record.memory_records import MemoryRecords as KafkaPythonMemoryRecords
 
 from zkconsumer.localcluster import LocalCluster, create_topic
@@ -70,11 +71,13 @@ SCENARIOS = (*CLUSTER_SCENARIOS, "decode")
 # -- contenders, each run in a fresh process by `--contender NAME` --------------------------
 
 def _zkconsumer(batches: bool, metrics: bool = False, arrow: bool = False,
-                fronted: dict[str, str] | None = None):
+                fronted: dict[str, str] | None = None, kafka_coordinated: bool = False):
     """`metrics`: served on a port and scraped every second meanwhile, a scrape more often
     than Prometheus usually asks. `arrow`: batches as Arrow record batches, the values' lengths
     summed over the column. `fronted`: Kafka reached through the front at the bootstrap
-    address (see `sasl`), with these properties."""
+    address (see `sasl`), with these properties. `kafka_coordinated`: the group on Kafka's
+    group coordinator (`group.coordination=kafka`), reached through the bootstrap address alone,
+    with no ZooKeeper."""
     def consume(zookeeper, bootstrap, records, _partitions) -> tuple[int, int, float]:
         from zkconsumer import ConsumerConnector
 
@@ -87,7 +90,9 @@ def _zkconsumer(batches: bool, metrics: bool = False, arrow: bool = False,
         group = f"bench-{'batch' if batches else 'record'}-{time.time_ns()}"
         port = free_port() if metrics else 0  # 0: no metrics server
         through_front = {} if fronted is None else {"bootstrap.servers": bootstrap, **fronted}
-        connector = ConsumerConnector({"zookeeper.connect": zookeeper, "group.id": group,
+        coordination = (kafka_coordination(bootstrap) if kafka_coordinated
+                        else {"zookeeper.connect": zookeeper})
+        connector = ConsumerConnector({**coordination, "group.id": group,
                                        "auto.offset.reset": "smallest",
                                        "auto.commit.enable": "false",
                                        "metrics.port": str(port), **through_front})
@@ -132,10 +137,31 @@ def _scrape(port: int, stop: threading.Event) -> None:
             response.read()
 
 
+# The group timing of every Kafka-coordinated member here, whichever its client: on a 0.9
+# coordinator a member learns that the group rebalances from the answer to its next heartbeat,
+# so the interval bounds how soon it rejoins.
+SESSION_TIMEOUT_MS, HEARTBEAT_INTERVAL_MS = 10_000, 300
+
+
+def kafka_coordination(bootstrap: str) -> dict[str, str]:
+    """A member's settings for a group on Kafka's group coordinator of the local cluster (a
+    0.9 broker, whose version is given rather than probed, as for the other Kafka clients
+    here), with the same session and heartbeat for every one."""
+    return {"group.coordination": "kafka", "bootstrap.servers": bootstrap,
+            "kafka.api.version": ".".join(map(str, API_VERSION)),
+            "session.timeout.ms": str(SESSION_TIMEOUT_MS),
+            "heartbeat.interval.ms": str(HEARTBEAT_INTERVAL_MS)}
+
+
+# Each Kafka-coordinated contender runs right after its ZooKeeper-coordinated twin, so that the
+# pair meets the same state of this shared machine.
 CONTENDERS = {
     "zkconsumer (per record)": _zkconsumer(batches=False),
+    "zkconsumer (per record, Kafka-coordinated)": _zkconsumer(batches=False,
+                                                              kafka_coordinated=True),
     "zkconsumer (per record, metrics on)": _zkconsumer(batches=False, metrics=True),
     "zkconsumer (batches)": _zkconsumer(batches=True),
+    "zkconsumer (batches, Kafka-coordinated)": _zkconsumer(batches=True, kafka_coordinated=True),
     "zkconsumer (arrow batches)": _zkconsumer(batches=True, arrow=True),
 }
 # The SASL part's login; the front holds the only copy of the password besides this.
@@ -163,6 +189,7 @@ def throughput(cluster: LocalCluster, args, work: Path) -> None:
             print(f"  ({name}: no peers venv given, skipped)")
             continue
         runs.append((name, [python, str(Path(__file__).with_name("bench_peers.py")), name]))
+    _start_group_coordinator(cluster.bootstrap_servers)
     results = {}
     for name, command in runs:
         result = _run_contender(name, command, cluster.zookeeper_connect,
@@ -172,20 +199,43 @@ def throughput(cluster: LocalCluster, args, work: Path) -> None:
     results.update(reference_throughput(cluster, args, work))
     base = results["zkconsumer (per record)"]
     batches = results["zkconsumer (batches)"]
-    print(f"{'contender':<40} {'records/s':>11} {'zkc/record is':>14} {'zkc/batches is':>15} "
+    print(f"{'contender':<44} {'records/s':>11} {'zkc/record is':>14} {'zkc/batches is':>15} "
           f"{'peak RSS MB':>12}")
     for name, result in results.items():
         rate = result["records"] / result["seconds"]
         rss = f"{result['peak_rss_mb']:.0f}" if result.get("peak_rss_mb") else "-"
-        print(f"{name:<40} {rate:>11,.0f} {_rate(base) / rate:>13.2f}x "
+        print(f"{name:<44} {rate:>11,.0f} {_rate(base) / rate:>13.2f}x "
               f"{_rate(batches) / rate:>14.2f}x {rss:>12}")
     metered = results.get("zkconsumer (per record, metrics on)")
     if metered:
         print(f"per record with metrics served and scraped every second: "
               f"{_rate(metered) / _rate(base):.2f}x the throughput with them off")
+    for way in ("per record", "batches"):
+        on_zookeeper = results.get(f"zkconsumer ({way})")
+        on_kafka = results.get(f"zkconsumer ({way}, Kafka-coordinated)")
+        if on_zookeeper and on_kafka:
+            print(f"{way}, Kafka-coordinated: {_rate(on_kafka) / _rate(on_zookeeper):.2f}x the "
+                  "ZooKeeper-coordinated member's records/s as a whole process, "
+                  f"{_consuming_rate(on_kafka) / _consuming_rate(on_zookeeper):.2f}x from the "
+                  "streams being ready")
     reference = results.get("reference Scala consumer (its own timing)")
     if reference:
         _print_after_start_up(results, _rate(reference))
+
+
+def _start_group_coordinator(bootstrap: str) -> None:
+    """A 0.9 broker creates its offsets topic, and only then coordinates groups, at the first
+    group's request: a throw-away member joins first, so that no contender pays for it."""
+    from zkconsumer import ConsumerConnector
+
+    member = ConsumerConnector({**kafka_coordination(bootstrap),
+                                "group.id": f"bench-warm-up-{time.time_ns()}"})
+    try:
+        member.create_message_streams({TOPIC: 1})
+        if not member.wait_until_stable(timeout=60):
+            raise RuntimeError("Kafka's group coordinator gave no assignment within 60 s")
+    finally:
+        member.shutdown(commit=False)
 
 
 def _run_contender(name: str, command: list[str], zookeeper: str, bootstrap: str, args
@@ -259,13 +309,13 @@ def _print_after_start_up(results: dict, reference_rate: float) -> None:
     """zkconsumer timed as the reference times itself: from the streams being ready (connected,
     group joined) to the last record."""
     print("after start-up, as the reference times itself (streams ready to last record):")
-    print(f"{'contender':<40} {'records/s':>11} {'vs reference':>13} {'target':>7}")
+    print(f"{'contender':<44} {'records/s':>11} {'vs reference':>13} {'target':>7}")
     for name, result in results.items():
         if "consuming_seconds" not in result:
             continue
         rate = result["records"] / result["consuming_seconds"]
         target = f"{_TARGETS[name]:.1f}x" if name in _TARGETS else ""
-        print(f"{name:<40} {rate:>11,.0f} {rate / reference_rate:>12.2f}x {target:>7}")
+        print(f"{name:<44} {rate:>11,.0f} {rate / reference_rate:>12.2f}x {target:>7}")
 
 
 def _rate(result: dict) -> float:

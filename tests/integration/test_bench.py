@@ -43,12 +43,17 @@ def test_the_benchmark_runs_every_scenario_and_prints_each_figure(work_root):
     assert result.returncode == 0, result.stderr[-3000:]
     rows = {match["name"]: match for match in THROUGHPUT_ROW.finditer(result.stdout)}
     for contender in ("zkconsumer (per record)", "zkconsumer (batches)",
-                      "zkconsumer (arrow batches)",
+                      "zkconsumer (arrow batches)", "zkconsumer (per record, Kafka-coordinated)",
+                      "zkconsumer (batches, Kafka-coordinated)",
                       "kafka-python (per record)", "reference Scala consumer (its own timing)"):
         assert contender in rows, result.stdout
         assert int(rows[contender]["rate"].replace(",", "")) > 0, rows[contender][0]
     for own in ("zkconsumer (per record)", "zkconsumer (batches)"):
         assert rows[own]["rss"].isdigit(), f"no peak RSS measured: {rows[own][0]}"
+    for way in ("per record", "batches"):  # each Kafka-coordinated member against its twin
+        assert re.search(rf"^{way}, Kafka-coordinated: [\d.]+x the ZooKeeper-coordinated "
+                         r"member's records/s as a whole process, [\d.]+x from the streams",
+                         result.stdout, re.MULTILINE), result.stdout
     after_start_up = result.stdout.partition("after start-up, as the reference times itself")[2]
     for own, target in (("zkconsumer (per record)", "0.7x"), ("zkconsumer (batches)", "1.0x"),
                         ("zkconsumer (arrow batches)", "1.5x")):
