@@ -4,16 +4,19 @@ Starts a throw-away local cluster, writes --records records of 100 bytes into --
 partitions with the reference producer, then measures, on that same data:
 
 1. throughput of one worker from the beginning, every record's value read: zkconsumer per-record
-   (also with its metrics served and scraped every second, compared with them off) and batch
-   iteration, raw kafka-python (manual assignment, per-record loop), the reference Scala
-   consumer (kafka-consumer-perf-test --zookeeper), and pykafka's BalancedConsumer and
-   confluent-kafka when a --peers-python has them; each in its own process, with its peak RSS;
+   (also with its metrics served and scraped every second, compared with them off, and in a
+   group on Kafka's group coordinator, compared with ZooKeeper's at the fastest of
+   --coordination-rounds runs) and batch iteration (the same), raw kafka-python (manual
+   assignment, per-record loop), the reference Scala consumer (kafka-consumer-perf-test
+   --zookeeper), and pykafka's BalancedConsumer and confluent-kafka when a --peers-python has
+   them; each in its own process, with its peak RSS;
 2. SASL: one member through a SASL front (a SCRAM-SHA-512 login on every connection) against
    the same member through the same front as a plain relay (see `sasl`);
 3. offset commit of 1,000 changed partitions to ZooKeeper: zkconsumer's batched transactions
    against one write per znode in sequence;
 4. rebalance latency in a group of --members members on a --rebalance-partitions topic, for
-   zkconsumer members and for reference consumers, over alternating leave and join events
+   zkconsumer members and for reference consumers on ZooKeeper, and for zkconsumer members and
+   kafka-python consumers on Kafka's group coordinator, over alternating leave and join events
    (see `rebalance`), p50 and p99;
 5. the lag exporter over --groups groups of --group-partitions partitions: the time to the
    first full scan, a scrape's time and size, a Burrow request, RSS and ZooKeeper requests,
@@ -25,9 +28,10 @@ partitions with the reference producer, then measures, on that same data:
 
     scripts/bench [--records 1000000] [--partitions 8]
                   [--only throughput,sasl,commit,rebalance,exporter,decode]
-                  [--members 10] [--rebalance-partitions 120] [--events 20]
-                  [--reference-events 20] [--process-events 0] [--groups 500]
-                  [--group-partitions 10] [--scrapes 20] [--kafka-groups 0]
+                  [--coordination-rounds 3] [--members 10] [--rebalance-partitions 120]
+                  [--events 20] [--reference-events 20] [--process-events 0]
+                  [--kafka-events EVENTS] [--groups 500] [--group-partitions 10]
+                  [--scrapes 20] [--kafka-groups 0]
 """
 
 from __future__ import annotations
@@ -43,14 +47,20 @@ import threading
 import time
 import urllib.request
 from collections import Counter
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
+from typing import Any
 
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
 from aiokafka.record.memory_records import MemoryRecords as AiokafkaMemoryRecords
 from bench_exporter import exporter
-from bench_peers import PEERS, SAME_VENV_PEERS, TOPIC, measure
+from bench_peers import API_VERSION, PEERS, SAME_VENV_PEERS, TOPIC, measure
+from kafka import KafkaConsumer
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.record.memory_records import MemoryRecords as KafkaPythonMemoryRecords
 
 from zkconsumer.localcluster import LocalCluster, create_topic
@@ -70,11 +80,13 @@ SCENARIOS = (*CLUSTER_SCENARIOS, "decode")
 # -- contenders, each run in a fresh process by `--contender NAME` --------------------------
 
 def _zkconsumer(batches: bool, metrics: bool = False, arrow: bool = False,
-                fronted: dict[str, str] | None = None):
+                fronted: dict[str, str] | None = None, kafka_coordinated: bool = False):
     """`metrics`: served on a port and scraped every second meanwhile, a scrape more often
     than Prometheus usually asks. `arrow`: batches as Arrow record batches, the values' lengths
     summed over the column. `fronted`: Kafka reached through the front at the bootstrap
-    address (see `sasl`), with these properties."""
+    address (see `sasl`), with these properties. `kafka_coordinated`: the group on Kafka's
+    group coordinator (`group.coordination=kafka`), reached through the bootstrap address alone,
+    with no ZooKeeper."""
     def consume(zookeeper, bootstrap, records, _partitions) -> tuple[int, int, float]:
         from zkconsumer import ConsumerConnector
 
@@ -87,7 +99,9 @@ def _zkconsumer(batches: bool, metrics: bool = False, arrow: bool = False,
         group = f"bench-{'batch' if batches else 'record'}-{time.time_ns()}"
         port = free_port() if metrics else 0  # 0: no metrics server
         through_front = {} if fronted is None else {"bootstrap.servers": bootstrap, **fronted}
-        connector = ConsumerConnector({"zookeeper.connect": zookeeper, "group.id": group,
+        coordination = (kafka_coordination(bootstrap) if kafka_coordinated
+                        else {"zookeeper.connect": zookeeper})
+        connector = ConsumerConnector({**coordination, "group.id": group,
                                        "auto.offset.reset": "smallest",
                                        "auto.commit.enable": "false",
                                        "metrics.port": str(port), **through_front})
@@ -132,12 +146,36 @@ def _scrape(port: int, stop: threading.Event) -> None:
             response.read()
 
 
+# The group timing of every Kafka-coordinated member here, whichever its client: on a 0.9
+# coordinator a member learns that the group rebalances from the answer to its next heartbeat,
+# so the interval bounds how soon it rejoins.
+SESSION_TIMEOUT_MS, HEARTBEAT_INTERVAL_MS = 10_000, 300
+
+
+def kafka_coordination(bootstrap: str) -> dict[str, str]:
+    """A member's settings for a group on Kafka's group coordinator of the local cluster (a
+    0.9 broker, whose version is given rather than probed, as for the other Kafka clients
+    here), with the same session and heartbeat as kafka-python's members in `rebalance`."""
+    return {"group.coordination": "kafka", "bootstrap.servers": bootstrap,
+            "kafka.api.version": ".".join(map(str, API_VERSION)),
+            "session.timeout.ms": str(SESSION_TIMEOUT_MS),
+            "heartbeat.interval.ms": str(HEARTBEAT_INTERVAL_MS)}
+
+
+# Each Kafka-coordinated contender runs right after its ZooKeeper-coordinated twin, so that the
+# pair meets the same state of this shared machine.
 CONTENDERS = {
     "zkconsumer (per record)": _zkconsumer(batches=False),
+    "zkconsumer (per record, Kafka-coordinated)": _zkconsumer(batches=False,
+                                                              kafka_coordinated=True),
     "zkconsumer (per record, metrics on)": _zkconsumer(batches=False, metrics=True),
     "zkconsumer (batches)": _zkconsumer(batches=True),
+    "zkconsumer (batches, Kafka-coordinated)": _zkconsumer(batches=True, kafka_coordinated=True),
     "zkconsumer (arrow batches)": _zkconsumer(batches=True, arrow=True),
 }
+# Per way of consuming: the ZooKeeper-coordinated member and its Kafka-coordinated twin.
+COORDINATION_TWINS = {way: (f"zkconsumer ({way})", f"zkconsumer ({way}, Kafka-coordinated)")
+                      for way in ("per record", "batches")}
 # The SASL part's login; the front holds the only copy of the password besides this.
 SASL_USER, SASL_PASSWORD, SASL_MECHANISM = "bench", "bench-Pa55word", "SCRAM-SHA-512"
 SASL_PROPERTIES = {"kafka.security.protocol": "SASL_PLAINTEXT",
@@ -163,29 +201,82 @@ def throughput(cluster: LocalCluster, args, work: Path) -> None:
             print(f"  ({name}: no peers venv given, skipped)")
             continue
         runs.append((name, [python, str(Path(__file__).with_name("bench_peers.py")), name]))
+    _start_group_coordinator(cluster.bootstrap_servers)
     results = {}
     for name, command in runs:
         result = _run_contender(name, command, cluster.zookeeper_connect,
                                 cluster.bootstrap_servers, args)
         if result is not None:
             results[name] = result
+    # Each twin's run above is its first; its further runs come in turn with the other twins'.
+    twin_names = [name for pair in COORDINATION_TWINS.values() for name in pair]
+    twins = _fastest_of(args.coordination_rounds - 1, twin_names, cluster.zookeeper_connect,
+                        lambda _name: cluster.bootstrap_servers, args,
+                        {name: results[name] for name in twin_names if name in results})
     results.update(reference_throughput(cluster, args, work))
     base = results["zkconsumer (per record)"]
     batches = results["zkconsumer (batches)"]
-    print(f"{'contender':<40} {'records/s':>11} {'zkc/record is':>14} {'zkc/batches is':>15} "
+    print(f"{'contender':<44} {'records/s':>11} {'zkc/record is':>14} {'zkc/batches is':>15} "
           f"{'peak RSS MB':>12}")
     for name, result in results.items():
         rate = result["records"] / result["seconds"]
         rss = f"{result['peak_rss_mb']:.0f}" if result.get("peak_rss_mb") else "-"
-        print(f"{name:<40} {rate:>11,.0f} {_rate(base) / rate:>13.2f}x "
+        print(f"{name:<44} {rate:>11,.0f} {_rate(base) / rate:>13.2f}x "
               f"{_rate(batches) / rate:>14.2f}x {rss:>12}")
     metered = results.get("zkconsumer (per record, metrics on)")
     if metered:
         print(f"per record with metrics served and scraped every second: "
               f"{_rate(metered) / _rate(base):.2f}x the throughput with them off")
+    _compare_coordination(twins, args.coordination_rounds)
     reference = results.get("reference Scala consumer (its own timing)")
     if reference:
         _print_after_start_up(results, _rate(reference))
+
+
+def _compare_coordination(twins: dict[str, dict], rounds: int) -> None:
+    """Each Kafka-coordinated member against its ZooKeeper-coordinated twin, each at its
+    fastest: one run against one is a coin toss on a shared machine."""
+    print("Kafka-coordinated against ZooKeeper-coordinated, each the fastest of "
+          f"{rounds} interleaved runs:")
+    for way, (on_zookeeper, on_kafka) in COORDINATION_TWINS.items():
+        if on_zookeeper in twins and on_kafka in twins:
+            zookeeper, kafka = twins[on_zookeeper], twins[on_kafka]
+            print(f"{way}, Kafka-coordinated: "
+                  f"{_consuming_rate(kafka) / _consuming_rate(zookeeper):.2f}x the "
+                  "ZooKeeper-coordinated member's records/s from the streams being ready, "
+                  f"{_rate(kafka) / _rate(zookeeper):.2f}x as a whole process")
+
+
+def _fastest_of(rounds: int, names, zookeeper: str, bootstrap_for, args,
+                results: dict[str, dict] | None = None) -> dict[str, dict]:
+    """Each contender named run `rounds` times, in turn, in a process of its own, through
+    `bootstrap_for(name)`; each one's run with the fastest consuming (streams ready to last
+    record) is kept, `results` being runs already made. Interleaved: on shared machines one
+    run differs from the next by a third, and the first reads of the data also warm the
+    broker's cache."""
+    fastest = dict(results or {})
+    for name in [*names] * rounds:
+        result = _run_contender(name, [sys.executable, __file__, "--contender", name],
+                                zookeeper, bootstrap_for(name), args)
+        if result is not None and (name not in fastest or _consuming_rate(result)
+                                   > _consuming_rate(fastest[name])):
+            fastest[name] = result
+    return fastest
+
+
+def _start_group_coordinator(bootstrap: str) -> None:
+    """A 0.9 broker creates its offsets topic, and only then coordinates groups, at the first
+    group's request: a throw-away member joins first, so that no contender pays for it."""
+    from zkconsumer import ConsumerConnector
+
+    member = ConsumerConnector({**kafka_coordination(bootstrap),
+                                "group.id": f"bench-warm-up-{time.time_ns()}"})
+    try:
+        member.create_message_streams({TOPIC: 1})
+        if not member.wait_until_stable(timeout=60):
+            raise RuntimeError("Kafka's group coordinator gave no assignment within 60 s")
+    finally:
+        member.shutdown(commit=False)
 
 
 def _run_contender(name: str, command: list[str], zookeeper: str, bootstrap: str, args
@@ -214,17 +305,9 @@ def sasl(cluster: LocalCluster, args, _work: Path) -> None:
     fronts = {users is None: SaslFront(cluster.bootstrap_servers, users,
                                        broker_versions=KAFKA_0_9_VERSIONS)
               for users in (None, {SASL_USER: SASL_PASSWORD})}
-    results: dict[str, dict] = {}
     try:
-        # Interleaved, best of three: on shared machines one run differs from the next by a
-        # third, and the first reads of the data also warm the broker's cache.
-        for name in [*SASL_CONTENDERS] * 3:
-            front = fronts["plain relay" in name]
-            result = _run_contender(name, [sys.executable, __file__, "--contender", name],
-                                    cluster.zookeeper_connect, front.bootstrap_servers, args)
-            if result is not None and (name not in results or _consuming_rate(result)
-                                       > _consuming_rate(results[name])):
-                results[name] = result
+        results = _fastest_of(3, SASL_CONTENDERS, cluster.zookeeper_connect,
+                              lambda name: fronts["plain relay" in name].bootstrap_servers, args)
     finally:
         for front in fronts.values():
             front.stop()
@@ -259,13 +342,13 @@ def _print_after_start_up(results: dict, reference_rate: float) -> None:
     """zkconsumer timed as the reference times itself: from the streams being ready (connected,
     group joined) to the last record."""
     print("after start-up, as the reference times itself (streams ready to last record):")
-    print(f"{'contender':<40} {'records/s':>11} {'vs reference':>13} {'target':>7}")
+    print(f"{'contender':<44} {'records/s':>11} {'vs reference':>13} {'target':>7}")
     for name, result in results.items():
         if "consuming_seconds" not in result:
             continue
         rate = result["records"] / result["consuming_seconds"]
         target = f"{_TARGETS[name]:.1f}x" if name in _TARGETS else ""
-        print(f"{name:<40} {rate:>11,.0f} {rate / reference_rate:>12.2f}x {target:>7}")
+        print(f"{name:<44} {rate:>11,.0f} {rate / reference_rate:>12.2f}x {target:>7}")
 
 
 def _rate(result: dict) -> float:
@@ -320,11 +403,14 @@ def commit(cluster: LocalCluster, _args, _work: Path) -> None:
 
 
 def rebalance(cluster: LocalCluster, args, work: Path) -> None:
-    """The same group shape and the same events for zkconsumer members and reference consumers.
+    """The same group shape and the same events for each kind of member: on ZooKeeper,
+    zkconsumer members, reference consumers and (with --process-events) zkconsumer members each
+    in a process of their own; on Kafka's group coordinator, zkconsumer members and kafka-python
+    consumers (see `kafka_coordinated_rebalances`).
 
-    A join is timed from the joiner's registration znode being created (its ctime, on the
-    ZooKeeper server's clock, which is this machine's), so neither side is charged for starting
-    a process; a leave from the moment the member is asked to stop. Settled means every
+    On ZooKeeper, a join is timed from the joiner's registration znode being created (its ctime,
+    on the ZooKeeper server's clock, which is this machine's), so neither side is charged for
+    starting a process; a leave from the moment the member is asked to stop. Settled means every
     partition is owned by a live member, every live member owns some, and (for zkconsumer,
     which can tell) every member is fetching again.
     """
@@ -336,6 +422,11 @@ def rebalance(cluster: LocalCluster, args, work: Path) -> None:
     settings = {"rebalance.backoff.ms": "500", "rebalance.max.retries": "10"}
     with zookeeper_session(cluster.zookeeper_connect) as zk:
         create_topic(zk, topic, args.rebalance_partitions)
+
+        def on_zookeeper(name: str, start, stop, **judged) -> ZookeeperGroup:
+            return ZookeeperGroup(zk=zk, group=f"{name}-{time.time_ns()}",
+                                  partitions=args.rebalance_partitions, start=start, stop=stop,
+                                  **judged)
 
         def start_ours(group: str):
             member = ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect,
@@ -358,103 +449,257 @@ def rebalance(cluster: LocalCluster, args, work: Path) -> None:
             return worker
 
         ours, doubles = measure_rebalances(
-            zk, f"bench-rebalance-{time.time_ns()}", args, start_ours,
-            stop=lambda m: m.shutdown(),
-            stable=lambda m: m.wait_until_stable(timeout=0) and m.fetching_owned_partitions(),
-            owned=lambda m: set(m.owned_partitions()), events=args.events, poll_s=0.002)
+            on_zookeeper("bench-rebalance", start_ours, stop=lambda m: m.shutdown(),
+                         stable=_zkconsumer_settled, owned=_zkconsumer_owned, poll_s=0.002),
+            args.members, args.events)
         reference, _ = measure_rebalances(
-            zk, f"bench-ref-rebalance-{time.time_ns()}", args, start_reference,
-            stop=lambda m: m.stop(), stable=lambda _m: True, owned=lambda _m: set(),
-            events=args.reference_events, poll_s=0.02) if args.reference_events else ([], 0)
+            on_zookeeper("bench-ref-rebalance", start_reference, stop=lambda m: m.stop(),
+                         poll_s=0.02),
+            args.members, args.reference_events) if args.reference_events else ([], 0)
         try:
             # Members each in a process of their own, as deployed: settled is judged from the
             # owner znodes alone, as for the reference consumers.
             processes, _ = measure_rebalances(
-                zk, f"bench-process-rebalance-{time.time_ns()}", args, start_process,
-                stop=lambda w: w.terminate(), stable=lambda _w: True, owned=lambda _w: set(),
-                events=args.process_events, poll_s=0.02) if args.process_events else ([], 0)
+                on_zookeeper("bench-process-rebalance", start_process,
+                             stop=lambda w: w.terminate(), poll_s=0.02),
+                args.members, args.process_events) if args.process_events else ([], 0)
         finally:
             for worker in started_processes:
                 worker.stop()
+    on_kafka = kafka_coordinated_rebalances(cluster, topic, args) if args.kafka_events else {}
     print(f"{args.members} members x {args.rebalance_partitions} partitions, leave and join "
           "events alternating")
-    print(f"{'contender':<44}{'events':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
-    for name, times in (("zkconsumer", ours), ("zkconsumer, a process per member", processes),
-                        ("reference Scala consumer", reference)):
+    print(f"{'contender':<48}{'events':>7} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}")
+    rows = {"zkconsumer": ours, "zkconsumer, a process per member": processes,
+            "reference Scala consumer": reference,
+            **{name: times for name, (times, _) in on_kafka.items()}}
+    for name, times in rows.items():
         if not times:
             continue
         times = sorted(times)
         p50 = times[len(times) // 2]
         p99 = times[min(len(times) - 1, int(0.99 * len(times)))]
-        print(f"{name:<44}{len(times):>7} {p50 * 1000:>8.0f} {p99 * 1000:>8.0f} "
+        print(f"{name:<48}{len(times):>7} {p50 * 1000:>8.0f} {p99 * 1000:>8.0f} "
               f"{times[-1] * 1000:>8.0f}")
     if reference:
         print(f"zkconsumer p50 is {statistics.median(reference) / statistics.median(ours):.1f}x "
               "the reference's speed")
-    print(f"partitions held by two zkconsumer members at once, checked every few ms throughout: "
-          f"{doubles}")
+    if on_kafka:
+        ours_on_kafka, kafka_python = (on_kafka[name][0] for name in KAFKA_REBALANCING)
+        print(f"Kafka-coordinated: session.timeout.ms {SESSION_TIMEOUT_MS}, heartbeat.interval.ms "
+              f"{HEARTBEAT_INTERVAL_MS}, a join timed from the member's creation")
+        print("Kafka-coordinated zkconsumer p50 is "
+              f"{statistics.median(kafka_python) / statistics.median(ours_on_kafka):.1f}x "
+              "kafka-python's speed")
+    held_twice = {"zkconsumer": doubles,
+                  **{KAFKA_REBALANCING[name]: count for name, (_, count) in on_kafka.items()}}
+    for who, count in held_twice.items():
+        print(f"partitions held by two {who} members at once, checked every few ms "
+              f"throughout: {count}")
 
 
-def measure_rebalances(zk, group: str, args, start, stop, stable, owned, events: int,
-                       poll_s: float) -> tuple[list[float], int]:
-    """Times per event, and how many times a partition was seen held by two members at once
-    (what each member itself believes it owns, which is what it delivers from).
+def _zkconsumer_settled(member) -> bool:
+    """Done rebalancing, as a zkconsumer member can tell: stable, and fetching what it owns."""
+    return member.wait_until_stable(timeout=0) and member.fetching_owned_partitions()
 
-    Every contender is timed to the start of the read of the owner znodes that found the group
-    settled (all members stable, where they can tell, before and after it): that read, a
-    thousand znodes at the largest size, is the harness's, not the rebalance's."""
-    from zkconsumer.assignment import consumer_of_thread
-    from zkconsumer.zk.group_state import read_members, read_owners
-    from zkconsumer.znodes.paths import GroupPaths
 
-    paths = GroupPaths(group)
+def _zkconsumer_owned(member) -> set:
+    return set(member.owned_partitions())
 
-    def owners_settled(members: list) -> bool:
-        owners = read_owners(zk, group)
-        live = set(read_members(zk, group))
+
+# The rows on Kafka's group coordinator, and who their members are in the count of partitions
+# held twice.
+KAFKA_REBALANCING = {"zkconsumer, Kafka-coordinated": "Kafka-coordinated zkconsumer",
+                     "kafka-python KafkaConsumer (Kafka-coordinated)": "kafka-python"}
+
+
+def kafka_coordinated_rebalances(cluster: LocalCluster, topic: str, args
+                                 ) -> dict[str, tuple[list[float], int]]:
+    """The same events for groups on Kafka's group coordinator: zkconsumer members
+    (`group.coordination=kafka`) and kafka-python consumers with the range assignor, all in
+    this process, with the same session and heartbeat (see `kafka_coordination`).
+
+    No owner znodes exist for these groups, so settled is judged from what the members
+    themselves say (see `RebalancingGroup.settled_at`), and a join is timed from the moment the
+    member is created; a leave, again, from the moment it is asked to stop."""
+    from zkconsumer import ConsumerConnector
+
+    def start_ours(group: str):
+        member = ConsumerConnector({**kafka_coordination(cluster.bootstrap_servers),
+                                    "group.id": group})
+        member.create_message_streams({topic: 1})
+        return member
+
+    def start_kafka_python(group: str) -> KafkaPythonMember:
+        return KafkaPythonMember(cluster.bootstrap_servers, group, topic)
+
+    ours, kafka_python = KAFKA_REBALANCING
+    groups = {
+        ours: RebalancingGroup(group=f"bench-kafka-rebalance-{time.time_ns()}",
+                               partitions=args.rebalance_partitions, start=start_ours,
+                               stop=lambda m: m.shutdown(), stable=_zkconsumer_settled,
+                               owned=_zkconsumer_owned, poll_s=0.002),
+        kafka_python: RebalancingGroup(group=f"bench-kafka-python-rebalance-{time.time_ns()}",
+                                       partitions=args.rebalance_partitions,
+                                       start=start_kafka_python, stop=lambda m: m.stop(),
+                                       owned=lambda m: m.owned, poll_s=0.002),
+    }
+    return {name: measure_rebalances(group, args.members, args.kafka_events)
+            for name, group in groups.items()}
+
+
+class KafkaPythonMember(ConsumerRebalanceListener):
+    """A kafka-python consumer of one topic with the range assignor, run as an application runs
+    one: polling on a thread of its own, the only thread that touches it. It owns what the
+    group last assigned it, and nothing from a revocation until the next assignment (kafka-python
+    revokes everything before it rejoins)."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        self.owned: frozenset = frozenset()
+        self._consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap, group_id=group, api_version=API_VERSION,
+            session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
+            partition_assignment_strategy=[RangePartitionAssignor])
+        self._consumer.subscribe([topic], listener=self)
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._poll, name=f"kafka-python-{group}",
+                                        daemon=True)
+        self._thread.start()
+
+    def on_partitions_revoked(self, revoked) -> None:
+        self.owned = frozenset()
+
+    def on_partitions_assigned(self, assigned) -> None:
+        self.owned = frozenset(assigned)
+
+    def stop(self) -> None:
+        """Returns once the consumer has closed: committed and sent its LeaveGroup."""
+        self._stopping.set()
+        self._thread.join(timeout=60)
+
+    def _poll(self) -> None:
+        try:
+            while not self._stopping.is_set():
+                self._consumer.poll(timeout_ms=100)
+        finally:
+            self._consumer.close()
+
+
+@dataclass(kw_only=True)
+class RebalancingGroup:
+    """One kind of member's group in the rebalance scenario: how a member starts (`start`,
+    given the group id) and stops (`stop`, returning once it has left), what each believes it
+    owns, which is what it delivers from, and, where it can tell, whether it is done
+    rebalancing (`stable`). `poll_s`: how often the harness looks (checks that read ZooKeeper
+    load the server whose work is timed, and are made less often).
+
+    Judged from the members alone, for groups that leave nothing in ZooKeeper to read (those on
+    Kafka's coordinator); `ZookeeperGroup` reads the group's znodes."""
+
+    group: str
+    partitions: int
+    start: Callable[[str], Any]
+    stop: Callable[[Any], None]
+    owned: Callable[[Any], Collection]
+    poll_s: float
+    stable: Callable[[Any], bool] = lambda _member: True  # members that cannot tell
+
+    def join(self) -> tuple[Any, float]:
+        """A new member, and the moment (wall clock) its join is timed from: its creation."""
+        created = time.time()
+        return self.start(self.group), created
+
+    def settled_at(self, members: list) -> float | None:
+        """When the check that found the group settled began, or None while it is not: every
+        partition owned by exactly one member, every member owning some (when there are
+        partitions enough to go round), and every member stable."""
+        checked_at = time.time()
+        held = Counter(chain.from_iterable(self.owned(m) for m in members))
+        settled = (len(held) == self.partitions and all(n == 1 for n in held.values())
+                   and (self.partitions < len(members) or all(self.owned(m) for m in members))
+                   and all(self.stable(m) for m in members))
+        return checked_at if settled else None
+
+
+@dataclass(kw_only=True)
+class ZookeeperGroup(RebalancingGroup):
+    """A group on ZooKeeper, judged from its znodes: the members' registrations and the
+    partitions' owner znodes, the same for every kind of member, whether or not it can tell
+    anything itself."""
+
+    zk: Any
+    owned: Callable[[Any], Collection] = lambda _member: ()  # members in other processes
+
+    def join(self) -> tuple[Any, float]:
+        """A new member, and the moment its registration znode was created."""
+        from zkconsumer.zk.group_state import read_members
+        from zkconsumer.znodes.paths import GroupPaths
+
+        known = set(read_members(self.zk, self.group))
+        member = self.start(self.group)
+        while not (joined := set(read_members(self.zk, self.group)) - known):
+            time.sleep(0.002)
+        (consumer_id,) = joined
+        registration = self.zk.exists(GroupPaths(self.group).member(consumer_id))
+        return member, registration.ctime / 1000.0
+
+    def settled_at(self, members: list) -> float | None:
+        """The start of the read of the owner znodes that found the group settled: every
+        partition owned, by live members only, each of which owns some, and every member stable
+        before and after the read. That read, a thousand znodes at the largest size, is the
+        harness's, not the rebalance's."""
+        from zkconsumer.assignment import consumer_of_thread
+        from zkconsumer.zk.group_state import read_members, read_owners
+
+        # What members can tell in-process is checked first: reading every owner znode on
+        # each check would load ZooKeeper and slow the very rebalance measured.
+        if not all(self.stable(m) for m in members):
+            return None
+        read_at = time.time()
+        owners = read_owners(self.zk, self.group)
+        live = set(read_members(self.zk, self.group))
         owning = {consumer_of_thread(t) for t in owners.values()}
-        return (len(owners) == args.rebalance_partitions and owning <= live
-                and len(live) == len(members) and owning == live
-                and all(stable(m) for m in members))
+        settled = (len(owners) == self.partitions and owning <= live
+                   and len(live) == len(members) and owning == live
+                   and all(self.stable(m) for m in members))
+        return read_at if settled else None
 
+
+def measure_rebalances(group: RebalancingGroup, size: int, events: int
+                       ) -> tuple[list[float], int]:
+    """Times per event in a group of `size` members, `events` alternating leaves and joins,
+    each timed to the moment `group.settled_at` gives; and how many times a partition was seen
+    held by two members at once (what each member itself believes it owns, which is what it
+    delivers from)."""
     doubles = 0
 
     def wait_settled(members: list) -> float:
         nonlocal doubles
-        while True:
-            # What members can tell in-process is checked first: reading every owner znode on
-            # each check would load ZooKeeper and slow the very rebalance measured.
-            if all(stable(m) for m in members):
-                read_at = time.time()
-                if owners_settled(members):
-                    return read_at
-            held = Counter(chain.from_iterable(owned(m) for m in members))
+        while (settled_at := group.settled_at(members)) is None:
+            held = Counter(chain.from_iterable(group.owned(m) for m in members))
             doubles += sum(count * (count - 1) // 2 for count in held.values() if count > 1)
-            time.sleep(poll_s)
+            time.sleep(group.poll_s)
+        return settled_at
 
-    members = []
-    for _ in range(args.members):
-        members.append(start(group))
-    wait_settled(members)
+    members: list = []
     times = []
     try:
+        for _ in range(size):
+            members.append(group.join()[0])
+        wait_settled(members)
         for event in range(events):
             if event % 2 == 0:
                 leaving = members.pop()
                 asked = time.time()
-                stop(leaving)
+                group.stop(leaving)
                 times.append(wait_settled(members) - asked)
             else:
-                known = set(read_members(zk, group))
-                members.append(start(group))
-                while not (joined := set(read_members(zk, group)) - known):
-                    time.sleep(0.002)
-                (consumer_id,) = joined
-                registered = zk.exists(paths.member(consumer_id)).ctime / 1000.0
-                times.append(wait_settled(members) - registered)
+                member, joining_since = group.join()
+                members.append(member)
+                times.append(wait_settled(members) - joining_since)
     finally:
         for member in members:
-            stop(member)
+            group.stop(member)
     return times, doubles
 
 
@@ -586,6 +831,11 @@ def main() -> None:
     parser.add_argument("--reference-events", type=int, default=20)
     parser.add_argument("--process-events", type=int, default=0,
                         help="also time zkconsumer members each in a process of their own")
+    parser.add_argument("--coordination-rounds", type=int, default=3,
+                        help="runs of each ZooKeeper-coordinated member and its "
+                             "Kafka-coordinated twin, interleaved, compared at their fastest")
+    parser.add_argument("--kafka-events", type=int,
+                        help="events for the groups on Kafka's coordinator (default: --events)")
     parser.add_argument("--groups", type=int, default=500)
     parser.add_argument("--group-partitions", type=int, default=10)
     parser.add_argument("--scrapes", type=int, default=20)
@@ -598,6 +848,8 @@ def main() -> None:
     parser.add_argument("--zookeeper", help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.kafka_events is None:
+        args.kafka_events = args.events
     configure_logging("console", "warning")  # the members' own logs would drown the figures
     if args.contender:
         contender = {**CONTENDERS, **SASL_CONTENDERS}[args.contender]

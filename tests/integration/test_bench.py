@@ -18,6 +18,9 @@ SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 # contender, records/s, the two ratios, peak RSS (MB, or "-" where not measured)
 THROUGHPUT_ROW = re.compile(r"^(?P<name>\S.*?)\s+(?P<rate>[\d,]+)\s+[\d.]+x\s+[\d.]+x\s+"
                             r"(?P<rss>\d+|-)$", re.MULTILINE)
+# contender, events, p50, p99 and max (ms)
+REBALANCE_ROW = re.compile(r"^(?P<name>\S.*?)\s+(?P<events>\d+)\s+\d+\s+\d+\s+\d+$",
+                           re.MULTILINE)
 # reader, records/s, the ratio to kafka-python's reader
 DECODE_ROW = re.compile(r"^(?P<name>\S.*?)\s+(?P<rate>[\d,]+)\s+(?P<ratio>[\d.]+)x$",
                         re.MULTILINE)
@@ -35,20 +38,25 @@ def test_the_benchmark_runs_every_scenario_and_prints_each_figure(work_root):
     scratch.mkdir(exist_ok=True)
     result = subprocess.run(
         [sys.executable, str(SCRIPTS / "bench.py"), "--records", "3000", "--partitions", "2",
-         "--members", "3", "--rebalance-partitions", "6", "--events", "2",
-         "--reference-events", "0", "--groups", "20", "--group-partitions", "2",
+         "--coordination-rounds", "1", "--members", "3", "--rebalance-partitions", "6",
+         "--events", "2", "--reference-events", "0", "--groups", "20", "--group-partitions", "2",
          "--scrapes", "3"],
         env={**os.environ, "TMPDIR": str(scratch)},  # its cluster lives where strays are reaped
         capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     rows = {match["name"]: match for match in THROUGHPUT_ROW.finditer(result.stdout)}
     for contender in ("zkconsumer (per record)", "zkconsumer (batches)",
-                      "zkconsumer (arrow batches)",
+                      "zkconsumer (arrow batches)", "zkconsumer (per record, Kafka-coordinated)",
+                      "zkconsumer (batches, Kafka-coordinated)",
                       "kafka-python (per record)", "reference Scala consumer (its own timing)"):
         assert contender in rows, result.stdout
         assert int(rows[contender]["rate"].replace(",", "")) > 0, rows[contender][0]
     for own in ("zkconsumer (per record)", "zkconsumer (batches)"):
         assert rows[own]["rss"].isdigit(), f"no peak RSS measured: {rows[own][0]}"
+    for way in ("per record", "batches"):  # each Kafka-coordinated member against its twin
+        assert re.search(rf"^{way}, Kafka-coordinated: [\d.]+x the ZooKeeper-coordinated "
+                         r"member's records/s from the streams being ready, [\d.]+x as a whole",
+                         result.stdout, re.MULTILINE), result.stdout
     after_start_up = result.stdout.partition("after start-up, as the reference times itself")[2]
     for own, target in (("zkconsumer (per record)", "0.7x"), ("zkconsumer (batches)", "1.0x"),
                         ("zkconsumer (arrow batches)", "1.5x")):
@@ -60,9 +68,15 @@ def test_the_benchmark_runs_every_scenario_and_prints_each_figure(work_root):
     assert re.search(r"logins checked by the front: [1-9]\d* accepted, 0 refused",
                      result.stdout), result.stdout
     assert "commit 1,000 changed offsets: batched" in result.stdout
-    assert "partitions held by two zkconsumer members at once" in result.stdout
-    assert any(line.startswith("zkconsumer ") and line.split()[1] == "2"
-               for line in result.stdout.splitlines()), result.stdout
+    rebalanced = {match["name"]: match["events"]
+                  for match in REBALANCE_ROW.finditer(result.stdout)}
+    for contender in ("zkconsumer", "zkconsumer, Kafka-coordinated",
+                      "kafka-python KafkaConsumer (Kafka-coordinated)"):
+        assert rebalanced.get(contender) == "2", result.stdout
+    for members in ("zkconsumer", "Kafka-coordinated zkconsumer", "kafka-python"):
+        assert re.search(rf"partitions held by two {members} members at once, .*: \d+$",
+                         result.stdout, re.MULTILINE), result.stdout
+    assert "Kafka-coordinated zkconsumer p50 is" in result.stdout
     assert "20 groups x 2 partitions" in result.stdout
     assert re.search(r"scrape of /metrics: median \d+ ms", result.stdout), result.stdout
     assert "the cached scrape is" in result.stdout
