@@ -179,9 +179,10 @@ class KafkaCoordinatedConnector(ConsumerConnector):
         self._fetch_loop.routing_changed()
         self._told = self._member.held()
         call_back("on_partitions_assigned", self._callbacks.after_assign, self._told)
-        self._log.info("claimed the partitions the group coordinator assigned",
-                       generation=generation.generation_id, member_id=generation.member_id,
-                       owned=len(self._told))
+        # The same event as the ZooKeeper member's, so that logs are read alike.
+        self._log.info("rebalanced", coordinator="kafka", generation=generation.generation_id,
+                       member_id=generation.member_id, owned=len(self._told),
+                       ms=round(self._coordination.rebalance_seconds() * 1000))
         return True
 
     def _tell_revoked(self) -> None:

@@ -119,6 +119,7 @@ class KafkaCoordination:
             collections.deque()
         self._fetch: tuple[Generation, Future] | None = None
         self._assigned: Assigned | None = None  # replaced whole; read by other threads
+        self._rebalance_began = clock()  # the first join, then each generation's passing
         self._channels: dict[tuple[str, int], tuple[BrokerChannel, GroupVersions]] = {}
         self._next_bootstrap = 0
         self._thread = threading.Thread(target=self._run, name="zkconsumer-coordination",
@@ -133,6 +134,11 @@ class KafkaCoordination:
     def assignment(self) -> Assigned | None:
         """The generation the member is in and what it was given; None once it passed."""
         return self._assigned
+
+    def rebalance_seconds(self) -> float:
+        """How long since the member last began to (re)join: on an assignment, how long the
+        member went without one."""
+        return self._clock() - self._rebalance_began
 
     def commit(self, offsets: Mapping[TopicPartition, int],
                tokens: Mapping[TopicPartition, Token]) -> None:
@@ -180,7 +186,8 @@ class KafkaCoordination:
     def _run(self) -> None:
         group = self._group
         try:
-            group.start(self._clock())
+            self._rebalance_began = self._clock()
+            group.start(self._rebalance_began)
             while group.state not in (State.CLOSED, State.FAILED):
                 self._step()
         except Exception as exc:  # noqa: BLE001 - the member fails loudly, once
@@ -328,6 +335,7 @@ class KafkaCoordination:
         taken, the claims dropped, and those offsets committed in the generation that ended
         when a rebalance ended it (the coordinator takes them until the member rejoins)."""
         self._assigned = None
+        self._rebalance_began = now
         last = self._withdraw()
         self._member.session_event(Event.SESSION_EXPIRED, None)
         self._forget()
