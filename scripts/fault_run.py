@@ -62,8 +62,7 @@ the default auto.offset.reset=largest, which a fresh partition then exercises.
 
 With --coordination kafka the workers are members of a group on Kafka's group coordinator
 (group.coordination=kafka, no ZooKeeper; offsets in Kafka) and every kind runs but those of
-ZooKeeper coordination (zk-cut, the ensemble's) and fresh-restart (a Kafka-coordinated leader
-does not watch partition counts yet); who owns what is read from the coordinator
+ZooKeeper coordination (zk-cut, the ensemble's); who owns what is read from the coordinator
 (DescribeGroups).
 
 Every worker notes when it handed out each message (zkconsumer.testing.delivery_log): two
@@ -139,7 +138,7 @@ from zkconsumer.znodes.paths import GroupPaths
 FAULTS = ("kill", "restart", "expire", "broker", "zookeeper", "zk-cut", "offsets-outage",
           "callback-raise", "fresh-restart", "slow-handler")
 # Kinds that need the group on ZooKeeper (see the module's doc); the ensemble's too.
-ZOOKEEPER_COORDINATION_ONLY = ("zk-cut", "fresh-restart")
+ZOOKEEPER_COORDINATION_ONLY = ("zk-cut",)
 COORDINATIONS = ("zookeeper", "kafka")
 # Faults of replicated brokers, run where there is more than one (see `available_kinds`).
 REPLICATED_FAULTS = ("leader-kill", "leader-move", "coordinator-kill", "broker-rolling")
@@ -163,6 +162,7 @@ KAFKA_WORKER_OPTIONS = ("--property", f"auto.commit.interval.ms={AUTO_COMMIT_MS}
                         "--property", "group.coordination=kafka",
                         "--property", f"session.timeout.ms={KAFKA_SESSION_MS}",
                         "--property", "heartbeat.interval.ms=500",
+                        "--property", "topic.metadata.refresh.interval.ms=1000",
                         "--property", "kafka.api.version=0.9")
 # Every CLI worker notes when it delivered what (see zkconsumer.testing.delivery_log).
 DELIVERY_HANDLER = ("--handler", "zkconsumer.testing.delivery_log:record")
@@ -627,29 +627,29 @@ class Run:
         with zookeeper_session(self.cluster.zookeeper_connect, timeout_s=30) as brokers_zk:
             tp = TopicPartition(TOPIC, add_partition(brokers_zk, TOPIC))
         self.partitions += 1
-        with zookeeper_session(self.group_connect, timeout_s=30) as zk:
-            owner = wait_for(lambda: read_owners(zk, GROUP).get(tp), SETTLE_S)
-            first = self._worker_of(owner)
-            if first is None:
-                self.violations.append(f"new partition {tp} not claimed by a running worker "
-                                       f"within {SETTLE_S:.0f}s (owner {owner})")
-                return
-            print(f"  new partition {tp.partition}, owner: {first.name}", file=sys.stderr,
-                  flush=True)
-            committed_within = AUTO_COMMIT_MS / 1000.0 + 5.0
-            if not wait_for(lambda: _committed(zk, tp) is not None, committed_within):
-                self.violations.append(
-                    f"{first.name} reset new partition {tp} but committed no offset for it "
-                    f"within {committed_within:.0f}s (the next owner resets again)")
-            first.request_stop()
-            # Produce there only once it let go, so that all of it comes after its reset.
-            wait_for(lambda: read_owners(zk, GROUP).get(tp) != owner, EXIT_S)
-            self.producing.append(tp.partition)
-            self.stop_worker(first)
-            self.start_worker()
-            if not wait_for(lambda: (_committed(zk, tp) or 0) > 0, SETTLE_S):
-                self.violations.append(f"nothing produced to new partition {tp} was committed "
-                                       f"within {SETTLE_S:.0f}s")
+        # Owners and offsets as the samplers last saw them (every 0.1 s and 0.5 s).
+        owner = wait_for(lambda: self.owners.get(tp), SETTLE_S)
+        first = self._worker_of(owner)
+        if first is None:
+            self.violations.append(f"new partition {tp} not claimed by a running worker "
+                                   f"within {SETTLE_S:.0f}s (owner {owner})")
+            return
+        print(f"  new partition {tp.partition}, owner: {first.name}", file=sys.stderr,
+              flush=True)
+        committed_within = AUTO_COMMIT_MS / 1000.0 + 5.0
+        if not wait_for(lambda: tp in self.committed, committed_within):
+            self.violations.append(
+                f"{first.name} reset new partition {tp} but committed no offset for it "
+                f"within {committed_within:.0f}s (the next owner resets again)")
+        first.request_stop()
+        # Produce there only once it let go, so that all of it comes after its reset.
+        wait_for(lambda: self.owners.get(tp) != owner, EXIT_S)
+        self.producing.append(tp.partition)
+        self.stop_worker(first)
+        self.start_worker()
+        if not wait_for(lambda: self.committed.get(tp, 0) > 0, SETTLE_S):
+            self.violations.append(f"nothing produced to new partition {tp} was committed "
+                                   f"within {SETTLE_S:.0f}s")
 
     def slow_handler(self) -> None:
         """A worker's handler takes SLOW_HANDLER_S over one message, and another worker
@@ -798,10 +798,14 @@ class Run:
         print(f"  victim: {victim.name}", file=sys.stderr, flush=True)
         return victim
 
-    def _worker_of(self, thread: str | None) -> Worker | None:
-        if thread is None:
+    def _worker_of(self, owner: str | None) -> Worker | None:
+        """The running worker an owner names: its consumer thread on ZooKeeper, its client id
+        (the worker's name) on Kafka's coordinator."""
+        if owner is None:
             return None
-        consumer_id = consumer_of_thread(thread)
+        if self.on_kafka:
+            return next((w for w in self.running() if w.name == owner), None)
+        consumer_id = consumer_of_thread(owner)
         return next((w for w in self.running() if w.consumer_id() == consumer_id), None)
 
     def _registration(self, worker: Worker) -> str:
@@ -1004,10 +1008,6 @@ class Run:
         for violation in self.violations[:20]:
             print(f"VIOLATION: {violation}")
         return not lost and not self.violations
-
-
-def _committed(zk: KazooClient, tp: TopicPartition) -> int | None:
-    return ZookeeperOffsetStore(zk, GROUP).fetch([tp]).get(tp)
 
 
 def _spans(numbers: list[int]) -> str:
