@@ -21,6 +21,10 @@ those named by --kinds):
   fresh-restart   a partition added to the topic, its first owner (which reset it to the log end
                   by auto.offset.reset=largest and delivered nothing) restarted before anything
                   is produced there; then everything produced there must be consumed
+  slow-handler    one worker's handler busy with a message for longer than a session (and the
+                  rebalance timeout) while another worker restarts: the group rebalances
+                  meanwhile, and the slow worker must deliver nothing more of a partition
+                  that moved
 
 and with replicated brokers (--brokers 2 or more):
 
@@ -56,6 +60,14 @@ producer starts with them, before any member could reset to the log end); the ru
 every partition has a committed offset before the first fault, and every later worker runs on
 the default auto.offset.reset=largest, which a fresh partition then exercises.
 
+With --coordination kafka the workers are members of a group on Kafka's group coordinator
+(group.coordination=kafka, no ZooKeeper; offsets in Kafka) and every kind runs but those of
+ZooKeeper coordination (zk-cut, the ensemble's); who owns what is read from the coordinator
+(DescribeGroups).
+
+Every worker notes when it handed out each message (zkconsumer.testing.delivery_log): two
+workers delivering one partition at the same time is a violation, whatever else holds.
+
 Invariants, checked all along: no partition owned by a member that is not registered,
 committed offsets (ZooKeeper and Kafka) never going back, no worker exiting unless told to (or
 failed on purpose), a worker cut off from ZooKeeper delivering nothing from shortly after the
@@ -67,6 +79,7 @@ invariant broke.
 
     .venv/bin/python scripts/fault_run.py [--seed 7] [--rounds 30] [--workers 3] [--brokers 3]
                                           [--zookeepers 3] [--kinds leader-kill,zk-rolling]
+                                          [--coordination kafka]
 """
 
 from __future__ import annotations
@@ -92,6 +105,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
 from zkconsumer.assignment import consumer_of_thread
+from zkconsumer.fetch.brokers import KafkaAccess
 from zkconsumer.localcluster import (
     ClusterError,
     EnsembleError,
@@ -111,14 +125,21 @@ from zkconsumer.localcluster.topics import (
 )
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import KafkaOffsetStore, ZookeeperOffsetStore
+from zkconsumer.offsets.coordinator_groups import open_groups_admin, read_coordinator_group
+from zkconsumer.offsets.kafka_reader import GroupOffsetsReader
+from zkconsumer.testing import delivery_log
 from zkconsumer.testing.consume_process import API_WORKER, CLI, ConsumeProcess
+from zkconsumer.testing.delivery_overlap import overlaps
 from zkconsumer.testing.tcp_proxy import TcpProxy
 from zkconsumer.zk.group_state import committed_partitions, read_members, read_owners
 from zkconsumer.zk.session import zookeeper_session
 from zkconsumer.znodes.paths import GroupPaths
 
 FAULTS = ("kill", "restart", "expire", "broker", "zookeeper", "zk-cut", "offsets-outage",
-          "callback-raise", "fresh-restart")
+          "callback-raise", "fresh-restart", "slow-handler")
+# Kinds that need the group on ZooKeeper (see the module's doc); the ensemble's too.
+ZOOKEEPER_COORDINATION_ONLY = ("zk-cut",)
+COORDINATIONS = ("zookeeper", "kafka")
 # Faults of replicated brokers, run where there is more than one (see `available_kinds`).
 REPLICATED_FAULTS = ("leader-kill", "leader-move", "coordinator-kill", "broker-rolling")
 # Faults of a ZooKeeper ensemble, run where the group lives on one.
@@ -134,6 +155,23 @@ WORKER_OPTIONS = ("--property", f"auto.commit.interval.ms={AUTO_COMMIT_MS}",
                   "--property", "rebalance.backoff.ms=1000",
                   "--property", "rebalance.max.retries=20",
                   "--property", f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}")
+# Members of a group on Kafka's coordinator: the 0.9 broker's shortest session
+# (group.min.session.timeout.ms), which on 0.9 is the rebalance timeout too.
+KAFKA_SESSION_MS = 6000
+KAFKA_WORKER_OPTIONS = ("--property", f"auto.commit.interval.ms={AUTO_COMMIT_MS}",
+                        "--property", "group.coordination=kafka",
+                        "--property", f"session.timeout.ms={KAFKA_SESSION_MS}",
+                        "--property", "heartbeat.interval.ms=500",
+                        "--property", "topic.metadata.refresh.interval.ms=1000",
+                        "--property", "kafka.api.version=0.9")
+# Every CLI worker notes when it delivered what (see zkconsumer.testing.delivery_log).
+DELIVERY_HANDLER = ("--handler", "zkconsumer.testing.delivery_log:record")
+# Deliveries of a partition by one worker this close together are one stint of its ownership:
+# shorter than any rebalance, longer than a fetch's wait (see delivery_overlap).
+STINT_GAP_S = 0.3
+# How long a slow handler takes over one message: longer than either coordinator's session
+# (and, on 0.9, the rebalance timeout, which is the session timeout there).
+SLOW_HANDLER_S = 10.0
 # Kafka offset storage with dual commit; a failed offset request costs seconds, not a minute.
 KAFKA_STORAGE = ("--property", "offsets.storage=kafka", "--property", "dual.commit.enabled=true",
                  "--property", "offsets.commit.max.retries=1",
@@ -161,9 +199,14 @@ EXIT_S = 60.0
 T = TypeVar("T")
 
 
-def available_kinds(brokers: int, zookeepers: int) -> tuple[str, ...]:
+def available_kinds(brokers: int, zookeepers: int, coordination: str = "zookeeper"
+                    ) -> tuple[str, ...]:
     """The fault kinds this cluster can suffer: replication faults need a second broker,
-    ensemble faults an ensemble that keeps a majority with one server down."""
+    ensemble faults an ensemble that keeps a majority with one server down (and the group on
+    it), and some kinds ZooKeeper coordination."""
+    if coordination == "kafka":
+        return (tuple(kind for kind in FAULTS if kind not in ZOOKEEPER_COORDINATION_ONLY)
+                + (REPLICATED_FAULTS if brokers > 1 else ()))
     return (FAULTS + (REPLICATED_FAULTS if brokers > 1 else ())
             + (ENSEMBLE_FAULTS if zookeepers >= 3 else ()))
 
@@ -195,11 +238,16 @@ class Interruption:
 
 
 class Worker(ConsumeProcess):
-    """A worker of the run, its own proxy to each ZooKeeper server, and how it ended."""
+    """A worker of the run, its own proxy to each ZooKeeper server (none on Kafka's
+    coordination), when it delivered what, and how it ended."""
 
-    def __init__(self, proxies: list[TcpProxy], kafka_storage: bool, *args: object,
-                 **options: object) -> None:
-        super().__init__(",".join(proxy.address for proxy in proxies), *args, **options)
+    def __init__(self, proxies: list[TcpProxy], kafka_storage: bool, group: str, topic: str,
+                 work: Path, name: str, *args: str, **options: object) -> None:
+        self.deliveries = work / f"{name}.deliveries"
+        super().__init__(",".join(proxy.address for proxy in proxies) or None, group, topic,
+                         work, name, *args,
+                         environment={delivery_log.ENVIRONMENT_VARIABLE: str(self.deliveries)},
+                         **options)
         self.proxies = proxies
         self.kafka_storage = kafka_storage
         self.fate = "running"  # running | stopped | killed | failed
@@ -207,6 +255,18 @@ class Worker(ConsumeProcess):
 
     def delivered(self) -> int:
         return len(self.records())
+
+    def delivery_times(self) -> list[tuple[int, float]]:
+        return [(partition, at) for partition, _offset, at
+                in delivery_log.read_delivery_times(self.deliveries)]
+
+    def slow_down(self, seconds: float) -> Path:
+        """Its handler's next message takes `seconds`; the trigger is gone once it began."""
+        trigger = Path(f"{self.deliveries}{delivery_log.SLOW_SUFFIX}")
+        written = trigger.with_suffix(".writing")
+        written.write_text(str(seconds))
+        written.rename(trigger)
+        return trigger
 
     def interrupted(self, committed: dict[TopicPartition, int]) -> None:
         self.interruptions.append(Interruption(self.delivered(), committed))
@@ -238,6 +298,9 @@ class Run:
                  args) -> None:
         self.cluster = cluster
         self.ensemble = ensemble
+        # On Kafka's coordination, the group has no ZooKeeper: its members, their partitions
+        # and offsets are the coordinator's.
+        self.on_kafka = args.coordination == "kafka"
         # Where the group lives: the ensemble if there is one, else the brokers' ZooKeeper.
         self.group_connect = ensemble.connect_string if ensemble else cluster.zookeeper_connect
         self._group_ports = ([server.client_port for server in ensemble.servers.values()]
@@ -263,7 +326,10 @@ class Run:
         self.dead_session_s: list[float] = []  # per crash-then-failover: failover to expiry
         self.committed: dict[TopicPartition, int] = {}
         self.kafka_committed: dict[TopicPartition, int] = {}  # as last sampled
-        self.owners: dict[TopicPartition, str] = {}  # partition -> owning thread, as last sampled
+        # partition -> owning thread (on Kafka's coordination: the member's client id, the
+        # worker's name), as last sampled
+        self.owners: dict[TopicPartition, str] = {}
+        self.members: set[str] = set()  # on Kafka's coordination: the members' client ids
         self.rounds = 0
         self._stop = threading.Event()
         self._sequence = 0
@@ -275,13 +341,22 @@ class Run:
     def start_worker(self, *extra: str, from_beginning: bool = False,
                      program: tuple[str, ...] = CLI) -> Worker:
         self._sequence += 1
+        name = f"w{self._sequence}"
+        handler = DELIVERY_HANDLER if program == CLI else ()
+        if self.on_kafka:
+            worker = Worker([], True, GROUP, TOPIC, self.work, name, *KAFKA_WORKER_OPTIONS,
+                            "--property", f"bootstrap.servers={self.cluster.bootstrap_servers}",
+                            "--property", f"client.id={name}", *handler, *extra,
+                            from_beginning=from_beginning, program=program)
+            self.workers.append(worker)
+            return worker
         running = self.running()
         # Kafka storage while at most half the running workers have it: the group stays mixed.
         kafka_storage = program == CLI and \
             sum(w.kafka_storage for w in running) * 2 <= len(running)
         worker = Worker([TcpProxy(port) for port in self._group_ports], kafka_storage, GROUP,
-                        TOPIC, self.work, f"w{self._sequence}", *WORKER_OPTIONS,
-                        *self._kafka_discovery, *(KAFKA_STORAGE if kafka_storage else ()), *extra,
+                        TOPIC, self.work, name, *WORKER_OPTIONS, *self._kafka_discovery,
+                        *(KAFKA_STORAGE if kafka_storage else ()), *handler, *extra,
                         from_beginning=from_beginning, program=program)
         self.workers.append(worker)
         return worker
@@ -355,14 +430,7 @@ class Run:
                         for tp, thread in owners.items():
                             if consumer_of_thread(thread) not in live:
                                 self.violations.append(f"{tp} owned by unregistered {thread}")
-                        now = time.monotonic()
-                        for p in range(self.partitions):
-                            if TopicPartition(TOPIC, p) in owners:
-                                unowned_since.pop(p, None)
-                            else:
-                                since = unowned_since.setdefault(p, now)
-                                self.longest_unowned_s[p] = max(self.longest_unowned_s[p],
-                                                                now - since)
+                        self._note_unowned(owners, unowned_since)
                         self.owners = owners
                         offsets = ZookeeperOffsetStore(zk, GROUP).fetch(
                             committed_partitions(zk, GROUP))
@@ -371,6 +439,36 @@ class Run:
                         time.sleep(0.1)
             except Exception:  # noqa: BLE001 - ZooKeeper is restarting: sample again after it
                 time.sleep(0.5)
+
+    def sample_coordinator(self) -> None:
+        """On Kafka's coordination: the group's members and their partitions as the coordinator
+        describes them (a group rebalancing shows none assigned)."""
+        reader = GroupOffsetsReader(KafkaAccess(self.cluster.bootstrap_servers, (0, 9)), {},
+                                    request_timeout_ms=3000, connect=open_groups_admin)
+        unowned_since: dict[int, float] = {}
+        try:
+            while not self._stop.wait(0.1):
+                try:
+                    group = read_coordinator_group(reader, GROUP)
+                except Exception:  # noqa: BLE001 - the coordinator is down or moving: later
+                    continue
+                members = () if group is None else group.members
+                owners = {tp: member.client_id for member in members for tp in member.assigned}
+                self._note_unowned(owners, unowned_since)
+                self.owners = owners
+                self.members = {member.client_id for member in members}
+        finally:
+            reader.close()
+
+    def _note_unowned(self, owners: dict[TopicPartition, str],
+                      unowned_since: dict[int, float]) -> None:
+        now = time.monotonic()
+        for p in range(self.partitions):
+            if TopicPartition(TOPIC, p) in owners:
+                unowned_since.pop(p, None)
+            else:
+                since = unowned_since.setdefault(p, now)
+                self.longest_unowned_s[p] = max(self.longest_unowned_s[p], now - since)
 
     def sample_kafka_offsets(self) -> None:
         """Kafka's copy of the offsets, which members with dual commit write first and which no
@@ -386,6 +484,8 @@ class Run:
                     offsets = {}
                 self._check_forward("Kafka-committed offset", last_offsets, offsets)
                 self.kafka_committed = dict(last_offsets)
+                if self.on_kafka:  # the group's only offsets
+                    self.committed = self.kafka_committed
         finally:
             store.close()
 
@@ -414,8 +514,7 @@ class Run:
         victim = self._pick_victim()
         committed = dict(self.committed)
         victim.process.send_signal(signal.SIGSTOP)
-        with zookeeper_session(self.group_connect, timeout_s=30) as zk:
-            self._wait_until_session_gone(zk, victim, "frozen")
+        self._wait_until_gone(victim, "frozen")
         victim.process.send_signal(signal.SIGCONT)
         time.sleep(NOTICE_S)
         victim.interrupted(committed)
@@ -504,6 +603,15 @@ class Run:
             self.violations.append(f"{member.name} failed without logging an error")
         member.interrupted(committed)
         member.ended("failed")
+        if self.on_kafka:
+            if not wait_for(lambda: member.name not in self.members, SETTLE_S):
+                self.violations.append(f"{member.name} failed but is still in the group "
+                                       f"{SETTLE_S:.0f}s later")
+        else:
+            self._wait_until_unowned_by(member)
+        self.start_worker()
+
+    def _wait_until_unowned_by(self, member: Worker) -> None:
         consumer_id = member.consumer_id()
         with zookeeper_session(self.group_connect, timeout_s=30) as zk:
             if consumer_id and not wait_for(
@@ -511,7 +619,6 @@ class Run:
                                 for thread in read_owners(zk, GROUP).values()), SETTLE_S):
                 self.violations.append(f"{member.name} failed but owner znodes still name it "
                                        f"{SETTLE_S:.0f}s later")
-        self.start_worker()
 
     def fresh_restart(self) -> None:
         """A new partition's first owner resets it to the (empty) log end and restarts before
@@ -520,29 +627,52 @@ class Run:
         with zookeeper_session(self.cluster.zookeeper_connect, timeout_s=30) as brokers_zk:
             tp = TopicPartition(TOPIC, add_partition(brokers_zk, TOPIC))
         self.partitions += 1
-        with zookeeper_session(self.group_connect, timeout_s=30) as zk:
-            owner = wait_for(lambda: read_owners(zk, GROUP).get(tp), SETTLE_S)
-            first = self._worker_of(owner)
-            if first is None:
-                self.violations.append(f"new partition {tp} not claimed by a running worker "
-                                       f"within {SETTLE_S:.0f}s (owner {owner})")
-                return
-            print(f"  new partition {tp.partition}, owner: {first.name}", file=sys.stderr,
-                  flush=True)
-            committed_within = AUTO_COMMIT_MS / 1000.0 + 5.0
-            if not wait_for(lambda: _committed(zk, tp) is not None, committed_within):
-                self.violations.append(
-                    f"{first.name} reset new partition {tp} but committed no offset for it "
-                    f"within {committed_within:.0f}s (the next owner resets again)")
-            first.request_stop()
-            # Produce there only once it let go, so that all of it comes after its reset.
-            wait_for(lambda: read_owners(zk, GROUP).get(tp) != owner, EXIT_S)
-            self.producing.append(tp.partition)
-            self.stop_worker(first)
+        # Owners and offsets as the samplers last saw them (every 0.1 s and 0.5 s).
+        owner = wait_for(lambda: self.owners.get(tp), SETTLE_S)
+        first = self._worker_of(owner)
+        if first is None:
+            self.violations.append(f"new partition {tp} not claimed by a running worker "
+                                   f"within {SETTLE_S:.0f}s (owner {owner})")
+            return
+        print(f"  new partition {tp.partition}, owner: {first.name}", file=sys.stderr,
+              flush=True)
+        committed_within = AUTO_COMMIT_MS / 1000.0 + 5.0
+        if not wait_for(lambda: tp in self.committed, committed_within):
+            self.violations.append(
+                f"{first.name} reset new partition {tp} but committed no offset for it "
+                f"within {committed_within:.0f}s (the next owner resets again)")
+        first.request_stop()
+        # Produce there only once it let go, so that all of it comes after its reset.
+        wait_for(lambda: self.owners.get(tp) != owner, EXIT_S)
+        self.producing.append(tp.partition)
+        self.stop_worker(first)
+        self.start_worker()
+        if not wait_for(lambda: self.committed.get(tp, 0) > 0, SETTLE_S):
+            self.violations.append(f"nothing produced to new partition {tp} was committed "
+                                   f"within {SETTLE_S:.0f}s")
+
+    def slow_handler(self) -> None:
+        """A worker's handler takes SLOW_HANDLER_S over one message, and another worker
+        restarts meanwhile: the group rebalances while the slow worker's application is busy
+        (its coordinator thread may keep it in the group, or it may be left out). Its partitions
+        may move; once its handler returns it must deliver nothing of those, which the delivery
+        times show. What it delivered from then on may be delivered again by others."""
+        victim = self._pick_victim()
+        committed = dict(self.committed)
+        trigger = victim.slow_down(SLOW_HANDLER_S)
+        began = time.monotonic()
+        if not wait_for(lambda: not trigger.exists(), SETTLE_S):
+            trigger.unlink(missing_ok=True)
+            self.violations.append(f"{victim.name} handed out nothing for {SETTLE_S:.0f}s")
+            return
+        peers = [w for w in self.victims() if w is not victim]
+        if peers:
+            restarted = self.rng.choice(peers)
+            print(f"  restarted meanwhile: {restarted.name}", file=sys.stderr, flush=True)
+            self.stop_worker(restarted)
             self.start_worker()
-            if not wait_for(lambda: (_committed(zk, tp) or 0) > 0, SETTLE_S):
-                self.violations.append(f"nothing produced to new partition {tp} was committed "
-                                       f"within {SETTLE_S:.0f}s")
+        time.sleep(max(0.0, SLOW_HANDLER_S - (time.monotonic() - began)) + NOTICE_S)
+        victim.interrupted(committed)
 
     def leader_kill(self) -> None:
         """A partition's leader dies without a word: members fetching from it must find the
@@ -668,10 +798,14 @@ class Run:
         print(f"  victim: {victim.name}", file=sys.stderr, flush=True)
         return victim
 
-    def _worker_of(self, thread: str | None) -> Worker | None:
-        if thread is None:
+    def _worker_of(self, owner: str | None) -> Worker | None:
+        """The running worker an owner names: its consumer thread on ZooKeeper, its client id
+        (the worker's name) on Kafka's coordinator."""
+        if owner is None:
             return None
-        consumer_id = consumer_of_thread(thread)
+        if self.on_kafka:
+            return next((w for w in self.running() if w.name == owner), None)
+        consumer_id = consumer_of_thread(owner)
         return next((w for w in self.running() if w.consumer_id() == consumer_id), None)
 
     def _registration(self, worker: Worker) -> str:
@@ -679,6 +813,17 @@ class Run:
         if consumer_id is None:
             self.violations.append(f"{worker.name} logged no registration")
         return PATHS.member(consumer_id or worker.name)
+
+    def _wait_until_gone(self, victim: Worker, how: str) -> None:
+        """Until the group let the victim go: its ZooKeeper session ended, or the
+        coordinator described the group without it."""
+        if self.on_kafka:
+            bound = 3 * KAFKA_SESSION_MS / 1000.0
+            if wait_for(lambda: victim.name not in self.members, bound) is None:
+                self.violations.append(f"{victim.name} stayed in the group {bound:.0f}s {how}")
+            return
+        with zookeeper_session(self.group_connect, timeout_s=30) as zk:
+            self._wait_until_session_gone(zk, victim, how)
 
     def _wait_until_session_gone(self, zk: KazooClient, victim: Worker, how: str) -> None:
         registration = self._registration(victim)
@@ -720,8 +865,9 @@ class Run:
 
         def committing_again() -> bool:
             on_kafka = {w.consumer_id() for w in self.running() if w.kafka_storage}
-            theirs = [tp for tp, thread in self.owners.items()
-                      if consumer_of_thread(thread) in on_kafka]
+            theirs = list(self.owners) if self.on_kafka else [
+                tp for tp, thread in self.owners.items()
+                if consumer_of_thread(thread) in on_kafka]
             return all(self.kafka_committed.get(tp, -1) > before.get(tp, -1) for tp in theirs)
         wait_for(committing_again, SETTLE_S)
 
@@ -756,19 +902,17 @@ class Run:
         started = time.monotonic()
         with zookeeper_session(self.cluster.zookeeper_connect) as brokers_zk:
             create_topic(brokers_zk, TOPIC, self.args.partitions, self.replication)
-        with zookeeper_session(self.group_connect) as zk:
-            for _ in range(self.args.workers):
-                self.start_worker(from_beginning=True)
-            background = [threading.Thread(target=self.produce, daemon=True),
-                          threading.Thread(target=self.sample, daemon=True),
-                          threading.Thread(target=self.sample_kafka_offsets, daemon=True)]
-            for thread in background:
-                thread.start()
-            # From here on workers start at the log end when a partition has no offset.
-            if not wait_for(lambda: len(committed_partitions(zk, GROUP)) == self.partitions,
-                            SETTLE_S * 2):
-                self.violations.append("the group had not committed every partition "
-                                       f"{SETTLE_S * 2:.0f}s after it started")
+        for _ in range(self.args.workers):
+            self.start_worker(from_beginning=True)
+        background = [threading.Thread(target=target, daemon=True) for target in (
+            self.produce, self.sample_coordinator if self.on_kafka else self.sample,
+            self.sample_kafka_offsets)]
+        for thread in background:
+            thread.start()
+        # From here on workers start at the log end when a partition has no offset.
+        if not wait_for(lambda: len(self.committed) == self.partitions, SETTLE_S * 2):
+            self.violations.append("the group had not committed every partition "
+                                   f"{SETTLE_S * 2:.0f}s after it started")
         for round_number, kind in enumerate(self.schedule(), start=1):
             if time.monotonic() - started > self.args.max_seconds:
                 print(f"time limit reached after {round_number - 1} rounds", file=sys.stderr)
@@ -824,13 +968,19 @@ class Run:
             self.violations.append(f"partition {partition}: {len(offsets)} offsets "
                                    f"({_spans(offsets)}) delivered by {names}, outside any "
                                    "interrupted worker's uncommitted window")
+        overlapping = overlaps({w.name: w.delivery_times() for w in self.workers}, STINT_GAP_S)
+        for overlap in overlapping:
+            self.violations.append(
+                f"partition {overlap.partition} delivered by {' and '.join(overlap.members)} "
+                f"at once for {overlap.seconds:.3f}s")
         lost_by_partition = Counter(self.produced[message_id] for message_id in lost)
         rebalances = sorted(ms for w in self.workers for ms in w.rebalance_ms())
         rows = [
             ("seed", self.args.seed),
+            ("coordination", self.args.coordination),
             ("rounds", self.rounds),
             ("brokers / replication", f"{len(self.cluster.brokers)} / {self.replication}"),
-            ("group's ZooKeeper servers", len(self._group_ports)),
+            ("group's ZooKeeper servers", "-" if self.on_kafka else len(self._group_ports)),
             *((f"faults: {kind}", self.faults[kind]) for kind in self.kinds),
             ("workers started", len(self.workers)),
             ("partitions", self.partitions),
@@ -840,6 +990,9 @@ class Run:
             ("lost, by partition", " ".join(f"{p}:{n}" for p, n in sorted(
                 lost_by_partition.items())) or "-"),
             ("duplicates", len(duplicates)),
+            ("deliveries of a partition by two workers at once", len(overlapping)),
+            ("longest such overlap (s)",
+             f"{max(o.seconds for o in overlapping):.3f}" if overlapping else "-"),
             ("invariant violations", len(self.violations)),
             ("longest unowned, per partition (s)",
              " ".join(f"{p}:{self.longest_unowned_s[p]:.1f}" for p in range(self.partitions))),
@@ -855,10 +1008,6 @@ class Run:
         for violation in self.violations[:20]:
             print(f"VIOLATION: {violation}")
         return not lost and not self.violations
-
-
-def _committed(zk: KazooClient, tp: TopicPartition) -> int | None:
-    return ZookeeperOffsetStore(zk, GROUP).fetch([tp]).get(tp)
 
 
 def _spans(numbers: list[int]) -> str:
@@ -896,6 +1045,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--zookeepers", type=int, default=1,
                         help="with 3 or more, the group lives on an ensemble of that many "
                              "servers of Debian's ZooKeeper 3.8 and the ensemble faults run")
+    parser.add_argument("--coordination", choices=COORDINATIONS, default="zookeeper",
+                        help="the group's coordinator: ZooKeeper (the group's servers), or "
+                             "Kafka's group coordinator (group.coordination=kafka)")
     parser.add_argument("--kinds", metavar="K1,K2",
                         help="run only these fault kinds (default: every kind the cluster has)")
     parser.add_argument("--rate", type=float, default=200.0, help="messages per second")
@@ -909,12 +1061,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.zookeepers == 2 or args.zookeepers < 1:
         parser.error("--zookeepers: 1, or an ensemble of 3 or more (two servers survive no "
                      "fault a single one does not)")
-    available = available_kinds(args.brokers, args.zookeepers)
+    if args.coordination == "kafka" and args.zookeepers > 1:
+        parser.error("--zookeepers: a group on Kafka's coordinator has no ZooKeeper of its own")
+    available = available_kinds(args.brokers, args.zookeepers, args.coordination)
     args.kinds = tuple(args.kinds.split(",")) if args.kinds else available
     unknown = [kind for kind in args.kinds if kind not in available]
     if unknown:
         parser.error(f"--kinds: {', '.join(unknown)} not among {', '.join(available)} "
-                     f"(with --brokers {args.brokers} --zookeepers {args.zookeepers})")
+                     f"(with --brokers {args.brokers} --zookeepers {args.zookeepers} "
+                     f"--coordination {args.coordination})")
     with tempfile.TemporaryDirectory(prefix="zkconsumer-faults-") as scratch:
         work = args.keep or Path(scratch)
         work.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,23 @@ from zkconsumer.localcluster import create_topic
 from zkconsumer.testing.reference import ReferenceConsumer
 from zkconsumer.zk.session import connect
 
+LONG = "long"
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", f"{LONG}: a fault or scale run of many minutes; left "
+                                       f"out unless -m names it (scripts/test -m {LONG})")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """The default run keeps one case of each kind; runs marked `long` only when asked for."""
+    if LONG in (config.option.markexpr or ""):
+        return
+    kept = [item for item in items if item.get_closest_marker(LONG) is None]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
+
 
 @pytest.fixture(scope="session")
 def work_root(tmp_path_factory) -> Path:

@@ -1,7 +1,9 @@
 """A short run of scripts/fault_run.py: every fault kind once (worker deaths, broker and
 ZooKeeper restarts, a member cut off from ZooKeeper, a Kafka offset-store outage during a
-rebalance, a failing rebalance callback, a restart before a reset partition got any message),
-every invariant held, nothing lost."""
+rebalance, a failing rebalance callback, a restart before a reset partition got any message, a
+slow handler through a rebalance), every invariant held, nothing lost, no partition delivered
+by two workers at once; the same for a group on Kafka's group coordinator. The long runs the
+issue asks for (100 rounds and more) are marked `long`."""
 
 from __future__ import annotations
 
@@ -23,6 +25,45 @@ def test_every_fault_kind_is_survived_without_loss_or_double_ownership(capsys, t
     rows = report_rows(report)
     assert all(int(rows[f"faults: {kind}"]) >= 1 for kind in runner.FAULTS), report
     assert int(rows["messages produced"]) > 0
+    assert rows["deliveries of a partition by two workers at once"] == "0", report
+    assert rows["lost"] == "0" and rows["invariant violations"] == "0", report
+    assert code == 0, report
+
+
+def test_every_fault_kind_on_kafkas_group_coordinator_is_survived_without_overlap(
+        capsys, tmp_path):
+    """Workers with group.coordination=kafka: SIGKILL, SIGTERM, a member frozen past its
+    session, the coordinator's broker and the brokers' ZooKeeper restarted, every broker down
+    while a member leaves, a failing callback, a slow handler through a rebalance."""
+    require_java()
+    runner = load_runner()
+    kinds = runner.available_kinds(1, 1, "kafka")
+    code = runner.main(["--coordination", "kafka", "--rounds", str(len(kinds)), "--seed", "3",
+                        "--min-gap", "1.5", "--max-gap", "3", "--rate", "150",
+                        "--keep", str(tmp_path)])
+    report = capsys.readouterr().out
+    rows = report_rows(report)
+    assert all(int(rows[f"faults: {kind}"]) >= 1 for kind in kinds), report
+    assert rows["coordination"] == "kafka"
+    assert rows["deliveries of a partition by two workers at once"] == "0", report
+    assert rows["lost"] == "0" and rows["invariant violations"] == "0", report
+    assert code == 0, report
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("coordination", ["zookeeper", "kafka"])
+def test_a_hundred_rounds_on_three_brokers_lose_nothing_and_never_overlap(
+        capsys, tmp_path, coordination):
+    """Every kind the coordination allows on replicated brokers, 100 rounds (about 15-25
+    minutes each): `scripts/test -m long`."""
+    require_java()
+    runner = load_runner()
+    code = runner.main(["--coordination", coordination, "--brokers", "3", "--rounds", "100",
+                        "--seed", "11", "--max-seconds", "3600", "--keep", str(tmp_path)])
+    report = capsys.readouterr().out
+    rows = report_rows(report)
+    assert int(rows["rounds"]) >= 100, report
+    assert rows["deliveries of a partition by two workers at once"] == "0", report
     assert rows["lost"] == "0" and rows["invariant violations"] == "0", report
     assert code == 0, report
 

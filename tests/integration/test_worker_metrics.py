@@ -165,3 +165,45 @@ def test_consume_serves_metrics_and_refuses_a_port_in_use(
                 in refused.log.read_text().splitlines()), refused.log_tail()
     assert list(read_members(zk, group)) == [worker.consumer_id()], "the refused one joined"
     assert worker.terminate() == 0
+
+
+def test_a_member_on_kafkas_coordinator_serves_the_same_metrics(
+        cluster, topic_factory, unique_name):
+    """group.coordination=kafka: what it consumed, its lag, its rebalances (the generations it
+    was given), its commits through the coordinator, and /healthz."""
+    topic = topic_factory(partitions=2)
+    values = [b"k-%02d" % i for i in range(20)]
+    produce(cluster, topic, values, partitions=2)
+    group = unique_name("kafka-metrics")
+    port = free_port()
+    config = {"group.id": group, "group.coordination": "kafka",
+              "bootstrap.servers": cluster.bootstrap_servers, "auto.offset.reset": "smallest",
+              "auto.commit.enable": "false", "heartbeat.interval.ms": "300",
+              "metrics.port": str(port)}
+    if cluster.kafka_api_version:
+        config["kafka.api.version"] = ".".join(map(str, cluster.kafka_api_version))
+    with ConsumerConnector(config) as connector:
+        (stream,) = connector.create_message_streams({topic: 1})[topic]
+        consumed = [next(stream) for _ in range(20)]
+        assert sorted(m.value for m in consumed) == sorted(values)
+        stream.mark_consumed()
+        connector.commit_offsets()
+        figures = wait_until(lambda: (f := connector.metrics())["max_lag"] == 0 and f,
+                             timeout=30, message="lag 0")
+        assert figures["messages_consumed"] == {topic: 20}
+        assert figures["owned_partitions"] == 2
+        assert figures["rebalances"]["success"] >= 1
+        assert figures["commits"]["kafka"]["success"] >= 1
+        scraped = samples(get(port, "/metrics")[1])
+        assert scraped[("zkconsumer_messages_consumed_total", (("topic", topic),))] == 20
+        status, health = get(port, "/healthz")
+        assert status == 200 and health.startswith(f"registered in group {group}"), health
+    assert wait_until(lambda: _refused(port), timeout=10, message="the server to stop")
+
+
+def _refused(port: int) -> bool:
+    try:
+        get(port, "/healthz")
+    except OSError:
+        return True
+    return False

@@ -181,6 +181,47 @@ def test_the_leader_counts_the_groups_topics_and_sends_every_members_range_share
     assert shares == {"m-1": (A, B), "m-2": (C, TP("u", 0), TP("u", 1))}
 
 
+def leader_stable(counts: dict[str, int]) -> GroupMember:
+    """The leader m-1, alone in generation 1, its assignment computed from `counts`."""
+    member = in_group()
+    mine = [("m-1", encode_subscription(Subscription(0, ("t",))))]
+    joined(member, sent(member, JOIN, 0.0), 0.1, member_id="m-1", leader="m-1", members=mine)
+    member.assign(counts, 0.2)
+    synced(member, sent(member, SYNC, 0.2), 0.3,
+           partitions=[TP("t", p) for p in range(counts.get("t", 0))])
+    member.next_events()
+    return member
+
+
+def test_the_leader_joins_again_when_a_topic_it_assigned_gains_partitions():
+    member = leader_stable({"t": 2})
+    assert member.topics_to_watch() == ["t"] and not member.watched_topic_missing()
+    member.partition_counts_seen({"t": 2}, 1.0)
+    assert member.state is State.STABLE and member.next_events() == []
+    member.partition_counts_seen({"t": 3}, 1.1)
+    [revoked] = member.next_events()
+    assert revoked.partitions == {A, B} and "t 2 -> 3" in revoked.reason
+    assert revoked.parting == Generation(1, "m-1")  # its consumed offsets go first
+    assert member.state is State.JOINING and member.topics_to_watch() == []
+
+
+def test_a_topic_not_created_when_the_leader_assigned_is_watched_until_it_is():
+    member = leader_stable({})
+    assert member.assignment == frozenset() and member.watched_topic_missing()
+    member.partition_counts_seen({"t": 0}, 1.0)
+    assert member.state is State.STABLE
+    member.partition_counts_seen({"t": 2}, 2.0)
+    [revoked] = member.next_events()
+    assert "t 0 -> 2" in revoked.reason and member.state is State.JOINING
+
+
+def test_a_follower_watches_no_partition_counts():
+    member = stable()
+    assert member.topics_to_watch() == []
+    member.partition_counts_seen({"t": 9}, 1.0)
+    assert member.state is State.STABLE and member.next_events() == []
+
+
 def test_member_id_required_has_the_member_join_again_with_the_given_id():
     """JoinGroup v4+: the coordinator hands out the id first, and expects it back."""
     member = in_group(versions=NEWEST)

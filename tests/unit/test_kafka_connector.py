@@ -37,8 +37,3 @@ def test_wildcard_subscriptions_are_refused_with_one_line():
     with pytest.raises(ZkConsumerError, match="wildcard subscriptions are not supported"):
         connector.create_message_streams_by_filter(Whitelist("t.*"))
     connector.shutdown()
-
-
-def test_the_metrics_server_is_refused_with_one_line():
-    with pytest.raises(ConfigError, match="metrics.port"):
-        ConsumerConnector({**KAFKA, "metrics.port": "9100"})

@@ -267,11 +267,7 @@ class ConsumerConnector:
         access = self._kafka_access()
         # Clients opened here are closed again if the start fails; once started, by shutdown.
         with contextlib.ExitStack() as opened:
-            if config.metrics_port:
-                # First: a port in use fails the member before it joins the group.
-                self._metrics_server = MetricsServer(config.metrics_host, config.metrics_port,
-                                                     self._metrics.registry, self._health)
-                opened.callback(self._stop_metrics_server)
+            self._serve_metrics(opened)
             self._fetcher = self._open_fetcher(config, *access)
             opened.callback(self._fetcher.close)
             self._offset_store = self._open_offset_store(
@@ -348,6 +344,19 @@ class ConsumerConnector:
             offset_store=self._offset_store, stream_for=stream_for,
             auto_commit=config.auto_commit_enable, callbacks=self._callbacks,
             member=self._member, observe=self._metrics.observe_rebalance)
+        self._watch_metrics()
+
+    def _serve_metrics(self, opened: contextlib.ExitStack) -> None:
+        """With metrics.port, before anything else: a port in use fails the member before it
+        joins the group."""
+        config = self.config
+        if config.metrics_port:
+            self._metrics_server = MetricsServer(config.metrics_host, config.metrics_port,
+                                                 self._metrics.registry, self._health)
+            opened.callback(self._stop_metrics_server)
+
+    def _watch_metrics(self) -> None:
+        """Once the fetcher, the fetch loop and the committer exist: where a scrape reads."""
         self._metrics.watch(MemberSources(
             streams=lambda: self._streams, owned=self._member.owned,
             positions=self._committer.positions, high_watermark=self._fetcher.high_watermark,
@@ -491,6 +500,8 @@ class ConsumerConnector:
         else:
             self._log.info("ZooKeeper connection back in the same session; delivering again")
 
+    _expired_health = "ZooKeeper session expired; registering again"
+
     def _health(self) -> tuple[bool, str]:
         """For `/healthz`: healthy while registered in the group and not failed; otherwise
         one line saying why not."""
@@ -502,7 +513,7 @@ class ConsumerConnector:
         if state is State.FAILED and failure is not None:
             return False, f"failed: {_one_line(failure)}"
         return False, {State.NEW: "not registered yet", State.FAILED: "failed",
-                       State.EXPIRED: "ZooKeeper session expired; registering again",
+                       State.EXPIRED: self._expired_health,
                        State.CLOSED: "shut down"}[state]
 
     def _stop_metrics_server(self) -> None:

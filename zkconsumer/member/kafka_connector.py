@@ -8,9 +8,9 @@ ZooKeeper session and its watches, and a worker that claims what each generation
 committed offsets read through the coordinator. Offsets are always the coordinator's:
 `offsets.storage` and `dual.commit.enabled` do not apply.
 
-Not yet on this path: wildcard subscriptions (`create_message_streams_by_filter`), the metrics
-server, and the user's revocation callback before the generation passes (it is told of the
-revocation once the next assignment comes, or the member leaves).
+Not yet on this path: wildcard subscriptions (`create_message_streams_by_filter`), and the
+user's revocation callback before the generation passes (it is told of the revocation once the
+next assignment comes, or the member leaves).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 
 from zkconsumer.assignment import TopicFilter
 from zkconsumer.config import ConsumerConfig
-from zkconsumer.errors import ConfigError, ZkConsumerError, describe_error
+from zkconsumer.errors import ZkConsumerError, describe_error
 from zkconsumer.fetch import open_fetcher
 from zkconsumer.fetch.fetcher import Fetcher
 from zkconsumer.fetch.kafka_client import kafka_client_options
@@ -38,6 +38,7 @@ from zkconsumer.member.state import Event, MemberState, StaleClaimError
 from zkconsumer.member.stream_threads import thread_ids
 from zkconsumer.member.streams import KafkaStream
 from zkconsumer.model import TopicPartition
+from zkconsumer.offsets.metered_store import MeteredOffsetStore
 from zkconsumer.offsets.store import OffsetStoreError
 from zkconsumer.topology import KafkaTopics
 from zkconsumer.znodes.consumers import ConsumerRegistration
@@ -54,9 +55,6 @@ class KafkaCoordinatedConnector(ConsumerConnector):
         """The ZooKeeper member's other keyword arguments are accepted and not used."""
         self._set_up(config, RebalanceCallbacks(on_partitions_revoked, on_partitions_assigned),
                      open_fetcher)
-        if self.config.metrics_port:
-            raise ConfigError("metrics.port", self.config.metrics_port,
-                              "is not served with group.coordination=kafka yet")
         self._member = MemberState(None)  # no generation until the coordinator gives one
         self._topic_count: dict[str, int] = {}
         self._told: dict[TopicPartition, str] = {}  # what on_partitions_assigned was told
@@ -83,6 +81,7 @@ class KafkaCoordinatedConnector(ConsumerConnector):
         settings = kafka_consumer_settings(config, config.bootstrap_servers,
                                            config.kafka_api_version)
         with contextlib.ExitStack() as opened:
+            self._serve_metrics(opened)
             self._fetcher = self._open_fetcher(config, config.bootstrap_servers,
                                                config.kafka_api_version)
             opened.callback(self._fetcher.close)
@@ -99,12 +98,16 @@ class KafkaCoordinatedConnector(ConsumerConnector):
             self._coordination = KafkaCoordination(group, self._member, settings,
                                                    self._partition_counts,
                                                    self._withdraw_revoked,
-                                                   self._forget_revoked, self._fail)
-            self._committer = OffsetCommitter(
-                GroupCommits(self._coordination), lambda: self._streams, self._member,
-                owner_checks=dict, may_commit=self._may_commit)
+                                                   self._forget_revoked, self._fail,
+                                                   config.topic_metadata_refresh_interval_ms
+                                                   / 1000.0)
+            commits = MeteredOffsetStore(GroupCommits(self._coordination),
+                                         self._metrics.observe_commit, writes_refresh=True)
+            self._committer = OffsetCommitter(commits, lambda: self._streams, self._member,
+                                              owner_checks=dict, may_commit=self._may_commit)
             self._fetch_loop = FetchLoop(self._fetcher, config.fetch_wait_max_ms, self._fail,
                                          self._member)
+            self._watch_metrics()
             self._worker = threading.Thread(target=self._work, name="zkconsumer-member",
                                             daemon=True)
             self._member.start()  # from here on, a shutdown stops the threads and clients
@@ -164,10 +167,12 @@ class KafkaCoordinatedConnector(ConsumerConnector):
             self._member.claims_made(generation, threads, committed)
         except StaleClaimError as exc:
             self._member.drop(threads)
+            self._metrics.observe_rebalance(False, self._coordination.rebalance_seconds())
             self._log.info("claims refused: the generation passed", reason=str(exc))
             return False
         except OffsetStoreError as exc:
             self._member.drop(threads)
+            self._metrics.observe_rebalance(False, self._coordination.rebalance_seconds())
             self._log.warning("committed offsets unreadable; claiming again",
                               error=describe_error(exc))
             time.sleep(self.config.refresh_leader_backoff_ms / 1000.0)
@@ -179,9 +184,12 @@ class KafkaCoordinatedConnector(ConsumerConnector):
         self._fetch_loop.routing_changed()
         self._told = self._member.held()
         call_back("on_partitions_assigned", self._callbacks.after_assign, self._told)
-        self._log.info("claimed the partitions the group coordinator assigned",
-                       generation=generation.generation_id, member_id=generation.member_id,
-                       owned=len(self._told))
+        took = self._coordination.rebalance_seconds()
+        self._metrics.observe_rebalance(True, took)
+        # The same event as the ZooKeeper member's, so that logs are read alike.
+        self._log.info("rebalanced", coordinator="kafka", generation=generation.generation_id,
+                       member_id=generation.member_id, owned=len(self._told),
+                       ms=round(took * 1000))
         return True
 
     def _tell_revoked(self) -> None:
@@ -192,6 +200,7 @@ class KafkaCoordinatedConnector(ConsumerConnector):
     # -- leaving ----------------------------------------------------------------------------
 
     _coordinator_name = "the group coordinator"
+    _expired_health = "the generation passed; joining the group again"
     _unfinished_leave = ("the next owners resume from the last commit; the group rebalances "
                          "without this member once its session times out")
 

@@ -23,7 +23,7 @@ import queue
 import select
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import Future
 from typing import Any, NamedTuple
 
@@ -67,6 +67,9 @@ log = get_logger(__name__)
 API_VERSIONS_TIMEOUT_S = 5.0
 # The longest the thread waits before it looks at its calls, the clock and a stop again.
 _SLICE_S = 0.1
+# How often a leader whose assignment counted a topic with no partitions (not created yet)
+# reads the counts again, whatever the interval for the others.
+MISSING_TOPIC_RECOUNT_S = 1.0
 # The member's own JoinGroup and SyncGroup: given up at once when the member is leaving.
 _REBALANCE_REQUESTS = (JOIN_GROUP, SYNC_GROUP)
 
@@ -89,12 +92,15 @@ class KafkaCoordination:
     api_version, TLS, SASL, client id, request timeout); `partition_counts(topics)` answers
     the leader's question. When the generation passed, `withdraw()` stops delivery from its
     claims and gives their last offsets (for the parting commit, when a rebalance ended it),
-    and `forget()` is called once the member's state dropped the claims."""
+    and `forget()` is called once the member's state dropped the claims. As the group's leader
+    it counts the partitions of the group's topics again every `recount_interval_s`, so that a
+    topic created or given partitions since is assigned."""
 
     def __init__(self, group: GroupMember, member: MemberState, settings: Mapping[str, Any],
                  partition_counts: Callable[[list[str]], dict[str, int]],
                  withdraw: Callable[[], Mapping[TopicPartition, int]],
                  forget: Callable[[], None], on_failure: Callable[[BaseException], None],
+                 recount_interval_s: float = 10.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._group = group
         self._member = member
@@ -108,6 +114,8 @@ class KafkaCoordination:
         self._withdraw = withdraw
         self._forget = forget
         self._on_failure = on_failure
+        self._recount_interval_s = recount_interval_s
+        self._recount_at = 0.0
         self._clock = clock
         self._calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
         self._wake = threading.Event()
@@ -119,6 +127,7 @@ class KafkaCoordination:
             collections.deque()
         self._fetch: tuple[Generation, Future] | None = None
         self._assigned: Assigned | None = None  # replaced whole; read by other threads
+        self._rebalance_began = clock()  # the first join, then each generation's passing
         self._channels: dict[tuple[str, int], tuple[BrokerChannel, GroupVersions]] = {}
         self._next_bootstrap = 0
         self._thread = threading.Thread(target=self._run, name="zkconsumer-coordination",
@@ -133,6 +142,11 @@ class KafkaCoordination:
     def assignment(self) -> Assigned | None:
         """The generation the member is in and what it was given; None once it passed."""
         return self._assigned
+
+    def rebalance_seconds(self) -> float:
+        """How long since the member last began to (re)join: on an assignment, how long the
+        member went without one."""
+        return self._clock() - self._rebalance_began
 
     def commit(self, offsets: Mapping[TopicPartition, int],
                tokens: Mapping[TopicPartition, Token]) -> None:
@@ -180,7 +194,8 @@ class KafkaCoordination:
     def _run(self) -> None:
         group = self._group
         try:
-            group.start(self._clock())
+            self._rebalance_began = self._clock()
+            group.start(self._rebalance_began)
             while group.state not in (State.CLOSED, State.FAILED):
                 self._step()
         except Exception as exc:  # noqa: BLE001 - the member fails loudly, once
@@ -199,6 +214,9 @@ class KafkaCoordination:
         topics = group.topics_to_count()
         if topics:
             group.assign(self._partition_counts(topics), now)
+            self._recount_at = now + (MISSING_TOPIC_RECOUNT_S if group.watched_topic_missing()
+                                      else self._recount_interval_s)
+        self._recount(now)
         self._learn(group.next_events(), now)
         if group.state in (State.CLOSED, State.FAILED):
             return
@@ -251,6 +269,14 @@ class KafkaCoordination:
             wait = min(_SLICE_S, request.deadline - now)
             if channel.has_buffered_data() or select.select([channel], [], [], wait)[0]:
                 return channel.receive(max(_SLICE_S, request.deadline - now))
+
+    def _recount(self, now: float) -> None:
+        watched = self._group.topics_to_watch()
+        if not watched or now < self._recount_at:
+            return
+        self._group.partition_counts_seen(self._partition_counts(watched), now)
+        self._recount_at = now + (MISSING_TOPIC_RECOUNT_S if self._group.watched_topic_missing()
+                                  else self._recount_interval_s)
 
     def _generation_passed(self, now: float) -> bool:
         """The clock's part while an answer is awaited: a session that passes without an
@@ -328,6 +354,7 @@ class KafkaCoordination:
         taken, the claims dropped, and those offsets committed in the generation that ended
         when a rebalance ended it (the coordinator takes them until the member rejoins)."""
         self._assigned = None
+        self._rebalance_began = now
         last = self._withdraw()
         self._member.session_event(Event.SESSION_EXPIRED, None)
         self._forget()
@@ -398,8 +425,18 @@ class GroupCommits:
     token), unchanged offsets too (Kafka expires offsets not committed for
     `offsets.retention.minutes`)."""
 
+    name = "kafka"
+
     def __init__(self, coordination: KafkaCoordination) -> None:
         self._coordination = coordination
+
+    def fetch(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """Committed offsets, read in the generation the member is in (OffsetStoreError when
+        it is in none)."""
+        assigned = self._coordination.assignment
+        if assigned is None:
+            raise OffsetStoreError("the member is joining its group: no generation to read in")
+        return self._coordination.fetch_offsets(list(partitions), assigned.generation)
 
     def commit(self, offsets: Mapping[TopicPartition, int], *,
                refresh: Mapping[TopicPartition, int] | None = None, retry: bool = True,

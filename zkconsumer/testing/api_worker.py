@@ -7,7 +7,7 @@ with such a callback, running the command's loop (`zkconsumer.worker`) and forma
 output, logs, exit status and stop on SIGTERM are the command's and `ConsumeProcess` reads it
 the same way.
 
-    python -m zkconsumer.testing.api_worker --zookeeper Z --group G --topic T \
+    python -m zkconsumer.testing.api_worker [--zookeeper Z] --group G --topic T \
         [--from-beginning] [--property KEY=VALUE ...] [--fail-on-assign N]
 """
 
@@ -47,7 +47,7 @@ class FailingAssignCallback:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--zookeeper", required=True)
+    parser.add_argument("--zookeeper", help="none for a member on Kafka's group coordinator")
     parser.add_argument("--group", required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--from-beginning", action="store_true")

@@ -8,9 +8,11 @@ Python-API worker (`api_worker`, for callbacks the command cannot take) writes t
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 # How each kind of worker is started: the command, and the Python-API worker.
@@ -19,18 +21,23 @@ API_WORKER = ("-m", "zkconsumer.testing.api_worker")
 
 
 class ConsumeProcess:
-    def __init__(self, zookeeper_connect: str, group: str, topic: str, work_dir: Path,
+    def __init__(self, zookeeper_connect: str | None, group: str, topic: str, work_dir: Path,
                  name: str, *extra: str, from_beginning: bool = True,
-                 program: tuple[str, ...] = CLI) -> None:
+                 program: tuple[str, ...] = CLI,
+                 environment: Mapping[str, str] | None = None) -> None:
+        """`zookeeper_connect` None: a member that needs none (its `extra` options say where
+        Kafka is); `environment`: variables added to this process's own."""
         self.name = name
         self.output = Path(work_dir) / f"{name}.jsonl"
         self.log = Path(work_dir) / f"{name}.log"
-        command = [sys.executable, *program, "--zookeeper", zookeeper_connect, "--group", group,
-                   "--topic", topic, *(["--from-beginning"] if from_beginning else []), *extra]
+        zookeeper = ["--zookeeper", zookeeper_connect] if zookeeper_connect else []
+        command = [sys.executable, *program, *zookeeper, "--group", group, "--topic", topic,
+                   *(["--from-beginning"] if from_beginning else []), *extra]
         self._stop_requested = False
         with open(self.output, "wb") as out, open(self.log, "wb") as err:
             self.process = subprocess.Popen(command, stdout=out, stderr=err,
-                                            stdin=subprocess.DEVNULL)
+                                            stdin=subprocess.DEVNULL,
+                                            env={**os.environ, **(environment or {})})
 
     def records(self) -> list[dict]:
         """Every record delivered so far; a last line cut short by SIGKILL is not one."""
@@ -47,7 +54,8 @@ class ConsumeProcess:
         return [line["ms"] for line in self.log_events("rebalanced") if "ms" in line]
 
     def consumer_id(self) -> str | None:
-        """The member's consumer id, once it has registered in the group."""
+        """The member's consumer id, once it has registered in the group (a member on
+        ZooKeeper coordination; one on Kafka's has a member id per generation instead)."""
         return next((line["consumer_id"] for line in self.log_events("registered")
                      if "consumer_id" in line), None)
 

@@ -251,6 +251,8 @@ class GroupMember:
         self._in_flight: dict[int, Request] = {}
         self._joined: codec.JoinAnswer | None = None  # this round's JoinGroup answer
         self._group_subscriptions: dict[str, tuple[str, ...]] = {}  # the leader's: per member
+        # The leader's: the partition counts this round's assignment was computed from.
+        self._counted: dict[str, int] = {}
         self._sync_assignments: dict[str, bytes] = {}
         self._generation: Generation | None = None
         self._assigned: frozenset[TopicPartition] = frozenset()
@@ -308,6 +310,17 @@ class GroupMember:
         return sorted({topic for topics in self._group_subscriptions.values()
                        for topic in topics})
 
+    def topics_to_watch(self) -> list[str]:
+        """The leader's, in a generation it assigned: the topics whose partition counts the
+        assignment was computed from. A topic created since, or given more partitions, needs a
+        new assignment: read their counts again now and then and tell `partition_counts_seen`."""
+        return sorted(self._counted) if self._state is State.STABLE else []
+
+    def watched_topic_missing(self) -> bool:
+        """Whether the assignment counted a topic with no partitions (one not created yet),
+        which the driver then asks about more often."""
+        return 0 in self._counted.values()
+
     def next_events(self) -> list[GroupEvent]:
         """What happened since the last call, in order."""
         events, self._events = self._events, []
@@ -326,12 +339,30 @@ class GroupMember:
         self._transition(Event.ASSIGNMENT_COMPUTED)
         assert self._joined is not None  # ASSIGNING comes only with a JoinGroup answer
         strategy = self._joined.protocol_name or ""
+        self._counted = {topic: partition_counts.get(topic, 0)
+                         for topics in self._group_subscriptions.values() for topic in topics}
         group = group_assign(strategy, self._group_subscriptions, partition_counts)
         self._sync_assignments = {member: encode_assignment(Assignment(0, tuple(partitions)))
                                   for member, partitions in group.items()}
         log.info("computed the group's assignment as its leader", group=self._group_id,
                  strategy=strategy, members=len(group),
                  partitions=sum(len(partitions) for partitions in group.values()))
+
+    def partition_counts_seen(self, partition_counts: Mapping[str, int], now: float) -> None:
+        """The counts of `topics_to_watch` read again (a topic left out has none). When any
+        changed, the leader joins again, as the Java consumer's leader does when metadata
+        changes: the coordinator then rebalances the group and the leader assigns it anew.
+        Ignored outside a generation the member assigned (it may have passed meanwhile)."""
+        self._check(now)
+        if self._state is not State.STABLE or not self._counted:
+            return
+        changed = {topic: (counted, partition_counts.get(topic, 0))
+                   for topic, counted in self._counted.items()
+                   if partition_counts.get(topic, 0) != counted}
+        if changed:
+            self._rejoin("partition counts changed: " + ", ".join(
+                f"{topic} {before} -> {after}"
+                for topic, (before, after) in sorted(changed.items())[:5]), now, parting=True)
 
     def commit(self, offsets: Mapping[TopicPartition, int], now: float
                ) -> list[TopicPartition]:
@@ -727,6 +758,7 @@ class GroupMember:
         still reported)."""
         self._round += 1
         self._joined = None
+        self._counted = {}
         self._in_flight = {key: request for key, request in self._in_flight.items()
                            if key == OFFSET_COMMIT}
 

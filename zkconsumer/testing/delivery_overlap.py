@@ -1,0 +1,90 @@
+"""Whether a partition was delivered by two members at once, judged from delivery times.
+
+A member delivering a partition does so in stints: deliveries no further apart than `gap_s`
+(a fetch's wait, a quiet producer) belong to one stint, from its first delivery to its last.
+A handover ends one member's stint before the next member's begins, however quickly it goes
+and whatever the next member delivers again; two members' stints of one partition that
+intersect mean both handed it out at once. `gap_s` only has to be shorter than a rebalance:
+a stint cut by a longer gap is two stints, which can only hide an overlap shorter than the gap,
+never make one up.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Stint:
+    member: str
+    partition: int
+    start: float
+    end: float
+    deliveries: int
+
+
+@dataclass(frozen=True)
+class Overlap:
+    partition: int
+    members: tuple[str, str]
+    start: float
+    end: float
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
+def stints(member: str, deliveries: Iterable[tuple[int, float]], gap_s: float) -> list[Stint]:
+    """`deliveries`: (partition, time) of one member's deliveries."""
+    times: dict[int, list[float]] = defaultdict(list)
+    for partition, at in deliveries:
+        times[partition].append(at)
+    found = []
+    for partition, moments in times.items():
+        moments.sort()
+        start = previous = moments[0]
+        count = 0
+        for at in moments:
+            if at - previous > gap_s:
+                found.append(Stint(member, partition, start, previous, count))
+                start, count = at, 0
+            previous = at
+            count += 1
+        found.append(Stint(member, partition, start, previous, count))
+    return found
+
+
+def overlaps(deliveries: Mapping[str, Iterable[tuple[int, float]]], gap_s: float
+             ) -> list[Overlap]:
+    """Every intersection of two members' stints of a partition, by time; `deliveries`:
+    member -> its (partition, time) deliveries."""
+    by_partition: dict[int, list[Stint]] = defaultdict(list)
+    for member, theirs in deliveries.items():
+        for stint in stints(member, theirs, gap_s):
+            by_partition[stint.partition].append(stint)
+    found = []
+    for partition, all_stints in sorted(by_partition.items()):
+        all_stints.sort(key=lambda stint: stint.start)
+        for i, first in enumerate(all_stints):
+            for second in all_stints[i + 1:]:
+                if second.start > first.end:
+                    break
+                if second.member != first.member and _meet(first, second):
+                    found.append(Overlap(partition, (first.member, second.member),
+                                         second.start, min(first.end, second.end)))
+    return found
+
+
+def _meet(first: Stint, second: Stint) -> bool:
+    """Whether two stints share a moment: a span in common, or a single delivery strictly
+    inside the other's span (stints that only touch at an end do not meet)."""
+    low, high = max(first.start, second.start), min(first.end, second.end)
+    if low < high:
+        return True
+    if low > high:
+        return False
+    return any(point.start == point.end and span.start < low < span.end
+               for point, span in ((first, second), (second, first)))
