@@ -19,7 +19,9 @@ from support.waiting import wait_until
 
 from zkconsumer import ConsumerConnector, ConsumerTimeout, TopicPartition
 from zkconsumer.cli import cli
+from zkconsumer.errors import ZkConsumerError
 from zkconsumer.member.kafka_connector import KafkaCoordinatedConnector
+from zkconsumer.member.state import State
 
 pytestmark = pytest.mark.integration
 
@@ -101,6 +103,76 @@ def test_a_kafka_coordinated_member_shares_a_group_with_kafka_python(
         # member's commits, the parting one and the final one.
         assert collections.Counter(ours + theirs.values) == collections.Counter(
             alone + shared + after)
+    finally:
+        connector.shutdown()
+        if theirs is not None:
+            theirs.close()
+
+
+def test_the_revocation_callback_runs_before_the_member_joins_the_next_generation(
+        cluster, topic_factory, unique_name):
+    """As the Java consumer calls its listener: the member is told of the revocation when it
+    learns that its generation passed, and only then joins again; so a slow callback holds the
+    next generation, and kafka-python's assignment in it, until the callback returned."""
+    topic = topic_factory(partitions=2)
+    group = unique_name("revoked-first")
+    calls: list[tuple[str, float, set]] = []
+
+    def revoked(partitions):
+        calls.append(("revoked", time.monotonic(), set(partitions)))
+        time.sleep(2.0)
+        calls.append(("returned", time.monotonic(), set()))
+
+    def assigned(partitions):
+        calls.append(("assigned", time.monotonic(), set(partitions)))
+
+    connector = ConsumerConnector(_config(cluster, group), on_partitions_revoked=revoked,
+                                  on_partitions_assigned=assigned)
+    theirs = None
+    try:
+        connector.create_message_streams({topic: 1})
+        both = {TopicPartition(topic, 0), TopicPartition(topic, 1)}
+        wait_until(lambda: set(connector.owned_partitions()) == both, timeout=30,
+                   message="the member to own both partitions")
+        theirs = PollingMember(cluster, group, topic, THEIR_CLIENT_ID)
+        wait_until(lambda: theirs.rebalances.assigned, timeout=30,
+                   message="kafka-python's first assignment")
+        assert [(what, partitions) for what, _, partitions in calls[:3]] == [
+            ("assigned", both), ("revoked", both), ("returned", set())]
+        returned_at = calls[2][1]
+        assert theirs.rebalances.assigned_at[0] > returned_at
+    finally:
+        connector.shutdown()
+        if theirs is not None:
+            theirs.close()
+
+
+def test_a_revocation_callback_that_raises_fails_the_member_which_leaves_at_once(
+        cluster, topic_factory, unique_name):
+    """The member fails loudly and still sends LeaveGroup: kafka-python is given every
+    partition well within a session, not after it."""
+    topic = topic_factory(partitions=2)
+    group = unique_name("revoked-raises")
+
+    def revoked(_partitions):
+        raise RuntimeError("cannot give partitions back")
+
+    connector = ConsumerConnector(_config(cluster, group), on_partitions_revoked=revoked)
+    theirs = None
+    try:
+        connector.create_message_streams({topic: 1})
+        wait_until(lambda: len(connector.owned_partitions()) == 2, timeout=30,
+                   message="the member to own both partitions")
+        theirs = PollingMember(cluster, group, topic, THEIR_CLIENT_ID)
+        started = time.monotonic()
+        wait_until(lambda: connector.state is State.FAILED, timeout=30,
+                   message="the member to fail in its revocation callback")
+        with pytest.raises(ZkConsumerError, match="on_partitions_revoked callback raised "
+                                                  "RuntimeError: cannot give partitions back"):
+            connector.wait_until_stable(timeout=0)
+        wait_until(lambda: theirs.owns({0, 1}), timeout=SESSION_MS / 1000.0,
+                   message="kafka-python to own both partitions")
+        assert time.monotonic() - started < SESSION_MS / 1000.0 - 2
     finally:
         connector.shutdown()
         if theirs is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -34,12 +35,14 @@ def member_at(bootstrap_servers: str, api_version, group: str, topic: str, offse
 class _Recorded(ConsumerRebalanceListener):
     def __init__(self) -> None:
         self.assigned: list[frozenset[int]] = []
+        self.assigned_at: list[float] = []  # time.monotonic() of each
 
     def on_partitions_revoked(self, revoked):
         pass
 
     def on_partitions_assigned(self, assigned):
         self.assigned.append(frozenset(tp.partition for tp in assigned))
+        self.assigned_at.append(time.monotonic())
 
 
 class PollingMember:

@@ -8,9 +8,11 @@ ZooKeeper session and its watches, and a worker that claims what each generation
 committed offsets read through the coordinator. Offsets are always the coordinator's:
 `offsets.storage` and `dual.commit.enabled` do not apply.
 
-Not yet on this path: wildcard subscriptions (`create_message_streams_by_filter`), and the
-user's revocation callback before the generation passes (it is told of the revocation once the
-next assignment comes, or the member leaves).
+The user's `on_partitions_revoked` is called on the coordination thread as soon as the
+generation passed (after delivery stopped, before the parting commit and the JoinGroup), as the
+Java consumer calls its listener before it rejoins: what it does delays the member's rejoin, not
+the group's other members. Not yet on this path: wildcard subscriptions
+(`create_message_streams_by_filter`).
 """
 
 from __future__ import annotations
@@ -57,7 +59,10 @@ class KafkaCoordinatedConnector(ConsumerConnector):
                      open_fetcher)
         self._member = MemberState(None)  # no generation until the coordinator gives one
         self._topic_count: dict[str, int] = {}
-        self._told: dict[TopicPartition, str] = {}  # what on_partitions_assigned was told
+        # What on_partitions_assigned was told and on_partitions_revoked not yet: swapped under
+        # the lock by the worker (assigning), the coordination thread (revoking) and a leave.
+        self._told: dict[TopicPartition, str] = {}
+        self._told_lock = threading.Lock()
 
     # -- public API -------------------------------------------------------------------------
 
@@ -126,12 +131,13 @@ class KafkaCoordinatedConnector(ConsumerConnector):
 
     def _withdraw_revoked(self) -> dict[TopicPartition, int]:
         """On the coordination thread, as the generation passes: the partitions delivered
-        from stop being delivered at once; returns their consumed positions ahead of the
-        last commit (when auto commit is on) for the parting commit. Claims still being made
-        are left to fail on the session's end."""
+        from stop being delivered at once, then the user's `on_partitions_revoked` is called;
+        returns their consumed positions ahead of the last commit (when auto commit is on) for
+        the parting commit. Claims still being made are left to fail on the session's end."""
         owned = self._member.owned()
         self._member.withdraw(owned)
         self._fetch_loop.routing_changed()
+        self._tell_revoked()
         if not self.config.auto_commit_enable:
             return {}
         return self._committer.releasing_offsets(owned)
@@ -182,18 +188,23 @@ class KafkaCoordinatedConnector(ConsumerConnector):
             self._member.drop(threads)
             raise
         self._fetch_loop.routing_changed()
-        self._told = self._member.held()
-        call_back("on_partitions_assigned", self._callbacks.after_assign, self._told)
+        held = self._member.held()
+        with self._told_lock:
+            self._told = held
+        call_back("on_partitions_assigned", self._callbacks.after_assign, held)
         took = self._coordination.rebalance_seconds()
         self._metrics.observe_rebalance(True, took)
         # The same event as the ZooKeeper member's, so that logs are read alike.
         self._log.info("rebalanced", coordinator="kafka", generation=generation.generation_id,
-                       member_id=generation.member_id, owned=len(self._told),
-                       ms=round(took * 1000))
+                       member_id=generation.member_id, owned=len(held), ms=round(took * 1000))
         return True
 
     def _tell_revoked(self) -> None:
-        told, self._told = self._told, {}
+        """`on_partitions_revoked` with what `on_partitions_assigned` was told, once: by the
+        coordination thread as the generation passes, or else by whoever comes next (the
+        worker's next assignment, when the generation passed while it was claiming; a leave)."""
+        with self._told_lock:
+            told, self._told = self._told, {}
         if told:
             call_back("on_partitions_revoked", self._callbacks.before_release, told)
 

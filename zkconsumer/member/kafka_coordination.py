@@ -176,6 +176,12 @@ class KafkaCoordination:
     def _ask(self, call: _Call, timeout: float) -> Any:
         if self._stopped.is_set():
             raise OffsetStoreError("the member is not in its group any more")
+        if threading.current_thread() is self._thread:
+            # From the user's on_partitions_revoked, which this thread calls: the generation
+            # has passed, and this thread would wait for itself.
+            raise OffsetStoreError(f"no {call.kind} while the partitions are being revoked: "
+                                   "their generation passed (with auto commit, the parting "
+                                   "commit commits what was consumed)")
         self._calls.put(call)
         self._wake.set()
         deadline = time.monotonic() + timeout
@@ -200,11 +206,28 @@ class KafkaCoordination:
                 self._step()
         except Exception as exc:  # noqa: BLE001 - the member fails loudly, once
             self._on_failure(exc)
+            self._leave_after_failure()
         finally:
             self._stopped.set()
             for channel, _ in self._channels.values():
                 channel.close()
             self._give_up_waiters("the member left its group")
+
+    def _leave_after_failure(self) -> None:
+        """A member that failed outside the group protocol (the user's callback raised, a
+        topic could not be counted) is still in the group: it leaves now (LeaveGroup, within
+        a request timeout), so the others are given its partitions at once rather than after
+        its session. Nothing more is reported: the failure was."""
+        if self._group.state in (State.CLOSED, State.FAILED, State.LEAVING):
+            return
+        self._leaving.set()
+        deadline = self._clock() + self._timeout_s
+        try:
+            self._group.close(self._clock())
+            while self._group.state is not State.CLOSED and self._clock() < deadline:
+                self._step()
+        except Exception:  # noqa: BLE001 - leaving is a courtesy here; the session ends it too
+            log.debug("no LeaveGroup after the failure", exc_info=True)
 
     def _step(self) -> None:
         group = self._group
