@@ -22,6 +22,7 @@ from zkconsumer.cli import cli
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.member.kafka_connector import KafkaCoordinatedConnector
 from zkconsumer.member.state import State
+from zkconsumer.testing.consume_process import ConsumeProcess
 
 pytestmark = pytest.mark.integration
 
@@ -105,6 +106,49 @@ def test_a_kafka_coordinated_member_shares_a_group_with_kafka_python(
             alone + shared + after)
     finally:
         connector.shutdown()
+        if theirs is not None:
+            theirs.close()
+
+
+def test_a_sigkilled_member_s_partitions_go_to_kafka_python_and_nothing_is_lost(
+        cluster, topic_factory, unique_name, tmp_path):
+    """A `zkconsumer consume` worker on Kafka's coordinator and a kafka-python member split
+    the topic by range; the worker is SIGKILLed: after its session the other owns everything
+    and resumes from the worker's commits (what the worker delivered since may come again)."""
+    topic = topic_factory(partitions=PARTITIONS)
+    group = unique_name("sigkilled")
+    properties = {key: value for key, value in _config(cluster, group).items()
+                  if key not in ("group.id", "consumer.timeout.ms")}
+    properties.update({"session.timeout.ms": "6000", "auto.commit.interval.ms": "200"})
+    worker = ConsumeProcess(None, group, topic, tmp_path, "worker",
+                            *(f"--property={key}={value}" for key, value in properties.items()))
+    theirs = None
+    try:
+        wait_until(worker.has_rebalanced, timeout=30, message="the worker's first assignment")
+        theirs = PollingMember(cluster, group, topic, THEIR_CLIENT_ID,
+                               auto_offset_reset="earliest")
+        wait_until(lambda: theirs.owns({0, 1}), timeout=30,
+                   message="kafka-python's range share beside the worker")
+        before = _values(200, "before")
+        produce(cluster, topic, before, partitions=PARTITIONS)
+        wait_until(lambda: len(worker.records()) + len(theirs.values) >= len(before),
+                   timeout=30, message="the first batch consumed")
+        time.sleep(0.5)  # an auto commit (every 200 ms) covers what the worker delivered
+        worker.kill()
+        killed = time.monotonic()
+        wait_until(lambda: theirs.owns({0, 1, 2, 3}), timeout=30,
+                   message="kafka-python to own every partition after the worker's session")
+        assert time.monotonic() - killed > 3, worker.log_tail()
+        after = _values(80, "after")
+        produce(cluster, topic, after, partitions=PARTITIONS)
+        everything = set(before + after)
+
+        def consumed() -> set[bytes]:
+            return {r["value"].encode() for r in worker.records()} | set(theirs.values)
+        wait_until(lambda: consumed() >= everything, timeout=30,
+                   message="every message consumed by one member or the other")
+    finally:
+        worker.stop()
         if theirs is not None:
             theirs.close()
 

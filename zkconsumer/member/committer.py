@@ -33,24 +33,26 @@ class OffsetCommitter:
     store makes each write conditional on (for ZooKeeper, the owner znodes of the tokens that
     are the session the member has now; for Kafka's group coordinator, the generation itself),
     passed to the store as `owners`; a partition left out is not committed to any store (it
-    may be another member's by now). `may_commit` is false while the member's ZooKeeper session cannot
-    be trusted (a cut-off member must not commit)."""
+    may be another member's by now). `may_commit` is false while the member's hold on its
+    partitions cannot be trusted (a member cut off from ZooKeeper must not commit); `pause_words`
+    say why commits pause and why they resume, in the coordinator's terms."""
 
     def __init__(self, store, streams: Callable[[], Iterable[KafkaStream]],
                  member: MemberState, *,
                  owner_checks: Callable[[Mapping[TopicPartition, Token]],
                                         Mapping[TopicPartition, OwnerCheck | Token]]
                  | None = None,
-                 may_commit: Callable[[], bool] = lambda: True) -> None:
+                 may_commit: Callable[[], bool] = lambda: True,
+                 pause_words: tuple[str, str] = ("the ZooKeeper session cannot be trusted now",
+                                                 "the ZooKeeper session is back")) -> None:
         self._store = store
         self._streams = streams
         self._member = member
         self._owner_checks = owner_checks
         self._may_commit = may_commit
         self._write_lock = threading.Lock()
-        self._untrusted = RepeatedCondition(
-            log, "commits paused: the ZooKeeper session cannot be trusted now",
-            "commits resumed: the ZooKeeper session is back", level="info")
+        self._untrusted = RepeatedCondition(log, f"commits paused: {pause_words[0]}",
+                                            f"commits resumed: {pause_words[1]}", level="info")
 
     @property
     def paused(self) -> bool:

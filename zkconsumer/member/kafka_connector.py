@@ -108,8 +108,10 @@ class KafkaCoordinatedConnector(ConsumerConnector):
                                                    / 1000.0)
             commits = MeteredOffsetStore(GroupCommits(self._coordination),
                                          self._metrics.observe_commit, writes_refresh=True)
-            self._committer = OffsetCommitter(commits, lambda: self._streams, self._member,
-                                              owner_checks=dict, may_commit=self._may_commit)
+            self._committer = OffsetCommitter(
+                commits, lambda: self._streams, self._member, owner_checks=dict,
+                may_commit=self._may_commit,
+                pause_words=("the member is between generations", "the member is in a generation"))
             self._fetch_loop = FetchLoop(self._fetcher, config.fetch_wait_max_ms, self._fail,
                                          self._member)
             self._watch_metrics()
