@@ -9,10 +9,13 @@ partition with its owner and committed offset."""
 from __future__ import annotations
 
 import collections
+import subprocess
+import sys
 import time
 
 import pytest
 from click.testing import CliRunner
+from kafka.coordinator.assignors.range import RangePartitionAssignor
 from support.coordinator_members import PollingMember
 from support.kafka import produce
 from support.tansu import produce as produce_modern
@@ -236,6 +239,41 @@ def test_the_reference_group_command_describes_a_kafka_coordinated_member(
         if connector is not None:
             connector.shutdown()
         theirs.close()
+
+
+class _CooperativeStickyByName(RangePartitionAssignor):
+    """An assignor no zkconsumer member offers, as far as the coordinator can tell."""
+
+    name = "cooperative-sticky"
+
+
+def test_a_member_refused_for_its_assignors_names_what_either_side_offers(
+        cluster, topic_factory, unique_name):
+    """The coordinator's refusal (INCONSISTENT_GROUP_PROTOCOL) names nothing of the others;
+    the member asks it (DescribeGroups) and `consume` fails with one line naming both."""
+    topic = topic_factory(partitions=1)
+    group = unique_name("refused")
+    theirs = PollingMember(cluster, group, topic, THEIR_CLIENT_ID,
+                           assignor=_CooperativeStickyByName)
+    try:
+        wait_until(lambda: theirs.owns({0}), timeout=30, message="kafka-python to join")
+        version = (["--property", "kafka.api.version=" + ".".join(
+            map(str, cluster.kafka_api_version))] if cluster.kafka_api_version else [])
+        result = subprocess.run(
+            [sys.executable, "-m", "zkconsumer", "consume", "--bootstrap-server",
+             cluster.bootstrap_servers, "--group", group, "--topic", topic, "--property",
+             "group.coordination=kafka", *version], capture_output=True, text=True,
+            timeout=60, stdin=subprocess.DEVNULL)
+    finally:
+        theirs.close()
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, result.stderr
+    assert "with assignors range;" in errors[0], errors[0]  # ours: range alone, the default
+    assert "protocol type 'consumer' with assignor 'cooperative-sticky'" in errors[0], errors[0]
+    # No log line gives the refusal without the others' side.
+    assert "none of these assignors" not in result.stderr, result.stderr
 
 
 def test_the_cli_consumes_a_group_on_a_modern_brokers_coordinator_without_zookeeper(

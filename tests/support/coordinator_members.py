@@ -46,17 +46,19 @@ class _Recorded(ConsumerRebalanceListener):
 
 
 class PollingMember:
-    """A kafka-python consumer of one topic with the range assignor, polling on its own thread
-    (the only thread touching it), recording each assignment and every value it consumed."""
+    """A kafka-python consumer of one topic with the range assignor (or `assignor`), polling on
+    its own thread (the only thread touching it), recording each assignment and every value it
+    consumed."""
 
-    def __init__(self, cluster, group: str, topic: str, client_id: str, **options) -> None:
+    def __init__(self, cluster, group: str, topic: str, client_id: str,
+                 assignor: type = RangePartitionAssignor, **options) -> None:
         self.rebalances = _Recorded()
         self.values: list[bytes] = []
         version = {"api_version": cluster.kafka_api_version} if cluster.kafka_api_version else {}
         self._consumer = KafkaConsumer(
             bootstrap_servers=cluster.bootstrap_servers, group_id=group, client_id=client_id,
             session_timeout_ms=6000, heartbeat_interval_ms=300,
-            partition_assignment_strategy=[RangePartitionAssignor], **version, **options)
+            partition_assignment_strategy=[assignor], **version, **options)
         self._consumer.subscribe([topic], listener=self.rebalances)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
