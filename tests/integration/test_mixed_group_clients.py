@@ -9,10 +9,9 @@ its wheel)."""
 from __future__ import annotations
 
 import collections
-import threading
 
 import pytest
-from support.coordinator_members import PollingMember
+from support.coordinator_members import PollingMember, PollingThread
 from support.kafka import produce
 from support.waiting import wait_until
 
@@ -29,11 +28,12 @@ KAFKA_PYTHON, LIBRDKAFKA, ZKCONSUMER = "a-kafka-python", "b-librdkafka", "c-zkco
 EXPECTED = {KAFKA_PYTHON: {0, 1, 2}, LIBRDKAFKA: {3, 4}, ZKCONSUMER: {5, 6}}
 
 
-class LibrdkafkaMember:
-    """A confluent-kafka consumer with the range assignor, polling on its own thread, keeping
-    its latest assignment and every value it consumed."""
+class LibrdkafkaMember(PollingThread):
+    """A confluent-kafka consumer of one topic with the range assignor, keeping its latest
+    assignment and every value it consumed."""
 
     def __init__(self, cluster, group: str, topic: str, client_id: str) -> None:
+        super().__init__()
         legacy = cluster.kafka_api_version is None or cluster.kafka_api_version < (0, 10)
         self._consumer = confluent_kafka.Consumer({
             "bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
@@ -43,32 +43,22 @@ class LibrdkafkaMember:
             # 0.9 predates ApiVersions: librdkafka must be told which protocol it speaks.
             **({"api.version.request": False, "broker.version.fallback": "0.9.0.1"}
                if legacy else {})})
-        self.assigned: set[int] | None = None
-        self.values: list[bytes] = []
-        self._consumer.subscribe([topic], on_assign=self._on_assign,
-                                 on_revoke=self._on_revoke)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        self.assigned: set[int] = set()
+        self._consumer.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
+        self._start()
 
     def _on_assign(self, _consumer, partitions) -> None:
         self.assigned = {tp.partition for tp in partitions}
 
     def _on_revoke(self, _consumer, _partitions) -> None:
-        self.assigned = None
+        self.assigned = set()
 
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=15)
+    def _poll(self) -> list[bytes]:
+        message = self._consumer.poll(0.1)
+        return [message.value()] if message is not None and message.error() is None else []
 
-    def _run(self) -> None:
-        try:
-            while not self._stop.is_set():
-                message = self._consumer.poll(0.1)
-                if message is not None and message.error() is None:
-                    self.values.append(message.value())
-        finally:
-            self._consumer.close()
+    def _close_client(self) -> None:
+        self._consumer.close()
 
 
 def test_zkconsumer_kafka_python_and_librdkafka_members_split_a_group_by_range(
@@ -93,7 +83,7 @@ def test_zkconsumer_kafka_python_and_librdkafka_members_split_a_group_by_range(
         def owned() -> dict[str, set[int]]:
             last = kafka_python.rebalances.assigned
             return {KAFKA_PYTHON: set(last[-1]) if last else set(),
-                    LIBRDKAFKA: librdkafka.assigned or set(),
+                    LIBRDKAFKA: librdkafka.assigned,
                     ZKCONSUMER: {tp.partition for tp in connector.owned_partitions()}}
 
         wait_until(lambda: owned() == EXPECTED, timeout=60,
