@@ -3,15 +3,19 @@ and a kafka-python consumer in one group on the fixture's 0.9 broker: they split
 Java's RangeAssignor does, every message is consumed once by one of them, and the member's
 rebalance and its clean stop commit (in the generation that ends) and its stop leaves the
 group, so the other member is given partitions at once and resumes each from the offsets the
-member committed."""
+member committed. The 0.9 bundle's own consumer-groups tool describes such a group: every
+partition with its owner and committed offset."""
 
 from __future__ import annotations
 
 import collections
+import subprocess
+import sys
 import time
 
 import pytest
 from click.testing import CliRunner
+from kafka.coordinator.assignors.range import RangePartitionAssignor
 from support.coordinator_members import PollingMember
 from support.kafka import produce
 from support.tansu import produce as produce_modern
@@ -23,6 +27,7 @@ from zkconsumer.errors import ZkConsumerError
 from zkconsumer.member.kafka_connector import KafkaCoordinatedConnector
 from zkconsumer.member.state import State
 from zkconsumer.testing.consume_process import ConsumeProcess
+from zkconsumer.testing.reference import run_tool
 
 pytestmark = pytest.mark.integration
 
@@ -221,6 +226,98 @@ def test_a_revocation_callback_that_raises_fails_the_member_which_leaves_at_once
         connector.shutdown()
         if theirs is not None:
             theirs.close()
+
+
+def _described_by_the_reference_tool(cluster, group: str, work_dir) -> dict[int, list[str]]:
+    """partition -> [current offset, log end offset, lag, owner], as the 0.9 bundle's
+    `kafka-consumer-groups.sh --new-consumer --describe` (the class it runs) prints them."""
+    result = run_tool("kafka.admin.ConsumerGroupCommand",
+                      ["--new-consumer", "--bootstrap-server", cluster.bootstrap_servers,
+                       "--describe", "--group", group], work_dir=work_dir)
+    assert result.returncode == 0, result.stderr
+    rows = {}
+    for line in result.stdout.splitlines():
+        fields = [field.strip() for field in line.split(",")]
+        if len(fields) == 7 and fields[0] == group:
+            rows[int(fields[2])] = fields[3:]
+    return rows
+
+
+@pytest.mark.reference
+def test_the_reference_group_command_describes_a_kafka_coordinated_member(
+        cluster, topic_factory, unique_name, tmp_path):
+    """The tool decodes each member's assignment from DescribeGroups with the Java client's
+    ConsumerProtocol: the rows of our member's partitions prove that the assignment bytes it
+    wrote as the group's leader are the standard ones, and its commits are the group's."""
+    topic = topic_factory(partitions=PARTITIONS)
+    group = unique_name("group-command")
+    produce(cluster, topic, _values(40, "first"), partitions=PARTITIONS)
+    # kafka-python commits nothing (its rows show no offset) and joins first, so that our
+    # member starts its partitions from the beginning.
+    theirs = PollingMember(cluster, group, topic, THEIR_CLIENT_ID, auto_offset_reset="earliest",
+                           enable_auto_commit=False)
+    connector = None
+    try:
+        wait_until(lambda: theirs.owns({0, 1, 2, 3}), timeout=30,
+                   message="kafka-python to own every partition alone")
+        connector = ConsumerConnector({**_config(cluster, group), "auto.commit.enable": "false"})
+        (stream,) = connector.create_message_streams({topic: 1})[topic]
+        wait_until(lambda: set(connector.owned_partitions()) == {
+            TopicPartition(topic, 2), TopicPartition(topic, 3)} and theirs.owns({0, 1}),
+            timeout=30, message="the two members to split the partitions by range")
+        assert len(_consume(stream)) == 20
+        connector.commit_offsets()
+        # Two more a partition after the commit: the log end moves past what was committed.
+        produce(cluster, topic, _values(8, "second"), partitions=PARTITIONS)
+
+        rows = _described_by_the_reference_tool(cluster, group, tmp_path)
+
+        # The owner is printed as "<client id>_/<client host>".
+        owners = {p: row[3].rpartition("_/") for p, row in rows.items()}
+        assert {p: client for p, (client, _, host) in owners.items() if host} == {
+            0: THEIR_CLIENT_ID, 1: THEIR_CLIENT_ID, 2: OUR_CLIENT_ID, 3: OUR_CLIENT_ID}, rows
+        assert {p: row[:3] for p, row in rows.items()} == {
+            0: ["unknown", "12", "unknown"], 1: ["unknown", "12", "unknown"],
+            2: ["10", "12", "2"], 3: ["10", "12", "2"]}, rows
+    finally:
+        if connector is not None:
+            connector.shutdown()
+        theirs.close()
+
+
+class _CooperativeStickyByName(RangePartitionAssignor):
+    """An assignor no zkconsumer member offers, as far as the coordinator can tell."""
+
+    name = "cooperative-sticky"
+
+
+def test_a_member_refused_for_its_assignors_names_what_either_side_offers(
+        cluster, topic_factory, unique_name):
+    """The coordinator's refusal (INCONSISTENT_GROUP_PROTOCOL) names nothing of the others;
+    the member asks it (DescribeGroups) and `consume` fails with one line naming both."""
+    topic = topic_factory(partitions=1)
+    group = unique_name("refused")
+    theirs = PollingMember(cluster, group, topic, THEIR_CLIENT_ID,
+                           assignor=_CooperativeStickyByName)
+    try:
+        wait_until(lambda: theirs.owns({0}), timeout=30, message="kafka-python to join")
+        version = (["--property", "kafka.api.version=" + ".".join(
+            map(str, cluster.kafka_api_version))] if cluster.kafka_api_version else [])
+        result = subprocess.run(
+            [sys.executable, "-m", "zkconsumer", "consume", "--bootstrap-server",
+             cluster.bootstrap_servers, "--group", group, "--topic", topic, "--property",
+             "group.coordination=kafka", *version], capture_output=True, text=True,
+            timeout=60, stdin=subprocess.DEVNULL)
+    finally:
+        theirs.close()
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, result.stderr
+    assert "with assignors range;" in errors[0], errors[0]  # ours: range alone, the default
+    assert "protocol type 'consumer' with assignor 'cooperative-sticky'" in errors[0], errors[0]
+    # No log line gives the refusal without the others' side.
+    assert "none of these assignors" not in result.stderr, result.stderr
 
 
 def test_the_cli_consumes_a_group_on_a_modern_brokers_coordinator_without_zookeeper(

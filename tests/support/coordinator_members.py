@@ -45,34 +45,59 @@ class _Recorded(ConsumerRebalanceListener):
         self.assigned_at.append(time.monotonic())
 
 
-class PollingMember:
-    """A kafka-python consumer of one topic with the range assignor, polling on its own thread
-    (the only thread touching it), recording each assignment and every value it consumed."""
+class PollingThread:
+    """A client polled on a thread of its own (the only thread touching it) until closed,
+    keeping every value it consumed: `_poll` gives the values of one poll, `_close_client`
+    closes the client on that thread. A subclass makes its client, then calls `_start`."""
 
-    def __init__(self, cluster, group: str, topic: str, client_id: str, **options) -> None:
-        self.rebalances = _Recorded()
+    def __init__(self) -> None:
         self.values: list[bytes] = []
-        version = {"api_version": cluster.kafka_api_version} if cluster.kafka_api_version else {}
-        self._consumer = KafkaConsumer(
-            bootstrap_servers=cluster.bootstrap_servers, group_id=group, client_id=client_id,
-            session_timeout_ms=6000, heartbeat_interval_ms=300,
-            partition_assignment_strategy=[RangePartitionAssignor], **version, **options)
-        self._consumer.subscribe([topic], listener=self.rebalances)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def owns(self, partitions: set[int]) -> bool:
-        return bool(self.rebalances.assigned) and self.rebalances.assigned[-1] == partitions
 
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=15)
 
+    def _start(self) -> None:
+        self._thread.start()
+
+    def _poll(self) -> list[bytes]:
+        raise NotImplementedError
+
+    def _close_client(self) -> None:
+        raise NotImplementedError
+
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
-                for records in self._consumer.poll(timeout_ms=100).values():
-                    self.values.extend(record.value for record in records)
+                self.values.extend(self._poll())
         finally:
-            self._consumer.close(autocommit=False)
+            self._close_client()
+
+
+class PollingMember(PollingThread):
+    """A kafka-python consumer of one topic with the range assignor (or `assignor`), recording
+    each assignment and every value it consumed."""
+
+    def __init__(self, cluster, group: str, topic: str, client_id: str,
+                 assignor: type = RangePartitionAssignor, **options) -> None:
+        super().__init__()
+        self.rebalances = _Recorded()
+        version = {"api_version": cluster.kafka_api_version} if cluster.kafka_api_version else {}
+        self._consumer = KafkaConsumer(
+            bootstrap_servers=cluster.bootstrap_servers, group_id=group, client_id=client_id,
+            session_timeout_ms=6000, heartbeat_interval_ms=300,
+            partition_assignment_strategy=[assignor], **version, **options)
+        self._consumer.subscribe([topic], listener=self.rebalances)
+        self._start()
+
+    def owns(self, partitions: set[int]) -> bool:
+        return bool(self.rebalances.assigned) and self.rebalances.assigned[-1] == partitions
+
+    def _poll(self) -> list[bytes]:
+        return [record.value for records in self._consumer.poll(timeout_ms=100).values()
+                for record in records]
+
+    def _close_client(self) -> None:
+        self._consumer.close(autocommit=False)

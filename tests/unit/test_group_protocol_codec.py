@@ -12,6 +12,7 @@ import struct
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kafka.protocol.admin import DescribeGroupsRequest, DescribeGroupsResponse
 from kafka.protocol.consumer.group import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -291,6 +292,40 @@ def test_offset_fetch(version):
                       metadata=None, error_code=0)])])
     assert group.decode_offset_fetch(answered_by_them(response), version) == (
         0, {TP("b", 0): (0, 12), TP("b", 1): (0, None)})
+
+
+def _described(group_id: str, members: int, state="Stable", protocol_type="consumer",
+               protocol="cooperative-sticky", error=0):
+    member = DescribeGroupsResponse.DescribedGroup.DescribedGroupMember
+    return DescribeGroupsResponse.DescribedGroup(
+        error_code=error, group_id=group_id, group_state=state, protocol_type=protocol_type,
+        protocol_data=protocol, members=[
+            member(member_id=f"m-{i}", group_instance_id=None, client_id="c", client_host="/h",
+                   member_metadata=b"subscription", member_assignment=b"assignment")
+            for i in range(members)])
+
+
+def test_describe_groups_v0_against_kafka_python():
+    assert group.describe_groups_request("g") == bytes(DescribeGroupsRequest[0](
+        groups=["g"]).encode())
+    response = DescribeGroupsResponse[0](throttle_time_ms=0, groups=[
+        _described("other", 1, protocol_type="connect"), _described("g", 2)])
+    assert group.decode_describe_groups(answered_by_them(response), "g") == (
+        group.DescribedGroup(0, "Stable", "consumer", "cooperative-sticky", 2))
+
+
+def test_a_describe_groups_answer_without_the_group_or_cut_short_is_a_protocol_error():
+    response = answered_by_them(DescribeGroupsResponse[0](throttle_time_ms=0, groups=[
+        _described("other", 1)]))
+    with pytest.raises(protocol.ProtocolError, match="does not describe group 'g'"):
+        group.decode_describe_groups(response, "g")
+    with pytest.raises(protocol.ProtocolError):
+        group.decode_describe_groups(response[:-1], "other")
+    memberless = answered_by_them(DescribeGroupsResponse[0](throttle_time_ms=0, groups=[
+        _described("other", 0)]))
+    too_many = memberless[:-4] + struct.pack(">i", 10 ** 6)  # the members' count ends it
+    with pytest.raises(protocol.ProtocolError, match="announces 1000000 items"):
+        group.decode_describe_groups(too_many, "other")
 
 
 def test_an_answer_cut_short_is_a_protocol_error():

@@ -25,6 +25,7 @@ from zkconsumer.kafka.errors import (
     GroupError,
     GroupMetadataError,
     InconsistentGroupProtocolError,
+    ProtocolRefusedError,
     UnexpectedGroupEvent,
 )
 from zkconsumer.kafka.protocol import codec as protocol
@@ -36,7 +37,11 @@ from zkconsumer.kafka.protocol.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from zkconsumer.kafka.protocol.group_codec import LEGACY_GROUP_VERSIONS, GroupVersions
+from zkconsumer.kafka.protocol.group_codec import (
+    LEGACY_GROUP_VERSIONS,
+    DescribedGroup,
+    GroupVersions,
+)
 from zkconsumer.kafka.protocol.group_member import (
     Assigned,
     CommitFailed,
@@ -425,6 +430,45 @@ def test_a_parting_commit_not_sent_when_the_coordinator_is_lost_fails():
     events = member.next_events()
     assert [type(event) for event in events] == [CommitFailed]
     assert member.state is State.FINDING
+
+
+REFUSED = ("group 'g' refused this member (Kafka error 23 INCONSISTENT_GROUP_PROTOCOL answering "
+           "JoinGroup): it offers protocol type 'consumer' with assignors range, roundrobin")
+
+
+@pytest.mark.parametrize("theirs, said", [
+    (DescribedGroup(0, "Stable", "consumer", "cooperative-sticky", 1),
+     "; the group's member uses protocol type 'consumer' with assignor 'cooperative-sticky': "
+     "set partition.assignment.strategy to one they use"),
+    (DescribedGroup(0, "PreparingRebalance", "consumer", "", 3),
+     "; the group's 3 members use protocol type 'consumer' with no assignor chosen yet "
+     "(state PreparingRebalance): set partition.assignment.strategy to one they use"),
+    (DescribedGroup(0, "Stable", "connect", "default", 2),
+     "; the group's 2 members use protocol type 'connect' with assignor 'default': it is "
+     "another kind of group: use another group.id"),
+    (DescribedGroup(0, "Dead", "", "", 0),
+     "; the group has no members now (state Dead): they left meanwhile"),
+    (DescribedGroup(16, "", "", "", 0),
+     ", and the group's members speak another protocol type or none of these assignors "
+     "(DescribeGroups could not say which: Kafka error 16 NOT_COORDINATOR answering "
+     "DescribeGroups); set partition.assignment.strategy to one they use"),
+    ("timed out after 5.0 s",
+     ", and the group's members speak another protocol type or none of these assignors "
+     "(DescribeGroups could not say which: timed out after 5.0 s); set "
+     "partition.assignment.strategy to one they use"),
+])
+def test_a_refusal_of_the_members_protocol_names_what_the_group_uses_in_one_line(theirs, said):
+    """The driver asks the coordinator (DescribeGroups) once the JoinGroup was refused; the
+    core words what it learnt, or why it learnt nothing."""
+    member = in_group()
+    with pytest.raises(ProtocolRefusedError) as refused:
+        joined(member, sent(member, JOIN, 0.0), 0.1, error=23)
+    assert member.state is State.FAILED
+    assert str(refused.value) == REFUSED + ", and the group's members speak another protocol " \
+        "type or none of these assignors; set partition.assignment.strategy to one they use"
+    worded = member.refusal(theirs)
+    assert isinstance(worded, InconsistentGroupProtocolError)
+    assert str(worded) == REFUSED + said and "\n" not in str(worded)
 
 
 def test_the_coordinator_choosing_an_assignor_not_offered_fails_naming_both():

@@ -38,6 +38,12 @@ class InconsistentGroupProtocolError(GroupError):
     """The group's members speak another protocol type, or share no assignor with this one."""
 
 
+class ProtocolRefusedError(InconsistentGroupProtocolError):
+    """The coordinator refused the member's JoinGroup for it (INCONSISTENT_GROUP_PROTOCOL),
+    which names no protocol of the others: the member's driver asks the coordinator what they
+    use and words it anew (`GroupMember.refusal`)."""
+
+
 class GroupAuthorizationError(GroupError):
     """The broker's ACLs refuse this client the group (or a topic it commits)."""
 

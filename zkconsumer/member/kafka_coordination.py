@@ -11,6 +11,10 @@ closes the gate and drops every claim in one step, before anything else is done.
 through the group member too, in the generation their claims were made in, and never in
 another (`commit`).
 
+A refusal of the member's protocol (INCONSISTENT_GROUP_PROTOCOL) names nothing of the other
+members', so the coordinator that sent it is asked what they use (DescribeGroups, on the same
+connection) and the member fails with one line naming both sides.
+
 Other threads only queue calls here and wait for their outcome: the `GroupMember` is touched
 by this thread alone. Waits for an answer are sliced so that a stop ends a JoinGroup held at
 the coordinator (for up to the rebalance timeout) at once.
@@ -27,14 +31,23 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import Future
 from typing import Any, NamedTuple
 
-from zkconsumer.kafka.errors import ChannelError
+from zkconsumer.kafka.errors import ChannelError, ProtocolRefusedError
 from zkconsumer.kafka.io.channel import BrokerChannel, sasl_login
 from zkconsumer.kafka.io.connect import parse_servers, ssl_context_for
 from zkconsumer.kafka.protocol import codec
-from zkconsumer.kafka.protocol.codec import JOIN_GROUP, SYNC_GROUP
+from zkconsumer.kafka.protocol.codec import (
+    DESCRIBE_GROUPS,
+    JOIN_GROUP,
+    SYNC_GROUP,
+    ProtocolError,
+)
 from zkconsumer.kafka.protocol.group_codec import (
+    DESCRIBE_GROUPS_VERSION,
     LEGACY_GROUP_VERSIONS,
+    DescribedGroup,
     GroupVersions,
+    decode_describe_groups,
+    describe_groups_request,
     group_versions,
 )
 from zkconsumer.kafka.protocol.group_member import (
@@ -65,6 +78,8 @@ log = get_logger(__name__)
 
 # 0.9 leaves ApiVersions unanswered: this long, not a whole request timeout.
 API_VERSIONS_TIMEOUT_S = 5.0
+# A refused member asks what the others use this long at the most before it reports.
+DESCRIBE_TIMEOUT_S = 5.0
 # The longest the thread waits before it looks at its calls, the clock and a stop again.
 _SLICE_S = 0.1
 # How often a leader whose assignment counted a topic with no partitions (not created yet)
@@ -277,7 +292,10 @@ class KafkaCoordination:
                 group.failed(request, "given up: overdue, or the generation passed meanwhile",
                              self._clock())
             return
-        group.receive(request, payload, self._clock())
+        try:
+            group.receive(request, payload, self._clock())
+        except ProtocolRefusedError:
+            raise group.refusal(self._their_protocol(channel)) from None
 
     def _answer(self, channel: BrokerChannel, request) -> bytearray | None:
         """The answer to `request`; None when it is overdue, when the generation passed on
@@ -300,6 +318,17 @@ class KafkaCoordination:
         self._group.partition_counts_seen(self._partition_counts(watched), now)
         self._recount_at = now + (MISSING_TOPIC_RECOUNT_S if self._group.watched_topic_missing()
                                   else self._recount_interval_s)
+
+    def _their_protocol(self, coordinator: BrokerChannel) -> DescribedGroup | str:
+        """What the group's members use, as the coordinator that refused this member's
+        protocol describes the group; or why it could not be asked or its answer read."""
+        try:
+            return decode_describe_groups(coordinator.request(
+                DESCRIBE_GROUPS, DESCRIBE_GROUPS_VERSION,
+                describe_groups_request(self._group.group_id), timeout_s=DESCRIBE_TIMEOUT_S),
+                self._group.group_id)
+        except (ChannelError, ProtocolError) as exc:
+            return str(exc)
 
     def _generation_passed(self, now: float) -> bool:
         """The clock's part while an answer is awaited: a session that passes without an

@@ -24,12 +24,12 @@ from zkconsumer.model import TopicPartition
 FETCH, LIST_OFFSETS, METADATA, API_VERSIONS = 1, 2, 3, 18
 # The group coordinator's requests, whose bodies `group_codec` writes and reads.
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
-JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
+JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS = 11, 12, 13, 14, 15
 API_NAMES = {FETCH: "Fetch", LIST_OFFSETS: "ListOffsets", METADATA: "Metadata",
              API_VERSIONS: "ApiVersions", OFFSET_COMMIT: "OffsetCommit",
              OFFSET_FETCH: "OffsetFetch", FIND_COORDINATOR: "FindCoordinator",
              JOIN_GROUP: "JoinGroup", HEARTBEAT: "Heartbeat", LEAVE_GROUP: "LeaveGroup",
-             SYNC_GROUP: "SyncGroup"}
+             SYNC_GROUP: "SyncGroup", DESCRIBE_GROUPS: "DescribeGroups"}
 # The fetcher's versions implemented here, per API key.
 IMPLEMENTED = {FETCH: (0, 12), LIST_OFFSETS: (0, 11), METADATA: (0, 12)}
 _FIRST_FLEXIBLE = {FETCH: 12, LIST_OFFSETS: 6, METADATA: 9, API_VERSIONS: 3,

@@ -1,5 +1,6 @@
 """The group coordinator's requests, as bytes: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
-LeaveGroup, OffsetCommit and OffsetFetch, in the versions a member needs from Kafka 0.9 to 4.x.
+LeaveGroup, OffsetCommit, OffsetFetch and DescribeGroups, in the versions a member needs from
+Kafka 0.9 to 4.x.
 
 Which versions, per request (lowest-highest implemented; flexible, i.e. compact lengths and
 tagged fields, from the version in brackets):
@@ -11,12 +12,15 @@ tagged fields, from the version in brackets):
     LeaveGroup      v0-v4 [v4]   v3+ name the members leaving
     OffsetCommit    v2-v8 [v8]   v0 commits to ZooKeeper, v1 was removed in Kafka 4.0
     OffsetFetch     v1-v7 [v6]   v0 reads ZooKeeper; v8+ batch several groups
+    DescribeGroups  v0           what the group's members use, when they refused ours
 
 The newest version both sides know is spoken (`group_versions`), so Kafka 4.x, which no longer
 answers JoinGroup v0-v1, OffsetCommit v0-v1 or OffsetFetch v0 (KIP-896), gets versions it
 keeps. Brokers 0.9 predate ApiVersions and get FindCoordinator (there GroupCoordinator),
 JoinGroup, SyncGroup, Heartbeat and LeaveGroup v0, OffsetCommit v2 and OffsetFetch v1: the
-oldest versions that keep offsets in Kafka, the group coordinator's.
+oldest versions that keep offsets in Kafka, the group coordinator's. DescribeGroups is asked
+only once a member is refused, so it is not negotiated: v0 is answered by every broker, 0.9 to
+4.x (KIP-896 kept it).
 
 Pure encoding and decoding on the codec's `Writer` and `Reader`: every count and length of an
 answer is checked before use, and an answer that does not parse is a `ProtocolError`.
@@ -35,6 +39,7 @@ from zkconsumer.kafka.protocol.codec import (
     OFFSET_COMMIT,
     OFFSET_FETCH,
     SYNC_GROUP,
+    ProtocolError,
     Reader,
     Writer,
     is_flexible,
@@ -351,3 +356,52 @@ def decode_offset_fetch(payload: bytes | bytearray, version: int) -> FetchedOffs
     reader.end_struct()
     reader.expect_end()
     return FetchedOffsets(error, offsets)
+
+
+# -- DescribeGroups v0 ----------------------------------------------------------------------
+
+DESCRIBE_GROUPS_VERSION = 0
+# The least a described group takes: its error, four strings' lengths, its members' count.
+_DESCRIBED_GROUP_SIZE = 2 + 4 * 2 + 4
+# The least a described member takes: three strings' and two byte fields' lengths.
+_DESCRIBED_MEMBER_SIZE = 3 * 2 + 2 * 4
+
+
+class DescribedGroup(NamedTuple):
+    """A group as its coordinator describes it: its state, the protocol type its members
+    speak and the assignor they agreed on ("" while a rebalance has chosen none), and how many
+    members it has. The members themselves are read past (they are checked, not kept)."""
+
+    error: int
+    state: str
+    protocol_type: str
+    protocol: str
+    members: int
+
+
+def describe_groups_request(group_id: str) -> bytes:
+    writer = Writer(flexible=False)
+    writer.array(1)
+    writer.string(group_id)
+    return writer.build()
+
+
+def decode_describe_groups(payload: bytes | bytearray, group_id: str) -> DescribedGroup:
+    """The answer's description of `group_id`; ProtocolError when it has none."""
+    reader = Reader(payload, flexible=False)
+    described = None
+    for _ in range(max(0, reader.array_length(_DESCRIBED_GROUP_SIZE))):
+        error, name = reader.int16(), reader.string()
+        state, protocol_type, protocol = reader.string(), reader.string(), reader.string()
+        members = max(0, reader.array_length(_DESCRIBED_MEMBER_SIZE))
+        for _ in range(members):
+            for _ in range(3):  # member id, client id, client host
+                reader.string()
+            reader.bytes_field()  # the member's metadata in the chosen protocol
+            reader.bytes_field()  # its assignment
+        if name == group_id:
+            described = DescribedGroup(error, state, protocol_type, protocol, members)
+    reader.expect_end()
+    if described is None:
+        raise ProtocolError(f"response does not describe group {group_id!r}")
+    return described

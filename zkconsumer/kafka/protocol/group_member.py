@@ -39,11 +39,13 @@ from zkconsumer.kafka.errors import (
     GroupError,
     GroupMetadataError,
     InconsistentGroupProtocolError,
+    ProtocolRefusedError,
     UnexpectedGroupEvent,
 )
 from zkconsumer.kafka.protocol import group_codec as codec
 from zkconsumer.kafka.protocol.codec import (
     API_NAMES,
+    DESCRIBE_GROUPS,
     FIND_COORDINATOR,
     HEARTBEAT,
     JOIN_GROUP,
@@ -274,6 +276,10 @@ class GroupMember:
     @property
     def state(self) -> State:
         return self._state
+
+    @property
+    def group_id(self) -> str:
+        return self._group_id
 
     @property
     def member_id(self) -> str:
@@ -682,10 +688,7 @@ class GroupMember:
         reason = _describe(api_key, error)
         group = repr(self._group_id)
         if error == INCONSISTENT_GROUP_PROTOCOL:
-            exc: GroupError = InconsistentGroupProtocolError(
-                f"group {group} refused this member ({reason}): it offers {self._offer()}, "
-                "and the group's members speak another protocol type or none of these "
-                "assignors (set partition.assignment.strategy to one they use)")
+            exc: GroupError = self.refusal()
         elif error in (GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED):
             exc = GroupAuthorizationError(f"the brokers refuse this client group {group} or its "
                                           f"topics ({reason}); grant it in the broker's ACLs")
@@ -706,7 +709,9 @@ class GroupMember:
         self._pass_generation(str(exc))
         self._next_round()
         self._transition(Event.FAIL)
-        log.error("the member cannot stay in its group", group=self._group_id, error=str(exc))
+        if not isinstance(exc, ProtocolRefusedError):  # logged once the driver words it
+            log.error("the member cannot stay in its group", group=self._group_id,
+                      error=str(exc))
         raise exc
 
     # -- the generation's passing -------------------------------------------------------------
@@ -805,6 +810,35 @@ class GroupMember:
 
     def _offer(self) -> str:
         return f"protocol type {PROTOCOL_TYPE!r} with assignors {', '.join(self._strategies)}"
+
+    def refusal(self, theirs: codec.DescribedGroup | str | None = None) -> ProtocolRefusedError:
+        """The coordinator's refusal of this member's protocol (INCONSISTENT_GROUP_PROTOCOL) in
+        one line naming both sides: what this member offers, and what the group's members use
+        as the coordinator describes the group (`theirs`: the DescribeGroups answer the driver
+        got after the refusal, since the refusal itself names nothing of theirs), or why that
+        could not be learnt (a str), or, with None, in general terms."""
+        refused = (f"group {self._group_id!r} refused this member "
+                   f"({_describe(JOIN_GROUP, INCONSISTENT_GROUP_PROTOCOL)}): it offers "
+                   f"{self._offer()}")
+        remedy = "set partition.assignment.strategy to one they use"
+        if isinstance(theirs, codec.DescribedGroup) and theirs.error:
+            theirs = _describe(DESCRIBE_GROUPS, theirs.error)
+        if not isinstance(theirs, codec.DescribedGroup):
+            unknown = "" if theirs is None else f" (DescribeGroups could not say which: {theirs})"
+            return ProtocolRefusedError(
+                f"{refused}, and the group's members speak another protocol type or none of "
+                f"these assignors{unknown}; {remedy}")
+        if not theirs.members:
+            return ProtocolRefusedError(f"{refused}; the group has no members now (state "
+                                        f"{theirs.state}): they left meanwhile")
+        assignor = (f"assignor {theirs.protocol!r}" if theirs.protocol else
+                    f"no assignor chosen yet (state {theirs.state})")
+        if theirs.protocol_type != PROTOCOL_TYPE:
+            remedy = "it is another kind of group: use another group.id"
+        members = ("the group's member uses" if theirs.members == 1 else
+                   f"the group's {theirs.members} members use")
+        return ProtocolRefusedError(f"{refused}; {members} protocol type "
+                                    f"{theirs.protocol_type!r} with {assignor}: {remedy}")
 
 
 def _describe(api_key: int, error: int) -> str:
