@@ -660,11 +660,11 @@ class Run:
         victim = self._pick_victim()
         committed = dict(self.committed)
         trigger = victim.slow_down(SLOW_HANDLER_S)
-        began = time.monotonic()
-        if not wait_for(lambda: not trigger.exists(), SETTLE_S):
+        if not wait_for(lambda: not trigger.exists(), SETTLE_S, interval=0.02):
             trigger.unlink(missing_ok=True)
             self.violations.append(f"{victim.name} handed out nothing for {SETTLE_S:.0f}s")
             return
+        began = time.monotonic()  # the handler took the trigger: its slow message began
         peers = [w for w in self.victims() if w is not victim]
         if peers:
             restarted = self.rng.choice(peers)

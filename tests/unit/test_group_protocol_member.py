@@ -375,7 +375,18 @@ def test_errors_no_retry_can_fix_fail_the_member_with_one_named_line(api_key, er
     assert_generation_passed(member, owned)
 
 
-@pytest.mark.parametrize("error", [3, 12, 28])
+@pytest.mark.parametrize("api_key", [JOIN, SYNC, HEARTBEAT])
+@pytest.mark.parametrize("error", [3, 6, 19, 20])
+def test_a_0_9_coordinator_failing_to_store_the_group_is_looked_up_again(api_key, error):
+    """A 0.9 coordinator answers its offsets partition's write errors as they are (later ones
+    say COORDINATOR_NOT_AVAILABLE): no reason to fail the member, seen with a replica down."""
+    member, request, owned = at_request(api_key)
+    answer_with(member, api_key, request, error)
+    assert member.state is State.FINDING
+    assert_generation_passed(member, owned)
+
+
+@pytest.mark.parametrize("error", [3, 12, 28, 19, 20])
 def test_a_commit_error_of_the_commit_alone_leaves_the_generation_be(error):
     member, request, _ = at_request(COMMIT)
     commit_answered(member, request, 1.5, error=error)

@@ -31,6 +31,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import Future
 from typing import Any, NamedTuple
 
+from zkconsumer.errors import ZkConsumerError
 from zkconsumer.kafka.errors import ChannelError, ProtocolRefusedError
 from zkconsumer.kafka.io.channel import BrokerChannel, sasl_login
 from zkconsumer.kafka.io.connect import parse_servers, ssl_context_for
@@ -251,7 +252,11 @@ class KafkaCoordination:
         group.expire(now)
         topics = group.topics_to_count()
         if topics:
-            group.assign(self._partition_counts(topics), now)
+            counts = self._counted(topics)
+            if counts is None:  # asked again after a pause, within the coordinator's patience
+                self._idle(MISSING_TOPIC_RECOUNT_S)
+                return
+            group.assign(counts, now)
             self._recount_at = now + (MISSING_TOPIC_RECOUNT_S if group.watched_topic_missing()
                                       else self._recount_interval_s)
         self._recount(now)
@@ -315,9 +320,21 @@ class KafkaCoordination:
         watched = self._group.topics_to_watch()
         if not watched or now < self._recount_at:
             return
-        self._group.partition_counts_seen(self._partition_counts(watched), now)
+        counts = self._counted(watched)
+        if counts is not None:
+            self._group.partition_counts_seen(counts, now)
         self._recount_at = now + (MISSING_TOPIC_RECOUNT_S if self._group.watched_topic_missing()
                                   else self._recount_interval_s)
+
+    def _counted(self, topics: list[str]) -> dict[str, int] | None:
+        """The topics' partition counts; None when Kafka's metadata cannot be read now (every
+        broker restarting, say), which is no reason for the member to fail."""
+        try:
+            return self._partition_counts(topics)
+        except ZkConsumerError as exc:
+            log.warning("cannot count the partitions of the group's topics now; asking again",
+                        error=str(exc))
+            return None
 
     def _their_protocol(self, coordinator: BrokerChannel) -> DescribedGroup | str:
         """What the group's members use, as the coordinator that refused this member's

@@ -72,11 +72,14 @@ log = get_logger(__name__)
 
 # The error codes the group coordinator answers with (Kafka's numbers).
 UNKNOWN_TOPIC_OR_PARTITION = 3
+NOT_LEADER_FOR_PARTITION = 6
 REQUEST_TIMED_OUT = 7
 OFFSET_METADATA_TOO_LARGE = 12
 COORDINATOR_LOAD_IN_PROGRESS = 14
 COORDINATOR_NOT_AVAILABLE = 15
 NOT_COORDINATOR = 16
+NOT_ENOUGH_REPLICAS = 19
+NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
 ILLEGAL_GENERATION = 22
 INCONSISTENT_GROUP_PROTOCOL = 23
 INVALID_GROUP_ID = 24
@@ -92,14 +95,21 @@ GROUP_MAX_SIZE_REACHED = 81
 FENCED_INSTANCE_ID = 82
 UNSTABLE_OFFSET_COMMIT = 88
 
+# Errors of writing the group's state to its offsets partition, which a 0.9 coordinator answers
+# as they are (later brokers say COORDINATOR_NOT_AVAILABLE or NOT_COORDINATOR instead): too few
+# in-sync replicas, the partition gone or led elsewhere. Seen from 0.9 brokers losing a replica.
+_STORE_TROUBLE = frozenset({UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_FOR_PARTITION,
+                            NOT_ENOUGH_REPLICAS, NOT_ENOUGH_REPLICAS_AFTER_APPEND})
 # The coordinator moved, is starting, or failed for a moment: look it up again.
 _COORDINATOR_TROUBLE = frozenset({COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
-                                  NOT_COORDINATOR, REQUEST_TIMED_OUT, UNKNOWN_SERVER_ERROR})
+                                  NOT_COORDINATOR, REQUEST_TIMED_OUT, UNKNOWN_SERVER_ERROR,
+                                  *_STORE_TROUBLE})
 # The coordinator no longer knows this member by its id, or its generation: join as new.
 _FORGOTTEN = frozenset({ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID})
 # A commit that only fails itself: the member goes on, the caller commits again later.
 _COMMIT_ONLY = frozenset({UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE,
-                          INVALID_COMMIT_OFFSET_SIZE})
+                          INVALID_COMMIT_OFFSET_SIZE, NOT_ENOUGH_REPLICAS,
+                          NOT_ENOUGH_REPLICAS_AFTER_APPEND})
 # Java's margin over the rebalance timeout for a JoinGroup's answer.
 _JOIN_MARGIN_S = 5.0
 
@@ -852,6 +862,6 @@ def _severity(error: int) -> int:
         return 0
     if error in _FORGOTTEN or error == REBALANCE_IN_PROGRESS:
         return 1
-    if error in _COORDINATOR_TROUBLE:
+    if error in _COORDINATOR_TROUBLE and error not in _COMMIT_ONLY:
         return 2
     return 3
