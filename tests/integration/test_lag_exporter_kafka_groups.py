@@ -83,11 +83,11 @@ def test_an_exporter_without_zookeeper_lists_a_stopped_kafka_group_with_its_lag(
     assert exporter.stop() == 0
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_a_live_kafka_group_on_a_zookeeper_less_broker_is_described_with_its_member(
         cluster, modern_broker, modern_topic_factory, unique_name, exporter_process):
-    """Slow only because Tansu 0.6 answers a consumer's JoinGroup after seconds (3 to 13 here,
-    with the shortest session and rebalance timeouts it takes)."""
+    """Long only because Tansu 0.6 answers a consumer's JoinGroup after seconds (3 to 13 here,
+    with the shortest session and rebalance timeouts it takes): `scripts/test -m long`."""
     from support.tansu import produce as produce_modern
 
     topic = modern_topic_factory(partitions=1)

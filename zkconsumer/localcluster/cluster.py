@@ -176,11 +176,14 @@ class LocalCluster:
         return cluster
 
     def stop(self, remove_data: bool = False) -> None:
-        """Stop every broker, then ZooKeeper (brokers first, so they shut down cleanly)."""
+        """Stop every broker, then ZooKeeper (brokers first, so they shut down cleanly). Data
+        about to be removed needs no clean shutdown: with `remove_data` the servers are killed,
+        which spares a replicated cluster its controlled shutdowns (seconds per broker)."""
+        graceful = not remove_data
         for broker_id in sorted(self.brokers):
-            self.stop_broker(broker_id, graceful=True, timeout=20.0)
+            self.stop_broker(broker_id, graceful=graceful, timeout=20.0)
         if self.zookeeper is not None:
-            self._stop(self.zookeeper, graceful=True, timeout=10.0)
+            self._stop(self.zookeeper, graceful=graceful, timeout=10.0)
         if remove_data:
             shutil.rmtree(self.work_dir, ignore_errors=True)
         else:
