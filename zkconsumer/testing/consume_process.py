@@ -24,14 +24,16 @@ class ConsumeProcess:
     def __init__(self, zookeeper_connect: str | None, group: str, topic: str, work_dir: Path,
                  name: str, *extra: str, from_beginning: bool = True,
                  program: tuple[str, ...] = CLI,
-                 environment: Mapping[str, str] | None = None) -> None:
+                 environment: Mapping[str, str] | None = None,
+                 launcher: tuple[str, ...] = ()) -> None:
         """`zookeeper_connect` None: a member that needs none (its `extra` options say where
-        Kafka is); `environment`: variables added to this process's own."""
+        Kafka is); `environment`: variables added to this process's own; `launcher`: what the
+        command runs under (`ip netns exec NAME`, for a member on a host of its own)."""
         self.name = name
         self.output = Path(work_dir) / f"{name}.jsonl"
         self.log = Path(work_dir) / f"{name}.log"
         zookeeper = ["--zookeeper", zookeeper_connect] if zookeeper_connect else []
-        command = [sys.executable, *program, *zookeeper, "--group", group, "--topic", topic,
+        command = [*launcher, sys.executable, *program, *zookeeper, "--group", group, "--topic", topic,
                    *(["--from-beginning"] if from_beginning else []), *extra]
         self._stop_requested = False
         with open(self.output, "wb") as out, open(self.log, "wb") as err:

@@ -8,7 +8,9 @@ has already told of it. The file is named by `ZKCONSUMER_DELIVERY_LOG`.
 
 A slow application is one message that takes long: when a file named as the log plus `.slow`
 appears, holding a number of seconds, the next message takes that long (the file is removed
-first, so whoever wrote it can tell that the pause began).
+first, so whoever wrote it can tell that the pause began). A steadily slow one takes
+`ZKCONSUMER_DELIVERY_DELAY_S` seconds over every message, so that what it fetched waits in its
+queue.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import BinaryIO
 from zkconsumer.model import Message
 
 ENVIRONMENT_VARIABLE = "ZKCONSUMER_DELIVERY_LOG"
+DELAY_VARIABLE = "ZKCONSUMER_DELIVERY_DELAY_S"
 SLOW_SUFFIX = ".slow"
 
 _log: BinaryIO | None = None
@@ -32,6 +35,9 @@ def record(message: Message) -> None:
         _log = open(os.environ[ENVIRONMENT_VARIABLE], "ab", buffering=0)  # noqa: SIM115
     _log.write(f"{message.partition} {message.offset} {time.time():.6f}\n".encode())
     _slow_down(Path(_log.name + SLOW_SUFFIX))
+    delay = float(os.environ.get(DELAY_VARIABLE) or 0)
+    if delay:
+        time.sleep(delay)
 
 
 def _slow_down(trigger: Path) -> None:

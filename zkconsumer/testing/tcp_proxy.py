@@ -10,11 +10,21 @@ Two ways to cut: `cut()` resets the connections (what a client sees when a peer 
 answers with a reset: it knows at once), `blackhole()` lets nothing through either way and
 tells nobody (what a network partition does: both ends keep their sockets, writes are accepted
 and go nowhere, and each side learns of it only from its own timeouts).
+
+It also runs as a process of its own, forwarding one fixed address until SIGTERM (for a client
+in another network namespace, whose own loopback must lead to a server's advertised address):
+
+    python -m zkconsumer.testing.tcp_proxy --listen 127.0.0.1:9092 --to 10.0.0.1:41234
+
+prints "listening" once it is.
 """
 
 from __future__ import annotations
 
+import argparse
+import signal
 import socket
+import sys
 import threading
 import time
 
@@ -34,9 +44,12 @@ class TcpProxy:
     per direction.
     """
 
-    def __init__(self, target_port: int, target_host: str = "127.0.0.1") -> None:
+    def __init__(self, target_port: int, target_host: str = "127.0.0.1", *,
+                 listen: tuple[str, int] = ("127.0.0.1", 0)) -> None:
+        """`listen`: the address clients connect to (a free loopback port by default)."""
         self._target = (target_host, target_port)
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener = socket.create_server(listen)
+        self._host: str = listen[0]
         self.port: int = self._listener.getsockname()[1]
         self._lock = threading.Condition()
         self._sockets: set[socket.socket] = set()
@@ -52,7 +65,7 @@ class TcpProxy:
     @property
     def address(self) -> str:
         """host:port to give the client instead of the server's."""
-        return f"127.0.0.1:{self.port}"
+        return f"{self._host}:{self.port}"
 
     @property
     def last_forwarded_upstream(self) -> float | None:
@@ -176,3 +189,25 @@ def _drop(sock: socket.socket) -> None:
     except OSError:
         pass
     sock.close()
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host, int(port)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Forward one address to another until SIGTERM.")
+    parser.add_argument("--listen", type=_host_port, required=True, metavar="HOST:PORT")
+    parser.add_argument("--to", type=_host_port, required=True, metavar="HOST:PORT")
+    args = parser.parse_args(argv)
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    with TcpProxy(args.to[1], args.to[0], listen=args.listen):
+        print("listening", flush=True)
+        stopped.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
