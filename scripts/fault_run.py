@@ -626,6 +626,9 @@ class Run:
         resets again, past what was produced in between."""
         with zookeeper_session(self.cluster.zookeeper_connect, timeout_s=30) as brokers_zk:
             tp = TopicPartition(TOPIC, add_partition(brokers_zk, TOPIC))
+            # The controller's part, before the members': it may be slow after broker faults,
+            # and members on Kafka's coordinator learn of the partition from its metadata.
+            wait_for_leader(brokers_zk, TOPIC, tp.partition)
         self.partitions += 1
         # Owners and offsets as the samplers last saw them (every 0.1 s and 0.5 s).
         owner = wait_for(lambda: self.owners.get(tp), SETTLE_S)
