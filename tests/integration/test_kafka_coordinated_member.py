@@ -21,7 +21,7 @@ from support.kafka import produce
 from support.tansu import produce as produce_modern
 from support.waiting import wait_until
 
-from zkconsumer import ConsumerConnector, ConsumerTimeout, TopicPartition
+from zkconsumer import ConsumerConnector, ConsumerTimeout, TopicPartition, Whitelist
 from zkconsumer.cli import cli
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.member.kafka_connector import KafkaCoordinatedConnector
@@ -113,6 +113,37 @@ def test_a_kafka_coordinated_member_shares_a_group_with_kafka_python(
         connector.shutdown()
         if theirs is not None:
             theirs.close()
+
+
+def test_a_whitelist_follows_topics_as_they_are_created(cluster, topic_factory, unique_name):
+    """A wildcard subscription on Kafka's coordinator: the topics the whitelist allows now,
+    then a matching topic created while the member runs (it joins again with it within a
+    metadata refresh); a topic the whitelist does not allow is never consumed. Each topic's
+    partitions are spread over both streams."""
+    prefix = unique_name("wild")
+    first = topic_factory(partitions=2, name=f"{prefix}-a")
+    other = topic_factory(partitions=1, name=f"{prefix}-other-x")
+    config = {**_config(cluster, prefix), "topic.metadata.refresh.interval.ms": "500",
+              "consumer.timeout.ms": "30000"}
+    with ConsumerConnector(config) as connector:
+        streams = connector.create_message_streams_by_filter(
+            Whitelist(f"{prefix}-[a-z]"), num_streams=2)
+        wait_until(lambda: len(connector.owned_partitions()) == 2, timeout=30,
+                   message="the first topic's partitions")
+        assert sorted(connector.owned_partitions().values()) == [
+            f"{connector.consumer_id}-0", f"{connector.consumer_id}-1"]
+        later = topic_factory(partitions=2, name=f"{prefix}-b")
+        wait_until(lambda: {tp.topic for tp in connector.owned_partitions()} == {first, later},
+                   timeout=30, message="the topic created later, once matched")
+        produce(cluster, first, _values(10, "first"), partitions=2)
+        produce(cluster, later, _values(10, "later"), partitions=2)
+        produce(cluster, other, _values(5, "other"), partitions=1)
+        got: list[bytes] = []
+        for stream in streams:
+            for _ in range(10):
+                got.append(next(stream).value)
+        assert sorted(got) == sorted(_values(10, "first") + _values(10, "later"))
+        assert other not in {tp.topic for tp in connector.owned_partitions()}
 
 
 def test_a_sigkilled_member_s_partitions_go_to_kafka_python_and_nothing_is_lost(

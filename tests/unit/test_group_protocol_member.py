@@ -688,3 +688,33 @@ def test_a_heartbeat_interval_not_below_the_session_timeout_is_refused():
     with pytest.raises(ConfigError, match="heartbeat.interval.ms=10000.*lower than "
                                           "session.timeout.ms \\(10000\\)"):
         GroupMember("g", ["t"], session_timeout_ms=10000, heartbeat_interval_ms=10000)
+
+
+# -- a pattern subscription -------------------------------------------------------------------
+
+def subscription_sent(request: Request) -> tuple[str, ...]:
+    body = JoinGroupRequest.decode(request.body, version=request.version)
+    return decode_subscription(body.protocols[0].metadata, "me").topics
+
+
+def test_a_pattern_subscription_that_changes_rejoins_with_the_new_topics():
+    member = stable()
+    member.subscribe(["t"], 1.0)
+    assert member.state is State.STABLE and member.next_events() == []
+    member.subscribe(["t", "u"], 1.1)
+    [revoked] = member.next_events()
+    assert "subscription changed: + u" in revoked.reason and revoked.parting is not None
+    assert subscription_sent(sent(member, JOIN, 1.1)) == ("t", "u")
+
+
+def test_a_subscription_changed_during_a_join_is_sent_once_that_generation_comes():
+    member = in_group()
+    join = sent(member, JOIN, 0.0)
+    assert subscription_sent(join) == ("t",)
+    member.subscribe(["t", "u"], 0.05)  # the JoinGroup with ("t",) is under way
+    assert member.state is State.JOINING and member.next_events() == []
+    joined(member, join, 0.1)
+    synced(member, sent(member, SYNC, 0.1), 0.2)
+    assigned, revoked = member.next_events()
+    assert isinstance(assigned, Assigned) and "+ u" in revoked.reason
+    assert subscription_sent(sent(member, JOIN, 0.2)) == ("t", "u")

@@ -11,8 +11,10 @@ committed offsets read through the coordinator. Offsets are always the coordinat
 The user's `on_partitions_revoked` is called on the coordination thread as soon as the
 generation passed (after delivery stopped, before the parting commit and the JoinGroup), as the
 Java consumer calls its listener before it rejoins: what it does delays the member's rejoin, not
-the group's other members. Not yet on this path: wildcard subscriptions
-(`create_message_streams_by_filter`).
+the group's other members. A wildcard subscription (`create_message_streams_by_filter`) is the
+list of topics its filter allows among the cluster's, matched again every
+`topic.metadata.refresh.interval.ms`; the member joins again when it changes, and each topic's
+partitions are spread over all of its streams.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from zkconsumer.assignment import TopicFilter
+from zkconsumer.assignment import TopicFilter, topic_filter_for
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ZkConsumerError, describe_error
 from zkconsumer.fetch import open_fetcher
@@ -38,7 +40,6 @@ from zkconsumer.member.kafka_coordination import GroupCommits, KafkaCoordination
 from zkconsumer.member.rebalancer import PartitionCallback, RebalanceCallbacks, call_back
 from zkconsumer.member.state import Event, MemberState, StaleClaimError
 from zkconsumer.member.stream_threads import thread_ids
-from zkconsumer.member.streams import KafkaStream
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.metered_store import MeteredOffsetStore
 from zkconsumer.offsets.store import OffsetStoreError
@@ -58,18 +59,17 @@ class KafkaCoordinatedConnector(ConsumerConnector):
         self._set_up(config, RebalanceCallbacks(on_partitions_revoked, on_partitions_assigned),
                      open_fetcher)
         self._member = MemberState(None)  # no generation until the coordinator gives one
-        self._topic_count: dict[str, int] = {}
+        self._topic_count: dict[str, int] = {}  # streams per topic, of a fixed subscription
+        # A wildcard subscription's filter and streams: its topics are those the filter allows
+        # among the cluster's, matched again as they come and go.
+        self._topic_filter: TopicFilter | None = None
+        self._wildcard_streams = 0
         # What on_partitions_assigned was told and on_partitions_revoked not yet: swapped under
         # the lock by the worker (assigning), the coordination thread (revoking) and a leave.
         self._told: dict[TopicPartition, str] = {}
         self._told_lock = threading.Lock()
 
     # -- public API -------------------------------------------------------------------------
-
-    def create_message_streams_by_filter(self, topic_filter: TopicFilter,
-                                         num_streams: int = 1) -> list[KafkaStream]:
-        raise ZkConsumerError("wildcard subscriptions are not supported with "
-                              "group.coordination=kafka yet; name the topics")
 
     @property
     def zookeeper_session(self) -> tuple[int, bytes]:
@@ -81,7 +81,12 @@ class KafkaCoordinatedConnector(ConsumerConnector):
                        wildcard: bool, stream_for) -> None:
         config = self.config
         assert config.bootstrap_servers is not None  # required with group.coordination=kafka
-        self._topic_count = dict(registration.subscription)
+        if wildcard:
+            assert registration.filter_regex is not None  # a wildcard registration has one
+            self._topic_filter = topic_filter_for(registration.pattern, registration.filter_regex)
+            self._wildcard_streams = registration.subscription[registration.filter_regex]
+        else:
+            self._topic_count = dict(registration.subscription)
         self._stream_for = stream_for
         settings = kafka_consumer_settings(config, config.bootstrap_servers,
                                            config.kafka_api_version)
@@ -94,8 +99,10 @@ class KafkaCoordinatedConnector(ConsumerConnector):
                 config.bootstrap_servers, config.kafka_api_version,
                 kafka_client_options(config.kafka_client_properties), config.socket_timeout_ms))
             opened.callback(self._topics.close)
+            # A member that cannot learn which topics its pattern matches fails now.
+            subscribed = self._matched_topics() if wildcard else sorted(self._topic_count)
             group = GroupMember(
-                config.group_id, sorted(self._topic_count), (config.partition_assignment_strategy,),
+                config.group_id, subscribed, (config.partition_assignment_strategy,),
                 session_timeout_ms=config.session_timeout_ms,
                 rebalance_timeout_ms=config.max_poll_interval_ms,
                 heartbeat_interval_ms=config.heartbeat_interval_ms,
@@ -105,7 +112,8 @@ class KafkaCoordinatedConnector(ConsumerConnector):
                                                    self._withdraw_revoked,
                                                    self._forget_revoked, self._fail,
                                                    config.topic_metadata_refresh_interval_ms
-                                                   / 1000.0)
+                                                   / 1000.0,
+                                                   self._matched_topics if wildcard else None)
             commits = MeteredOffsetStore(GroupCommits(self._coordination),
                                          self._metrics.observe_commit, writes_refresh=True)
             self._committer = OffsetCommitter(
@@ -125,6 +133,24 @@ class KafkaCoordinatedConnector(ConsumerConnector):
         if config.auto_commit_enable:
             threading.Thread(target=self._auto_commit, name="zkconsumer-autocommit",
                              daemon=True).start()
+
+    def _matched_topics(self) -> list[str]:
+        """The topics the wildcard subscription's filter allows among the cluster's."""
+        assert self._topic_filter is not None
+        allows = self._topic_filter.allows
+        exclude_internal = self.config.exclude_internal_topics
+        return sorted(topic for topic in self._topics.view().all_topics
+                      if allows(topic, exclude_internal))
+
+    def _streams_per_topic(self, partitions: frozenset[TopicPartition]) -> dict[str, int]:
+        """Each assigned topic's streams: a fixed subscription's counts, or every stream of a
+        wildcard subscription for each topic its filter allows."""
+        if self._topic_filter is None:
+            return self._topic_count
+        allows = self._topic_filter.allows
+        exclude_internal = self.config.exclude_internal_topics
+        return {tp.topic: self._wildcard_streams for tp in partitions
+                if allows(tp.topic, exclude_internal)}
 
     def _partition_counts(self, topics: list[str]) -> dict[str, int]:
         """The leader's question, on the coordination thread: a topic missing has none."""
@@ -165,8 +191,9 @@ class KafkaCoordinatedConnector(ConsumerConnector):
             return False
         self._tell_revoked()
         held = self._member.held()
+        streams = self._streams_per_topic(assigned.partitions)
         threads = {tp: thread for tp, thread in
-                   thread_ids(assigned.partitions, self._topic_count, self.consumer_id).items()
+                   thread_ids(assigned.partitions, streams, self.consumer_id).items()
                    if tp not in held}
         generation = assigned.generation
         try:

@@ -110,13 +110,16 @@ class KafkaCoordination:
     claims and gives their last offsets (for the parting commit, when a rebalance ended it),
     and `forget()` is called once the member's state dropped the claims. As the group's leader
     it counts the partitions of the group's topics again every `recount_interval_s`, so that a
-    topic created or given partitions since is assigned."""
+    topic created or given partitions since is assigned. A pattern subscription's topics
+    (`subscription()`, None for a fixed one) are matched again as often, and a change joins the
+    group again with them."""
 
     def __init__(self, group: GroupMember, member: MemberState, settings: Mapping[str, Any],
                  partition_counts: Callable[[list[str]], dict[str, int]],
                  withdraw: Callable[[], Mapping[TopicPartition, int]],
                  forget: Callable[[], None], on_failure: Callable[[BaseException], None],
                  recount_interval_s: float = 10.0,
+                 subscription: Callable[[], list[str]] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._group = group
         self._member = member
@@ -132,6 +135,8 @@ class KafkaCoordination:
         self._on_failure = on_failure
         self._recount_interval_s = recount_interval_s
         self._recount_at = 0.0
+        self._subscription = subscription
+        self._rematch_at = 0.0
         self._clock = clock
         self._calls: queue.SimpleQueue[_Call] = queue.SimpleQueue()
         self._wake = threading.Event()
@@ -260,6 +265,7 @@ class KafkaCoordination:
             self._recount_at = now + (MISSING_TOPIC_RECOUNT_S if group.watched_topic_missing()
                                       else self._recount_interval_s)
         self._recount(now)
+        self._rematch(now)
         self._learn(group.next_events(), now)
         if group.state in (State.CLOSED, State.FAILED):
             return
@@ -325,6 +331,18 @@ class KafkaCoordination:
             self._group.partition_counts_seen(counts, now)
         self._recount_at = now + (MISSING_TOPIC_RECOUNT_S if self._group.watched_topic_missing()
                                   else self._recount_interval_s)
+
+    def _rematch(self, now: float) -> None:
+        if self._subscription is None or now < self._rematch_at:
+            return
+        self._rematch_at = now + self._recount_interval_s
+        try:
+            topics = self._subscription()
+        except ZkConsumerError as exc:
+            log.warning("cannot match the subscription's pattern now; matching again later",
+                        error=str(exc))
+            return
+        self._group.subscribe(topics, now)
 
     def _counted(self, topics: list[str]) -> dict[str, int] | None:
         """The topics' partition counts; None when Kafka's metadata cannot be read now (every

@@ -245,7 +245,8 @@ class GroupMember:
                               f"must be lower than session.timeout.ms ({session_timeout_ms}), "
                               "typically a third of it")
         self._group_id = group_id
-        self._topics = tuple(sorted(topics))
+        self._topics = tuple(sorted(set(topics)))  # the subscription wanted
+        self._joined_topics: tuple[str, ...] = ()  # the one the last JoinGroup carried
         self._strategies = tuple(strategies)
         self._session_s = session_timeout_ms / 1000.0
         self._session_timeout_ms = session_timeout_ms
@@ -325,6 +326,15 @@ class GroupMember:
             return []
         return sorted({topic for topics in self._group_subscriptions.values()
                        for topic in topics})
+
+    def subscribe(self, topics: Collection[str], now: float) -> None:
+        """A pattern subscription's topics, matched again against the cluster's: when they
+        changed, the member joins again with them (leader or not), as the Java consumer does
+        for a pattern; a change while a JoinGroup is under way is carried by a JoinGroup
+        right after that generation comes."""
+        self._check(now)
+        self._topics = tuple(sorted(set(topics)))
+        self._rejoin_for_subscription(now)
 
     def topics_to_watch(self) -> list[str]:
         """The leader's, in a generation it assigned: the topics whose partition counts the
@@ -453,6 +463,7 @@ class GroupMember:
             request = self._send(JOIN_GROUP, versions.join_group, self._join_body(versions), now)
             if request is not None:
                 self._parting = None  # the old generation takes no commit from here on
+                self._joined_topics = self._topics
             return request
         if state is State.SYNCING:
             assert self._joined is not None and self._generation is None
@@ -625,6 +636,7 @@ class GroupMember:
         self._events.append(Assigned(self._generation, self._assigned))
         log.info("assigned partitions", group=self._group_id,
                  generation=self._generation.generation_id, count=len(self._assigned))
+        self._rejoin_for_subscription(now)
 
     def _heartbeat_answered(self, error: int, request: Request, now: float) -> None:
         if error:
@@ -733,6 +745,15 @@ class GroupMember:
             self._coordinator_lost(
                 f"no heartbeat answered for session.timeout.ms ({self._session_timeout_ms} ms)",
                 now)
+
+    def _rejoin_for_subscription(self, now: float) -> None:
+        if self._state is not State.STABLE or self._topics == self._joined_topics:
+            return
+        added = sorted(set(self._topics) - set(self._joined_topics))
+        removed = sorted(set(self._joined_topics) - set(self._topics))
+        self._rejoin("subscription changed: " + "; ".join(
+            f"{sign} {', '.join(topics[:5])}" for sign, topics in (("+", added), ("-", removed))
+            if topics), now, parting=True)
 
     def _rejoin(self, reason: str, now: float, parting: bool = False) -> None:
         self._pass_generation(reason, parting)
