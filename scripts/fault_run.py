@@ -452,6 +452,8 @@ class Run:
                     group = read_coordinator_group(reader, GROUP)
                 except Exception:  # noqa: BLE001 - the coordinator is down or moving: later
                     continue
+                if group is not None and group.error:  # loading or moving: not an empty group
+                    continue
                 members = () if group is None else group.members
                 owners = {tp: member.client_id for member in members for tp in member.assigned}
                 self._note_unowned(owners, unowned_since)
@@ -604,9 +606,11 @@ class Run:
         member.interrupted(committed)
         member.ended("failed")
         if self.on_kafka:
-            if not wait_for(lambda: member.name not in self.members, SETTLE_S):
-                self.violations.append(f"{member.name} failed but is still in the group "
-                                       f"{SETTLE_S:.0f}s later")
+            # Well within a session of its exit: it left (LeaveGroup), not merely timed out.
+            within = KAFKA_SESSION_MS / 1000.0 - 2.0
+            if not wait_for(lambda: member.name not in self.members, within):
+                self.violations.append(f"{member.name} failed but was still in the group "
+                                       f"{within:.0f}s after it exited (no LeaveGroup?)")
         else:
             self._wait_until_unowned_by(member)
         self.start_worker()
@@ -660,7 +664,9 @@ class Run:
         (its coordinator thread may keep it in the group, or it may be left out). Its partitions
         may move; once its handler returns it must deliver nothing of those, which the delivery
         times show. What it delivered from then on may be delivered again by others."""
-        victim = self._pick_victim()
+        owning = [w for w in (self._worker_of(owner) for owner in self.owners.values()) if w]
+        victim = self.rng.choice(sorted(set(owning), key=lambda w: w.name) or self.victims())
+        print(f"  victim: {victim.name}", file=sys.stderr, flush=True)
         committed = dict(self.committed)
         trigger = victim.slow_down(SLOW_HANDLER_S)
         if not wait_for(lambda: not trigger.exists(), SETTLE_S, interval=0.02):

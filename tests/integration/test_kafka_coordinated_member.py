@@ -227,6 +227,37 @@ def test_the_revocation_callback_runs_before_the_member_joins_the_next_generatio
             theirs.close()
 
 
+def test_a_commit_asked_in_the_revocation_callback_goes_with_the_parting_commit(
+        cluster, topic_factory, unique_name):
+    """Auto commit off: the application commits in on_partitions_revoked, as Java consumers
+    do in onPartitionsRevoked. The generation has passed by then, so the commit goes with the
+    member's parting commit, in that generation, before it joins again: kafka-python, given a
+    partition, resumes after what the member consumed of it (from the earliest offset, it
+    would consume it all again)."""
+    topic = topic_factory(partitions=2)
+    group = unique_name("commit-in-revoked")
+    early = _values(20, "early")
+    produce(cluster, topic, early, partitions=2)
+    connector = ConsumerConnector({**_config(cluster, group), "auto.commit.enable": "false"},
+                                  on_partitions_revoked=lambda _p: connector.commit_offsets())
+    theirs = None
+    try:
+        (stream,) = connector.create_message_streams({topic: 1})[topic]
+        assert sorted(next(stream).value for _ in range(20)) == early
+        theirs = PollingMember(cluster, group, topic, THEIR_CLIENT_ID,
+                               auto_offset_reset="earliest")
+        wait_until(lambda: theirs.owns({0}), timeout=30, message="kafka-python's range share")
+        later = _values(6, "later")
+        produce(cluster, topic, later, partitions=2)  # 0, 2, 4 to partition 0
+        wait_until(lambda: set(later[0::2]) <= set(theirs.values), timeout=30,
+                   message="kafka-python consuming partition 0's later messages")
+        assert not set(theirs.values) & set(early), "kafka-python consumed them again"
+    finally:
+        connector.shutdown()
+        if theirs is not None:
+            theirs.close()
+
+
 def test_a_revocation_callback_that_raises_fails_the_member_which_leaves_at_once(
         cluster, topic_factory, unique_name):
     """The member fails loudly and still sends LeaveGroup: kafka-python is given every

@@ -72,16 +72,17 @@ class _Counts:
         return {topic: answer for topic in topics}
 
 
-def _leader(cluster, unique_name, counts: _Counts, failures: list) -> KafkaCoordination:
+def _leader(cluster, unique_name, counts: _Counts, failures: list, topics=("t",),
+            subscription=None) -> KafkaCoordination:
     member = MemberState(None)
     member.start()
-    group = GroupMember(unique_name("counted"), ["t"], ("range",), session_timeout_ms=6000,
+    group = GroupMember(unique_name("counted"), topics, ("range",), session_timeout_ms=6000,
                         heartbeat_interval_ms=300, request_timeout_ms=30000)
     coordination = KafkaCoordination(
         group, member, {"bootstrap_servers": cluster.bootstrap_servers,
                         "api_version": cluster.kafka_api_version},
         counts, withdraw=dict, forget=lambda: None, on_failure=failures.append,
-        recount_interval_s=0.2)
+        recount_interval_s=0.2, subscription=subscription)
     coordination.start()
     return coordination
 
@@ -116,6 +117,26 @@ def test_a_topic_created_after_the_assignment_is_assigned_once_counted(cluster, 
         wait_until(lambda: len(_assigned(coordination)) == 3, timeout=30,
                    message="the topic's three partitions assigned after a new count")
         assert coordination.assignment.generation.generation_id >= 2
+    finally:
+        assert coordination.close(timeout=10)
+    assert failures == []
+
+
+def test_a_pattern_matching_nothing_yet_is_assigned_nothing_then_its_topic(cluster, unique_name):
+    """A wildcard member whose pattern matches no topic at first: as the leader it assigns
+    the group nothing (and does not wait for ever), then joins again once the pattern matches
+    a topic, and is given its partitions."""
+    failures: list[BaseException] = []
+    matched: list[list[str]] = [[]]
+    coordination = _leader(cluster, unique_name, _Counts(2), failures, topics=(),
+                           subscription=lambda: matched[0])
+    try:
+        wait_until(lambda: coordination.assignment is not None, timeout=30,
+                   message="a first generation with nothing to assign")
+        assert _assigned(coordination) == frozenset()
+        matched[0] = ["t"]
+        wait_until(lambda: len(_assigned(coordination)) == 2, timeout=30,
+                   message="the matched topic's partitions")
     finally:
         assert coordination.close(timeout=10)
     assert failures == []

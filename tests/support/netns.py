@@ -9,6 +9,7 @@ Needs root (CAP_NET_ADMIN) and iproute2; `available()` says whether this machine
 
 from __future__ import annotations
 
+import select
 import subprocess
 import sys
 import uuid
@@ -35,9 +36,13 @@ class Namespace:
              "--listen", f"127.0.0.1:{listen_port}", "--to", f"{self.host_address}:{to_port}"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
-            ready = process.stdout.readline().strip() if process.stdout else ""
-            if ready != "listening":
-                raise RuntimeError(f"the forwarder in {self.name} did not start: {ready}")
+            assert process.stdout is not None
+            ready = select.select([process.stdout], [], [], 30)[0]
+            first = process.stdout.readline().strip() if ready else "(nothing within 30 s)"
+            if first != "listening":
+                process.kill()
+                rest = process.stdout.read() if ready else ""
+                raise RuntimeError(f"the forwarder in {self.name} did not start: {first} {rest}")
             yield
         finally:
             process.terminate()

@@ -68,8 +68,23 @@ class KafkaCoordinatedConnector(ConsumerConnector):
         # the lock by the worker (assigning), the coordination thread (revoking) and a leave.
         self._told: dict[TopicPartition, str] = {}
         self._told_lock = threading.Lock()
+        # Set by a commit asked from on_partitions_revoked: its offsets go with the parting one.
+        self._parting_commit_asked = False
 
     # -- public API -------------------------------------------------------------------------
+
+    def commit_offsets(self, in_hand: bool = True) -> dict[TopicPartition, int]:
+        """As the ZooKeeper member's; inside `on_partitions_revoked` (the generation has passed
+        then) what was consumed goes with the parting commit the member sends before it joins
+        again, and this returns nothing: the outcome is logged."""
+        coordination = getattr(self, "_coordination", None)  # made as the member starts
+        if coordination is not None and coordination.on_its_thread():
+            if in_hand:
+                for stream in self._streams:
+                    stream.mark_consumed()
+            self._parting_commit_asked = True
+            return {}
+        return super().commit_offsets(in_hand)
 
     @property
     def zookeeper_session(self) -> tuple[int, bytes]:
@@ -165,8 +180,9 @@ class KafkaCoordinatedConnector(ConsumerConnector):
         owned = self._member.owned()
         self._member.withdraw(owned)
         self._fetch_loop.routing_changed()
+        self._parting_commit_asked = False
         self._tell_revoked()
-        if not self.config.auto_commit_enable:
+        if not (self.config.auto_commit_enable or self._parting_commit_asked):
             return {}
         return self._committer.releasing_offsets(owned)
 
@@ -218,9 +234,16 @@ class KafkaCoordinatedConnector(ConsumerConnector):
             raise
         self._fetch_loop.routing_changed()
         held = self._member.held()
-        with self._told_lock:
-            self._told = held
         call_back("on_partitions_assigned", self._callbacks.after_assign, held)
+        # Told of the revocation once and after the assignment: by the coordination thread
+        # when the generation passes from now on, else (it passed already) here.
+        with self._told_lock:
+            current = self._coordination.assignment
+            still_current = current is not None and current.generation == generation
+            if still_current:
+                self._told = held
+        if not still_current:
+            call_back("on_partitions_revoked", self._callbacks.before_release, held)
         took = self._coordination.rebalance_seconds()
         self._metrics.observe_rebalance(True, took)
         # The same event as the ZooKeeper member's, so that logs are read alike.
@@ -250,6 +273,9 @@ class KafkaCoordinatedConnector(ConsumerConnector):
         user's revocation callback (not for a `failed` member: it may be what failed), then
         LeaveGroup, so the group rebalances at once rather than after a session."""
         steps: list[tuple[str, Callable[[], object]]] = []
+        if failed:
+            with self._told_lock:  # not told: the callbacks may be what failed
+                self._told = {}
         if commit and self.config.auto_commit_enable:
             steps.append(("the final commit", lambda: self._final_commit(retry=False)))
         if not failed:

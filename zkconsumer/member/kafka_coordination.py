@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, NamedTuple
 
 from zkconsumer.errors import ZkConsumerError
@@ -135,6 +136,8 @@ class KafkaCoordination:
         self._on_failure = on_failure
         self._recount_interval_s = recount_interval_s
         self._recount_at = 0.0
+        self._count_again_at = 0.0  # after a count that could not be read
+        self._counting_failed = False  # warned of once per run of failures
         self._subscription = subscription
         self._rematch_at = 0.0
         self._clock = clock
@@ -163,6 +166,11 @@ class KafkaCoordination:
     def assignment(self) -> Assigned | None:
         """The generation the member is in and what it was given; None once it passed."""
         return self._assigned
+
+    def on_its_thread(self) -> bool:
+        """Whether the caller is the coordination thread (in the user's on_partitions_revoked,
+        which it calls)."""
+        return threading.current_thread() is self._thread
 
     def rebalance_seconds(self) -> float:
         """How long since the member last began to (re)join: on an assignment, how long the
@@ -197,7 +205,7 @@ class KafkaCoordination:
     def _ask(self, call: _Call, timeout: float) -> Any:
         if self._stopped.is_set():
             raise OffsetStoreError("the member is not in its group any more")
-        if threading.current_thread() is self._thread:
+        if self.on_its_thread():
             # From the user's on_partitions_revoked, which this thread calls: the generation
             # has passed, and this thread would wait for itself.
             raise OffsetStoreError(f"no {call.kind} while the partitions are being revoked: "
@@ -212,7 +220,7 @@ class KafkaCoordination:
                                        "in time")
             try:
                 return call.outcome.result(timeout=_SLICE_S)
-            except TimeoutError:
+            except FutureTimeout:  # the builtin TimeoutError only from Python 3.11
                 continue
         return call.outcome.result()
 
@@ -239,12 +247,13 @@ class KafkaCoordination:
         topic could not be counted) is still in the group: it leaves now (LeaveGroup, within
         a request timeout), so the others are given its partitions at once rather than after
         its session. Nothing more is reported: the failure was."""
-        if self._group.state in (State.CLOSED, State.FAILED, State.LEAVING):
+        if self._group.state in (State.CLOSED, State.FAILED):
             return
         self._leaving.set()
         deadline = self._clock() + self._timeout_s
         try:
-            self._group.close(self._clock())
+            if self._group.state is not State.LEAVING:
+                self._group.close(self._clock())
             while self._group.state is not State.CLOSED and self._clock() < deadline:
                 self._step()
         except Exception:  # noqa: BLE001 - leaving is a courtesy here; the session ends it too
@@ -255,10 +264,13 @@ class KafkaCoordination:
         now = self._clock()
         self._take_calls(now)
         group.expire(now)
-        topics = group.topics_to_count()
-        if topics:
-            counts = self._counted(topics)
-            if counts is None:  # asked again after a pause, within the coordinator's patience
+        if group.state is State.ASSIGNING:  # the leader's turn, even with no topic to count
+            if now < self._count_again_at:
+                self._idle(self._count_again_at - now)
+                return
+            counts = self._counted(group.topics_to_count())
+            if counts is None:  # asked again a little later: the coordinator waits a session
+                self._count_again_at = now + MISSING_TOPIC_RECOUNT_S
                 self._idle(MISSING_TOPIC_RECOUNT_S)
                 return
             group.assign(counts, now)
@@ -347,12 +359,18 @@ class KafkaCoordination:
     def _counted(self, topics: list[str]) -> dict[str, int] | None:
         """The topics' partition counts; None when Kafka's metadata cannot be read now (every
         broker restarting, say), which is no reason for the member to fail."""
+        if not topics:
+            return {}
         try:
-            return self._partition_counts(topics)
+            counts = self._partition_counts(topics)
         except ZkConsumerError as exc:
-            log.warning("cannot count the partitions of the group's topics now; asking again",
-                        error=str(exc))
+            if not self._counting_failed:
+                log.warning("cannot count the partitions of the group's topics now; asking "
+                            "again", error=str(exc))
+            self._counting_failed = True
             return None
+        self._counting_failed = False
+        return counts
 
     def _their_protocol(self, coordinator: BrokerChannel) -> DescribedGroup | str:
         """What the group's members use, as the coordinator that refused this member's
@@ -384,7 +402,8 @@ class KafkaCoordination:
             except queue.Empty:
                 return
             if call.kind == "close":
-                self._group.close(now)
+                if self._group.state is not State.LEAVING:  # its LeaveGroup is due already
+                    self._group.close(now)
             elif call.kind == "commit":
                 self._commit(call, now)
             else:

@@ -4,9 +4,11 @@ A member delivering a partition does so in stints: deliveries no further apart t
 (a fetch's wait, a quiet producer) belong to one stint, from its first delivery to its last.
 A handover ends one member's stint before the next member's begins, however quickly it goes
 and whatever the next member delivers again; two members' stints of one partition that
-intersect mean both handed it out at once. `gap_s` only has to be shorter than a rebalance:
-a stint cut by a longer gap is two stints, which can only hide an overlap shorter than the gap,
-never make one up.
+intersect mean both handed it out at once. `gap_s` only has to be shorter than a rebalance, so
+that no handover is taken for an overlap; what it cannot see is two members each delivering a
+partition more sparsely than `gap_s` (every stint a single delivery, never inside another's),
+so the deliveries judged must come more often than that: the fault runner's producer writes
+every partition many times a second.
 """
 
 from __future__ import annotations

@@ -878,11 +878,14 @@ def _describe(api_key: int, error: int) -> str:
 
 def _severity(error: int) -> int:
     """Which of several codes in one OffsetCommit answer decides: what ends the member first,
-    then what passes the generation, then what moves the coordinator, then the rest."""
+    then what passes the generation, then what moves the coordinator, then the rest, and last
+    what fails the commit alone."""
     if error in (GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED):
         return 0
     if error in _FORGOTTEN or error == REBALANCE_IN_PROGRESS:
         return 1
-    if error in _COORDINATOR_TROUBLE and error not in _COMMIT_ONLY:
+    if error in _COMMIT_ONLY:
+        return 4
+    if error in _COORDINATOR_TROUBLE:
         return 2
     return 3
