@@ -15,7 +15,8 @@ Tansu needs nothing of the clients' settings: kafka-python and zkconsumer negoti
 versions, librdkafka asks ApiVersions. It answers a rebalance's JoinGroups only about half a
 session timeout after the rebalance began, the session of the member that formed the group
 (zkconsumer's here), even after that member left: 15 s each with a 30 s session, 4 to 5 s with
-zkconsumer's 8 s; so the Tansu case takes 23 to 27 s, 0.9's about 7 s."""
+zkconsumer's 8 s; so the Tansu case takes 23 to 27 s (among the `long` runs), 0.9's about
+7 s."""
 
 from __future__ import annotations
 
@@ -63,7 +64,8 @@ class GroupBroker:
     create_topic: Callable[..., str]  # a topic factory fixture: partitions=N
 
 
-@pytest.fixture(params=["kafka-0.9", "tansu"])
+# Tansu's case takes four of its slow rebalances: among the long runs (`scripts/test -m long`).
+@pytest.fixture(params=["kafka-0.9", pytest.param("tansu", marks=pytest.mark.long)])
 def group_broker(request) -> GroupBroker:
     """The session's 0.9 broker, then Tansu: each starts only for the case that uses it."""
     if request.param == "tansu":
