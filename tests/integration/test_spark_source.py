@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import pickle
 import threading
@@ -146,6 +147,97 @@ def test_committing_back_honours_kafka_offset_storage(spark, cluster, zk, topic_
     assert zookeeper_offsets(zk, group) == {}
 
 
+def _on_kafkas_coordinator(cluster, group: str, **extra: str) -> dict[str, str]:
+    """A group on Kafka's group coordinator, for a member and the data source alike: brokers
+    alone, no ZooKeeper anywhere."""
+    settings = {"group.id": group, "group.coordination": "kafka",
+                "bootstrap.servers": cluster.bootstrap_servers, "auto.offset.reset": "smallest",
+                "session.timeout.ms": "6000", "heartbeat.interval.ms": "500", **extra}
+    if cluster.kafka_api_version:
+        settings["kafka.api.version"] = ".".join(map(str, cluster.kafka_api_version))
+    return settings
+
+
+def _consume_some(connector, topic: str, count: int) -> list[bytes]:
+    """The first `count` messages the member is given, committed."""
+    (stream,) = connector.create_message_streams({topic: 1})[topic]
+    values = [message.value for message in itertools.islice(stream, count)]
+    connector.commit_offsets()
+    return values
+
+
+def test_a_group_on_kafkas_coordinator_is_read_from_its_offsets_and_resumed_after_the_read(
+        spark, cluster, topic_factory, unique_name):
+    from zkconsumer import ConsumerConnector, ConsumerTimeout
+    from zkconsumer.spark import GroupRead
+
+    topic = topic_factory(partitions=2)
+    group = unique_name("kafka-group")
+    produced = [f"k{i:02d}".encode() for i in range(40)]
+    produce(cluster, topic, produced, partitions=2)
+    member = _on_kafkas_coordinator(cluster, group, **{"consumer.timeout.ms": "1500"})
+    with ConsumerConnector(member) as connector:
+        consumed = _consume_some(connector, topic, 15)
+    # A partition the member was given nothing of yet may have no offset: it starts at 0.
+    committed = {p: o or 0 for p, o in committed_in_kafka(cluster, group, topic, 2).items()}
+    assert sum(committed.values()) == 15, "the member's offsets, committed as it left"
+
+    read = GroupRead.plan(spark, {**_on_kafkas_coordinator(cluster, group), "topics": topic})
+    assert dict(read.read_plan.starts) == {TopicPartition(topic, p): o
+                                           for p, o in committed.items()}
+    assert sorted(bytes(r.value) for r in read.load().collect()) == sorted(
+        set(produced) - set(consumed)), "exactly what the member had not consumed"
+    later = [f"later{i}".encode() for i in range(6)]
+    produce(cluster, topic, later, partitions=2)
+    assert read.commit() == {TopicPartition(topic, 0): 20, TopicPartition(topic, 1): 20}
+    assert committed_in_kafka(cluster, group, topic, 2) == {0: 20, 1: 20}
+
+    with ConsumerConnector(member) as connector:
+        (stream,) = connector.create_message_streams({topic: 1})[topic]
+        resumed = []
+        with pytest.raises(ConsumerTimeout):
+            resumed.extend(message.value for message in stream)
+    assert sorted(resumed) == sorted(later), "the next member goes on after what Spark read"
+
+
+def test_commit_back_refuses_a_group_live_on_kafkas_coordinator_naming_its_member(
+        spark, cluster, topic_factory, unique_name, monkeypatch):
+    from zkconsumer import ConsumerConnector
+    from zkconsumer.spark import CommitRefusedError, GroupRead
+    from zkconsumer.spark.group_homes import KafkaCoordinatorHome
+    from zkconsumer.spark.options import SourceOptions
+    from zkconsumer.spark.source import GroupStreamReader
+
+    topic = topic_factory(partitions=2)
+    group = unique_name("kafka-live")
+    produce(cluster, topic, [f"v{i}".encode() for i in range(10)], partitions=2)
+    options = {**_on_kafkas_coordinator(cluster, group), "topics": topic}
+    member = _on_kafkas_coordinator(cluster, group, **{"client.id": "live-member"})
+    with ConsumerConnector(member) as connector:
+        _consume_some(connector, topic, 3)
+        before = committed_in_kafka(cluster, group, topic, 2)
+        read = GroupRead.plan(spark, options)
+        with pytest.raises(CommitRefusedError) as refused:
+            read.commit()
+        reader = GroupStreamReader(SourceOptions.parse(options))
+        try:
+            with pytest.raises(CommitRefusedError, match="is live on Kafka's group coordinator"):
+                reader.latestOffset(reader.initialOffset(), reader.getDefaultReadLimit())
+        finally:
+            reader.stop()
+        # A member that joins between the look at the group and the commit: the coordinator
+        # itself refuses the whole commit.
+        monkeypatch.setattr(KafkaCoordinatorHome, "live_owners", lambda _home: {})
+        with pytest.raises(CommitRefusedError, match="refused the offsets of group .*: a member "
+                                                     "joined it meanwhile"):
+            read.commit()
+        assert committed_in_kafka(cluster, group, topic, 2) == before, "nothing was written"
+    message = str(refused.value)
+    assert "\n" not in message
+    assert f"group {group} is live on Kafka's group coordinator" in message
+    assert "1 member(s): live-member-" in message and message.endswith("nothing committed")
+
+
 def test_a_streaming_query_continues_the_group_and_commits_each_batch(
         spark, cluster, zk, topic_factory, unique_name, work_root):
     topic = topic_factory(partitions=2)
@@ -194,10 +286,10 @@ def test_a_stream_reader_keeps_one_session_across_triggers_and_never_ships_it(
     group = unique_name("stream-session")
     reader = GroupStreamReader(SourceOptions.parse(_options(cluster, group, topics=topic)))
     try:
-        session = reader._group().zk.client_id
+        session = reader._group().home.zk.client_id
         end = reader.latestOffset(reader.initialOffset(), reader.getDefaultReadLimit())
         reader.latestOffset(end, reader.getDefaultReadLimit())  # commits the first batch's end
-        assert reader._group().zk.client_id == session
+        assert reader._group().home.zk.client_id == session
         assert zookeeper_offsets(zk, group) == {TopicPartition(topic, 0): 3}
         from pyspark import cloudpickle  # how Spark ships a reader to executors
 

@@ -39,6 +39,19 @@ def test_storage_settings_choose_the_store(settings, kind, name):
         store.close()
 
 
+@pytest.mark.parametrize("storage", ["zookeeper", "kafka"])
+def test_a_group_on_kafkas_coordinator_keeps_its_offsets_in_kafka_alone_without_zookeeper(
+        storage):
+    settings = {"group.id": "g", "group.coordination": "kafka", "kafka.api.version": "0.9",
+                "bootstrap.servers": UNREACHABLE, "offsets.storage": storage}
+    store = open_offset_store(ConsumerConfig.from_mapping(settings), zk=None,
+                              bootstrap_servers=UNREACHABLE)
+    try:
+        assert isinstance(store, KafkaOffsetStore)
+    finally:
+        store.close()
+
+
 def test_kafka_properties_become_typed_kafka_python_options():
     assert kafka_client_options({
         "security.protocol": "SSL",

@@ -1,5 +1,6 @@
 """When a Spark read may commit its offsets back to the group: never over a live member's
-partitions, never moving an offset back (pure decision, fake group states)."""
+partitions, never into a group with members on Kafka's group coordinator, never moving an offset
+back (pure decision, fake group states)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from zkconsumer.model import TopicPartition as TP
-from zkconsumer.spark.commit_guard import CommitRefusedError, check_commit
+from zkconsumer.offsets.coordinator_groups import CoordinatorGroup, CoordinatorMember
+from zkconsumer.spark.commit_guard import (
+    CommitRefusedError,
+    check_commit,
+    check_coordinator_group_idle,
+)
 
 OURS = {TP("t", 0): 40, TP("t", 1): 25}
 
@@ -55,3 +61,29 @@ def test_whatever_is_allowed_lowers_no_offset_and_touches_no_owned_partition(our
         refused = False
     racing = any(tp in owners or ours[tp] < committed.get(tp, 0) for tp in ours)
     assert refused == racing
+
+
+def _described(*member_ids: str, **fields) -> CoordinatorGroup:
+    return CoordinatorGroup("g", tuple(CoordinatorMember(m, (TP("t", 0),)) for m in member_ids),
+                            **fields)
+
+
+def test_a_group_the_coordinator_does_not_know_or_that_is_empty_may_be_committed():
+    check_coordinator_group_idle("g", None)
+    check_coordinator_group_idle("g", _described(state="Empty"))
+
+
+def test_a_group_with_members_on_the_coordinator_is_refused_naming_them_in_one_line():
+    with pytest.raises(CommitRefusedError) as refused:
+        check_coordinator_group_idle("g", _described("b-2", "a-1", state="Stable"))
+    assert str(refused.value) == (
+        "group g is live on Kafka's group coordinator (Stable, 2 member(s): a-1, b-2), which "
+        "takes offsets from outside a group only while it has no members; nothing committed")
+    with pytest.raises(CommitRefusedError, match=r"5 member\(s\): m-0, m-1, m-2 and 2 more\)"):
+        check_coordinator_group_idle("g", _described(*(f"m-{i}" for i in range(5))))
+
+
+def test_a_group_the_coordinator_could_not_describe_is_refused():
+    with pytest.raises(CommitRefusedError, match=r"cannot tell .* \(DescribeGroups error 14\); "
+                                                 "nothing committed"):
+        check_coordinator_group_idle("g", _described(error="DescribeGroups error 14"))

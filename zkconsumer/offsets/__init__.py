@@ -1,4 +1,5 @@
-"""Committed offsets of a ZooKeeper-coordinated group: in ZooKeeper, in Kafka, or in both.
+"""Committed offsets of a ZooKeeper-coordinated group: in ZooKeeper, in Kafka, or in both; and
+those of a group on Kafka's group coordinator, for readers and writers outside it.
 
 Shared by the group consumer, the admin CLI and the Spark source: `open_offset_store` picks
 the store from the config. What is worth committing is the member's to decide (its record of

@@ -13,10 +13,13 @@ from zkconsumer.offsets.store import OffsetStore
 from zkconsumer.offsets.zookeeper_store import ZookeeperOffsetStore
 
 
-def open_offset_store(config: ConsumerConfig, zk: KazooClient, bootstrap_servers: str,
+def open_offset_store(config: ConsumerConfig, zk: KazooClient | None, bootstrap_servers: str,
                       api_version: tuple[int, ...] | None = None, *,
                       observe_commit: CommitObserver | None = None) -> OffsetStore:
-    """zookeeper storage, kafka storage, or both when kafka storage has dual commit on.
+    """zookeeper storage, kafka storage, or both when kafka storage has dual commit on; for a
+    group on Kafka's group coordinator (`group.coordination=kafka`), Kafka whatever
+    `offsets.storage` says, written as a tool writes them: from outside the group, which the
+    coordinator takes only while the group has no members. `zk` may be None only then.
 
     The Kafka client follows the reference's offsets.* keys (retries, backoff, socket timeout)
     and gets every `kafka.` pass-through property, since security settings apply to it too.
@@ -29,18 +32,24 @@ def open_offset_store(config: ConsumerConfig, zk: KazooClient, bootstrap_servers
             return store
         return MeteredOffsetStore(store, observe_commit, writes_refresh=writes_refresh)
 
-    # ZooKeeper keeps offsets for good and ignores `refresh`; Kafka writes it again.
+    def kafka() -> OffsetStore:
+        # Kafka writes `refresh` again, as its offsets expire.
+        return metered(KafkaOffsetStore(
+            config.group_id, bootstrap_servers,
+            api_version=api_version or config.kafka_api_version,
+            client_id=config.client_id,
+            retries=config.offsets_commit_max_retries,
+            backoff_ms=config.offsets_channel_backoff_ms,
+            request_timeout_ms=config.offsets_channel_socket_timeout_ms,
+            client_properties=kafka_client_options(config.kafka_client_properties),
+        ), writes_refresh=True)
+
+    if config.group_coordination == "kafka":
+        return kafka()
+    if zk is None:
+        raise ValueError("a ZooKeeper-coordinated group's offsets need its ZooKeeper session")
+    # ZooKeeper keeps offsets for good and ignores `refresh`.
     zookeeper = metered(ZookeeperOffsetStore(zk, config.group_id), writes_refresh=False)
     if config.offsets_storage == "zookeeper":
         return zookeeper
-    kafka = metered(KafkaOffsetStore(
-        config.group_id, bootstrap_servers,
-        api_version=api_version or config.kafka_api_version,
-        client_id=config.client_id,
-        retries=config.offsets_commit_max_retries,
-        backoff_ms=config.offsets_channel_backoff_ms,
-        request_timeout_ms=config.offsets_channel_socket_timeout_ms,
-        client_properties=kafka_client_options(config.kafka_client_properties),
-    ), writes_refresh=True)
-    return DualOffsetStore(zookeeper, kafka) if config.dual_commit_enabled else kafka
-
+    return DualOffsetStore(zookeeper, kafka()) if config.dual_commit_enabled else kafka()

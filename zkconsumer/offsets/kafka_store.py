@@ -5,6 +5,10 @@ with generation -1 and an empty member id, which every broker since 0.8.2 accept
 group manages its own partitions". kafka-python does exactly that from a KafkaConsumer that is
 never subscribed, which also gives us coordinator discovery and reconnects for free. Offsets are
 read as every other reader of Kafka-stored offsets reads them (`kafka_reader`).
+
+The same commit serves a group on Kafka's group coordinator written from outside it (the Spark
+source's commit-back): the coordinator takes it only while the group has no members, and
+refuses all of it otherwise (kafka-python's CommitFailedError).
 """
 
 from __future__ import annotations

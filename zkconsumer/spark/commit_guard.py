@@ -5,6 +5,10 @@ live member (zkconsumer or Scala) from consuming the same partitions. Writing ov
 partitions would rewind it, or be rewound by its next commit; writing an offset lower than the
 group's would hand its consumers again what they already had. Either way the read refuses, and
 writes nothing, so that the group never loses or rewinds records behind anyone's back.
+
+A group on Kafka's group coordinator is live while the coordinator has members for it, whatever
+partitions they hold: the coordinator takes a commit from outside a group (generation -1, no
+member id) only while it has none, and refuses it whole otherwise.
 """
 
 from __future__ import annotations
@@ -13,6 +17,10 @@ from collections.abc import Mapping
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.model import TopicPartition
+from zkconsumer.offsets.coordinator_groups import CoordinatorGroup
+
+# How many of a live group's members a refusal names; the rest are counted.
+NAMED_MEMBERS = 3
 
 
 class CommitRefusedError(ZkConsumerError):
@@ -43,3 +51,25 @@ def check_commit(group: str, offsets: Mapping[TopicPartition, int],
         raise CommitRefusedError(
             f"group {group} has committed {behind[0]} up to {committed[behind[0]]}, past this "
             f"read's {offsets[behind[0]]}: committing would move it back; nothing committed")
+
+
+def check_coordinator_group_idle(group: str, described: CoordinatorGroup | None) -> None:
+    """Raise `CommitRefusedError`, naming its members, while the group has members on Kafka's
+    group coordinator, or while the coordinator could not say whether it has any. `described`
+    is None when the coordinator does not know the group: nobody is in it."""
+    if described is None:
+        return
+    if described.error is not None:
+        raise CommitRefusedError(
+            f"cannot tell whether group {group} has members on Kafka's group coordinator "
+            f"({described.error}); nothing committed")
+    if described.members:
+        ids = sorted(member.member_id for member in described.members)
+        named = ", ".join(ids[:NAMED_MEMBERS])
+        if len(ids) > NAMED_MEMBERS:
+            named += f" and {len(ids) - NAMED_MEMBERS} more"
+        state = described.state or "state unknown"
+        raise CommitRefusedError(
+            f"group {group} is live on Kafka's group coordinator ({state}, {len(ids)} "
+            f"member(s): {named}), which takes offsets from outside a group only while it has "
+            "no members; nothing committed")

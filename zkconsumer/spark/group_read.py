@@ -1,14 +1,15 @@
-"""`GroupRead`: a batch read of a legacy group that can be committed back once its output is
-safely written.
+"""`GroupRead`: a batch read of a group (in ZooKeeper, or on Kafka's group coordinator with
+`group.coordination=kafka`) that can be committed back once its output is safely written.
 
     read = GroupRead.plan(spark, {"zookeeper.connect": "zk:2181", "group.id": "g",
                                   "topics": "events"})
     read.load().write.parquet("out/")      # exactly the planned offsets, however long it takes
     read.commit()                          # the group moves to where the read ended
 
-The commit refuses (and writes nothing) while live members own any of the partitions, when the
-group's offsets moved since the plan was made, or when one would go back (`commit_guard`): each
-way someone else is consuming, and committing would skip or re-read their messages.
+The commit refuses (and writes nothing) while live members own any of the partitions (on
+Kafka's group coordinator: while the group has any members), when the group's offsets moved
+since the plan was made, or when one would go back (`commit_guard`): each way someone else is
+consuming, and committing would skip or re-read their messages.
 """
 
 from __future__ import annotations

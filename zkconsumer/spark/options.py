@@ -1,8 +1,10 @@
 """The data source's options, validated on the driver before any Spark job starts (pure).
 
-Legacy consumer keys (`zookeeper.connect`, `group.id`, `offsets.storage`, `auto.offset.reset`,
-`kafka.*`, ...) mean what they mean to the consumer and are checked by the same code; the rest
-are the data source's own, named like the native Spark Kafka source's where they do the same job.
+Consumer keys (`zookeeper.connect`, `group.id`, `group.coordination`, `bootstrap.servers`,
+`offsets.storage`, `auto.offset.reset`, `kafka.*`, ...) mean what they mean to the consumer and
+are checked by the same code, which also says what each coordination needs (`zookeeper.connect`,
+or `bootstrap.servers` alone for Kafka's group coordinator); the rest are the data source's own,
+named like the native Spark Kafka source's where they do the same job.
 """
 
 from __future__ import annotations
@@ -40,9 +42,8 @@ class SourceOptions:
         lowered = {key.lower(): value for key, value in options.items()}
         legacy = {key: value for key, value in options.items()
                   if key.lower() not in _OWN_OPTIONS}
-        for required in ("zookeeper.connect", "group.id"):
-            if required not in {key.lower() for key in legacy}:
-                raise ConfigError(required, None, "is required", SOURCE)
+        if "group.id" not in {key.lower() for key in legacy}:
+            raise ConfigError("group.id", None, "is required", SOURCE)
         config = ConsumerConfig.from_mapping(legacy, SOURCE)
         if sum(bool(x) for x in (config.topics, config.whitelist, config.blacklist)) != 1:
             raise ConfigError("topics", lowered.get("topics"),

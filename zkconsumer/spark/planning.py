@@ -1,7 +1,8 @@
 """Planning a read on the driver: which partitions, from which offsets to which.
 
-This is the only part of the data source that talks to ZooKeeper; executors get a picklable
-`ReadPlan` with the broker addresses in it, so they only ever talk to Kafka.
+This is the only part of the data source that talks to where the group lives (ZooKeeper or
+Kafka's group coordinator, `group_homes`); executors get a picklable `ReadPlan` with the
+broker addresses in it, so they only ever fetch from Kafka.
 """
 
 from __future__ import annotations
@@ -11,27 +12,20 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
-from kazoo.client import KazooClient
+from kafka.errors import CommitFailedError
 
 from zkconsumer.assignment import wildcard_filter
 from zkconsumer.errors import ConfigError, ZkConsumerError
-from zkconsumer.fetch import (
-    KafkaAccess,
-    LogOffsets,
-    kafka_consumer_settings,
-    resolve_kafka_access,
-)
+from zkconsumer.fetch import KafkaAccess, LogOffsets, kafka_consumer_settings
 from zkconsumer.fetch.kafka_client import kafka_client_options
 from zkconsumer.kafka.protocol.codec import EARLIEST, LATEST
 from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
-from zkconsumer.offsets import open_offset_store
-from zkconsumer.spark.commit_guard import check_commit
+from zkconsumer.offsets import OffsetStoreError
+from zkconsumer.spark.commit_guard import CommitRefusedError, check_commit
+from zkconsumer.spark.group_homes import open_group_home
 from zkconsumer.spark.options import SOURCE, SourceOptions
-from zkconsumer.topology import TopicSource, TopicView, open_topic_source
-from zkconsumer.zk.group_state import read_owners
-from zkconsumer.zk.registry import read_brokers
-from zkconsumer.zk.session import connect_for
+from zkconsumer.topology import TopicView
 
 log = get_logger(__name__)
 
@@ -49,22 +43,18 @@ class ReadPlan:
     committed: Mapping[TopicPartition, int]
 
 
-def selected_partitions(zk: KazooClient, options: SourceOptions) -> list[TopicPartition]:
-    """The partitions the options select, from the topic registry, or from Kafka metadata when
-    `bootstrapServers` names brokers that need not be registered in this ZooKeeper."""
-    source = _topic_source(zk, options)
+def selected_partitions(options: SourceOptions) -> list[TopicPartition]:
+    """The partitions the options select, from where the group's topics are known (see
+    `group_homes`)."""
+    home = open_group_home(options)
     try:
-        return _partitions_in(source.view(), options)
+        source = home.topic_source()
+        try:
+            return _partitions_in(source.view(), options)
+        finally:
+            source.close()
     finally:
-        source.close()
-
-
-def _topic_source(zk: KazooClient, options: SourceOptions,
-                  client: LogOffsets | None = None) -> TopicSource:
-    config = options.config
-    return open_topic_source(zk, options.bootstrap_servers, config.kafka_api_version,
-                             kafka_client_options(config.kafka_client_properties),
-                             client=client)
+        home.close()
 
 
 def _partitions_in(view: TopicView, options: SourceOptions) -> list[TopicPartition]:
@@ -83,18 +73,11 @@ def _partitions_in(view: TopicView, options: SourceOptions) -> list[TopicPartiti
                   for partition in view.partitions(topic) or ())
 
 
-def kafka_access(zk: KazooClient, options: SourceOptions) -> KafkaAccess:
-    config = options.config
-    return resolve_kafka_access(lambda: read_brokers(zk).values(),
-                                config.kafka_client_properties.get("security.protocol",
-                                                                   "PLAINTEXT"),
-                                config.kafka_api_version, options.bootstrap_servers)
-
-
 class GroupClients:
-    """The driver's connections for one group: a ZooKeeper session, the group's offset store
-    and one Kafka client for log offsets (opened at the first question), through which topics
-    are read too when they come from Kafka metadata.
+    """The driver's connections for one group: its home's (a ZooKeeper session, or a client
+    for Kafka's group coordinator), the group's offset store and one Kafka client for log
+    offsets (opened at the first question), through which topics are read too when they come
+    from Kafka metadata.
 
     A one-off read opens them around one plan; a streaming query keeps them for its whole
     life, so each trigger costs a few requests instead of new sessions and clients. Not
@@ -103,16 +86,16 @@ class GroupClients:
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
-        self.zk = connect_for(options.config.zookeeper)
+        self.home = open_group_home(options)
         with ExitStack() as undo:
-            undo.callback(self._close_session)
-            self.access = kafka_access(self.zk, options)
+            undo.callback(self.home.close)
+            self.access = self.home.kafka_access()
             self._log = LogOffsets(self.access.bootstrap_servers, self.access.api_version,
                                    kafka_client_options(options.config.kafka_client_properties))
             undo.callback(self._log.close)
-            self._topics = _topic_source(self.zk, options, self._log)
+            self._topics = self.home.topic_source(self._log)
             undo.callback(self._topics.close)
-            self._store = open_offset_store(options.config, self.zk, *self.access)
+            self._store = self.home.offset_store(self.access)
             undo.pop_all()  # all open: close() closes them from here on
 
     def __enter__(self) -> GroupClients:
@@ -138,28 +121,34 @@ class GroupClients:
 
     def commit(self, offsets: Mapping[TopicPartition, int],
                planned: Mapping[TopicPartition, int] | None = None) -> dict[TopicPartition, int]:
-        """Commit to the group in its own storage (both, with dual commit), unless a live
-        member owns one of these partitions or an offset would go back (`check_commit`; with
-        `planned`, also if the group moved since then). Only offsets that changed are written.
-        Returns what was written."""
+        """Commit to the group in its own storage (both, with dual commit), unless it is live
+        (a member owns one of these partitions; on Kafka's group coordinator, it has members)
+        or an offset would go back (`check_commit`; with `planned`, also if the group moved
+        since then). Only offsets that changed are written. Returns what was written."""
+        group = self.options.config.group_id
         # Owners first: a member commits before it releases a partition, so offsets read once
-        # its owner znode is gone include its last commit.
-        owners = read_owners(self.zk, self.options.config.group_id)
+        # it let go include its last commit.
+        owners = self.home.live_owners()
         current = self._store.fetch(offsets)
-        check_commit(self.options.config.group_id, offsets, owners, current, planned)
+        check_commit(group, offsets, owners, current, planned)
         changed = {tp: o for tp, o in offsets.items() if current.get(tp) != o}
-        self._store.commit(changed)
+        try:
+            self._store.commit(changed)
+        except OffsetStoreError as exc:
+            if self._store.name == "kafka" and isinstance(exc.__cause__, CommitFailedError):
+                # Kafka's group coordinator refused this commit from outside the group, all of
+                # it (one request, and Kafka alone): a member joined since it was looked at.
+                raise CommitRefusedError(
+                    f"Kafka's group coordinator refused the offsets of group {group}: a member "
+                    f"joined it meanwhile ({exc}); nothing committed") from None
+            raise
         return changed
 
     def close(self) -> None:
         self._store.close()
         self._topics.close()
         self._log.close()
-        self._close_session()
-
-    def _close_session(self) -> None:
-        self.zk.stop()
-        self.zk.close()
+        self.home.close()
 
 
 def plan_read(options: SourceOptions) -> ReadPlan:

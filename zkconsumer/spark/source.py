@@ -1,4 +1,5 @@
-"""The `zkconsumer` Spark data source: batch and streaming reads of a legacy group's topics.
+"""The `zkconsumer` Spark data source: batch and streaming reads of a group's topics, for a
+legacy group in ZooKeeper or one on Kafka's group coordinator.
 
     from zkconsumer.spark import register
     register(spark)
@@ -29,7 +30,6 @@ from zkconsumer.spark.options import SourceOptions
 from zkconsumer.spark.planning import GroupClients, plan_read, selected_partitions
 from zkconsumer.spark.ranges import OffsetRange, cap_total, split_ranges
 from zkconsumer.spark.reading import read_range, schema_ddl
-from zkconsumer.zk.session import session_for
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -52,9 +52,9 @@ class ZkConsumerDataSource(DataSource):
 
     def schema(self) -> str:
         # Spark asks for the schema when the DataFrame is created: the moment to find an
-        # unreachable ZooKeeper or an unknown topic, before anything is planned or run.
-        with session_for(self.parsed.config.zookeeper) as zk:
-            selected_partitions(zk, self.parsed)
+        # unreachable ZooKeeper (or brokers) or an unknown topic, before anything is planned
+        # or run.
+        selected_partitions(self.parsed)
         return schema_ddl(self.parsed.decode_utf8)
 
     def reader(self, schema) -> DataSourceReader:
@@ -86,12 +86,14 @@ class GroupBatchReader(DataSourceReader):
 
 class GroupStreamReader(DataSourceStreamReader):
     """Continues the group: starts at its committed offsets and commits each completed
-    micro-batch's end offsets back to the group, in the group's `offsets.storage`. As with a
-    consumer, delivery is at-least-once: a batch whose output was written but not yet
-    committed is read again after a crash without a checkpoint.
+    micro-batch's end offsets back to the group, in the group's `offsets.storage` (in Kafka,
+    for a group on Kafka's group coordinator). As with a consumer, delivery is at-least-once:
+    a batch whose output was written but not yet committed is read again after a crash
+    without a checkpoint.
 
-    The query fails (`CommitRefusedError`, naming a partition) rather than commit over a live
-    member's partitions or move an offset of the group back: a stream that shares its group
+    The query fails (`CommitRefusedError`, naming a partition or the coordinator's members)
+    rather than commit over a live member's partitions, into a group with members on Kafka's
+    group coordinator, or move an offset of the group back: a stream that shares its group
     with other consumers cannot go on without losing or rewinding someone's records."""
 
     def __init__(self, options: SourceOptions) -> None:

@@ -180,15 +180,18 @@ class KafkaTopics:
             self.client.close()
 
 
-def open_topic_source(zk: KazooClient, bootstrap_override: str | None,
+def open_topic_source(zk: KazooClient | None, bootstrap_override: str | None,
                       api_version: tuple[int, ...] | None = None,
                       client_options: Mapping[str, Any] | None = None,
                       request_timeout_ms: int = 30000,
                       client: LogOffsets | None = None) -> TopicSource:
     """Kafka metadata when brokers are given explicitly (they need not be registered in this
     ZooKeeper), the ZooKeeper registry otherwise. A caller that also asks those brokers for
-    log offsets passes its `client` for the topics to be read through it too."""
+    log offsets passes its `client` for the topics to be read through it too. `zk` is None for
+    a caller with brokers and no ZooKeeper (a group on Kafka's group coordinator)."""
     if not bootstrap_override:
+        if zk is None:
+            raise ValueError("topics are read from ZooKeeper or from brokers given: neither was")
         return ZookeeperTopics(zk)
     if client is not None:
         return KafkaTopics(client, owns_client=False)
