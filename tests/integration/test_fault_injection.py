@@ -19,8 +19,8 @@ pytestmark = pytest.mark.integration
 def test_every_fault_kind_is_survived_without_loss_or_double_ownership(capsys, tmp_path):
     require_java()
     runner = load_runner()
-    code = runner.main(["--rounds", str(len(runner.FAULTS)), "--seed", "5", "--min-gap", "1.5",
-                        "--max-gap", "3", "--rate", "150", "--keep", str(tmp_path)])
+    code = runner.main(["--rounds", str(len(runner.FAULTS)), "--seed", "5", "--min-gap", "1",
+                        "--max-gap", "2", "--rate", "150", "--keep", str(tmp_path)])
     report = capsys.readouterr().out
     rows = report_rows(report)
     assert all(int(rows[f"faults: {kind}"]) >= 1 for kind in runner.FAULTS), report
@@ -39,7 +39,7 @@ def test_every_fault_kind_on_kafkas_group_coordinator_is_survived_without_overla
     runner = load_runner()
     kinds = runner.available_kinds(1, 1, "kafka")
     code = runner.main(["--coordination", "kafka", "--rounds", str(len(kinds)), "--seed", "3",
-                        "--min-gap", "1.5", "--max-gap", "3", "--rate", "150",
+                        "--min-gap", "1", "--max-gap", "2", "--rate", "150",
                         "--keep", str(tmp_path)])
     report = capsys.readouterr().out
     rows = report_rows(report)
@@ -77,7 +77,7 @@ def test_every_zookeeper_ensemble_fault_is_survived_by_the_runners_workers(capsy
     runner = load_runner()
     kinds = runner.ENSEMBLE_FAULTS
     code = runner.main(["--rounds", str(len(kinds)), "--seed", "23", "--zookeepers", "3",
-                        "--kinds", ",".join(kinds), "--min-gap", "1.5", "--max-gap", "3",
+                        "--kinds", ",".join(kinds), "--min-gap", "1", "--max-gap", "2",
                         "--rate", "150", "--keep", str(tmp_path)])
     report = capsys.readouterr().out
     rows = report_rows(report)
