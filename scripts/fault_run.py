@@ -171,7 +171,7 @@ DELIVERY_HANDLER = ("--handler", "zkconsumer.testing.delivery_log:record")
 STINT_GAP_S = 0.3
 # How long a slow handler takes over one message: longer than either coordinator's session
 # (and, on 0.9, the rebalance timeout, which is the session timeout there).
-SLOW_HANDLER_S = 10.0
+SLOW_HANDLER_S = 7.0
 # Kafka offset storage with dual commit; a failed offset request costs seconds, not a minute.
 KAFKA_STORAGE = ("--property", "offsets.storage=kafka", "--property", "dual.commit.enabled=true",
                  "--property", "offsets.commit.max.retries=1",

@@ -13,7 +13,7 @@ import time
 import harness
 import pytest
 
-IN_SUITE_SECONDS = 4
+IN_SUITE_SECONDS = 2
 TARGETS = ["sasl", "responses", "znodes", "offset-files", "group-metadata"]
 
 

@@ -68,6 +68,7 @@ def test_a_hundred_rounds_on_three_brokers_lose_nothing_and_never_overlap(
     assert code == 0, report
 
 
+@pytest.mark.long
 def test_every_zookeeper_ensemble_fault_is_survived_by_the_runners_workers(capsys, tmp_path):
     """The ensemble's faults (leader killed, quorum lost, rolling restart, a crash followed by
     a leader failover) with the group on a 3-server ensemble, through the same runner."""

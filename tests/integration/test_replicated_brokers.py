@@ -98,6 +98,9 @@ class KafkaOffsetWatch:
         self._store.close()
 
 
+# Long (about 90 s): the default run's rolling restart below and the fetcher's and offset
+# store's leader and coordinator moves cover these faults one by one.
+@pytest.mark.long
 def test_every_replication_fault_is_survived_without_loss(capsys, tmp_path):
     require_java()
     runner = load_runner()
@@ -144,8 +147,7 @@ def test_the_group_coordinator_is_the_broker_kafka_names(replicated_cluster):
     assert len(set(ours.values())) > 1, "the groups must spread over brokers to tell anything"
 
 
-# SIGTERM in the default run through the fault runner's broker-rolling kind above; this test's
-# own SIGTERM case is among the long runs (`scripts/test -m long`).
+# SIGKILL in the default run; SIGTERM among the long runs (`scripts/test -m long`).
 @pytest.mark.parametrize("graceful", [pytest.param(True, marks=pytest.mark.long),
                                       False], ids=["sigterm", "sigkill"])
 def test_a_rolling_restart_of_three_brokers_loses_nothing_with_offsets_in_kafka(

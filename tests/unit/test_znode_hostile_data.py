@@ -46,7 +46,7 @@ def test_arbitrary_bytes_decode_or_are_a_znode_data_error(decoder, data):
     decode_or_refuse(decoder, data)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(decoder=st.sampled_from(sorted(DECODERS)),
        document=st.dictionaries(st.sampled_from(FIELDS), JSON_VALUES, max_size=8))
 def test_arbitrary_json_objects_decode_or_are_a_znode_data_error(decoder, document):
