@@ -74,7 +74,8 @@ failed on purpose), a worker cut off from ZooKeeper delivering nothing from shor
 cut until it is restored, a reset partition committed though nothing was delivered from it;
 and at the end: every message consumed, and duplicates only from an interrupted worker (killed,
 session lost, offset store down, failed), of what it had delivered before the interruption
-from the offsets committed then. It stops by itself and prints a report; exit status 1 if an
+from the offsets committed then, or of the message a worker had in hand when its generation of
+Kafka's coordinator passed (the parting commit names it as the next to consume). It stops by itself and prints a report; exit status 1 if an
 invariant broke.
 
     .venv/bin/python scripts/fault_run.py [--seed 7] [--rounds 30] [--workers 3] [--brokers 3]
@@ -87,6 +88,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import datetime
 import logging
 import random
 import signal
@@ -185,6 +187,8 @@ NOTICE_S = 1.5
 # longest a killed leader (a partition's, or the ensemble's) stays down once another leads, and
 # the longest an ensemble stays without a majority.
 OUTAGE_S = 5.0
+# What a member on Kafka's coordinator logs as it learns that its generation passed.
+REVOKED = "partitions revoked; delivery and commits stopped for them"
 # What the Python-API worker logs as its callback raises.
 RAISING = "on_partitions_assigned raising on purpose"
 # Loggers of the client libraries, whose errors (a lost connection) are not zkconsumer's.
@@ -275,6 +279,25 @@ class Worker(ConsumeProcess):
         """Whether its `index`-th delivery, of `offset`, was left uncommitted by an interruption."""
         return any(index < i.delivered and offset >= i.committed.get(tp, 0)
                    for i in self.interruptions)
+
+    def in_hand_at_a_revocation(self, partition: int, offset: int) -> bool:
+        """Whether it delivered `offset` as the last message of `partition` before a
+        generation of Kafka's coordinator passed: the message was still in hand (its handler
+        had it; the next had not been asked for), so the parting commit names it as the next
+        to consume, and whoever is given the partition, this worker too, delivers it again."""
+        revocations = sorted(_unix_time(line["timestamp"])
+                             for line in self.log_events(REVOKED) if "timestamp" in line)
+        if not revocations:
+            return False
+        mine = [(o, at) for p, o, at in delivery_log.read_delivery_times(self.deliveries)
+                if p == partition]
+        for o, at in mine:
+            if o != offset:
+                continue
+            revoked = next((moment for moment in revocations if moment >= at), None)
+            if revoked is not None and not any(at < later <= revoked for _o, later in mine):
+                return True
+        return False
 
     def cut(self) -> None:
         for proxy in self.proxies:
@@ -970,7 +993,8 @@ class Run:
         unexplained = defaultdict(list)  # (partition, the workers) -> offsets
         for (partition, offset), ds in sorted(duplicates.items()):
             tp = TopicPartition(TOPIC, partition)
-            if not any(w.may_be_redelivered(tp, offset, index) for w, index in ds):
+            if not any(w.may_be_redelivered(tp, offset, index)
+                       or w.in_hand_at_a_revocation(partition, offset) for w, index in ds):
                 names = ", ".join(dict.fromkeys(w.name for w, _ in ds))
                 unexplained[(partition, names)].append(offset)
         for (partition, names), offsets in unexplained.items():
@@ -1017,6 +1041,11 @@ class Run:
         for violation in self.violations[:20]:
             print(f"VIOLATION: {violation}")
         return not lost and not self.violations
+
+
+def _unix_time(iso: str) -> float:
+    """A log line's timestamp (ISO 8601, UTC) as seconds since the epoch."""
+    return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
 def _spans(numbers: list[int]) -> str:
