@@ -48,3 +48,16 @@ def test_stints_are_cut_by_longer_gaps_per_partition():
     found = stints("a", [(0, 0.0), (0, 0.2), (0, 1.0), (1, 0.1)], GAP)
     assert sorted((s.partition, s.start, s.end, s.deliveries) for s in found) == [
         (0, 0.0, 0.2, 2), (0, 1.0, 1.0, 1), (1, 0.1, 0.1, 1)]
+
+
+def test_a_handover_timed_a_few_milliseconds_late_is_within_the_tolerance():
+    """The last owner's last delivery, timed by its handler a moment after it was handed
+    out, lands just after the next owner's first."""
+    deliveries = {"a": _every(0, 0.0, 5.0) + [(0, 5.004)], "b": _every(0, 5.0, 9.0)}
+    assert len(overlaps(deliveries, GAP)) == 1
+    assert overlaps(deliveries, GAP, tolerance_s=0.1) == []
+
+
+def test_a_late_delivery_deep_inside_anothers_stint_is_found_whatever_the_tolerance():
+    deliveries = {"a": _every(0, 0.0, 2.0) + [(0, 6.0)], "b": _every(0, 5.0, 9.0)}
+    assert len(overlaps(deliveries, GAP, tolerance_s=0.1)) == 1

@@ -9,6 +9,11 @@ that no handover is taken for an overlap; what it cannot see is two members each
 partition more sparsely than `gap_s` (every stint a single delivery, never inside another's),
 so the deliveries judged must come more often than that: the fault runner's producer writes
 every partition many times a second.
+
+A delivery is timed a moment after it was handed out (by the handler it is given to; for a
+client that polls, when its poll returns a whole batch), so a quick handover can look a few
+milliseconds late: two stints that meet by no more than `tolerance_s` (a span shared that
+briefly, or a delivery that close to an end of the other's span) are not counted.
 """
 
 from __future__ import annotations
@@ -59,10 +64,10 @@ def stints(member: str, deliveries: Iterable[tuple[int, float]], gap_s: float) -
     return found
 
 
-def overlaps(deliveries: Mapping[str, Iterable[tuple[int, float]]], gap_s: float
-             ) -> list[Overlap]:
-    """Every intersection of two members' stints of a partition, by time; `deliveries`:
-    member -> its (partition, time) deliveries."""
+def overlaps(deliveries: Mapping[str, Iterable[tuple[int, float]]], gap_s: float,
+             tolerance_s: float = 0.0) -> list[Overlap]:
+    """Every intersection of two members' stints of a partition deeper than `tolerance_s`,
+    by time; `deliveries`: member -> its (partition, time) deliveries."""
     by_partition: dict[int, list[Stint]] = defaultdict(list)
     for member, theirs in deliveries.items():
         for stint in stints(member, theirs, gap_s):
@@ -74,19 +79,22 @@ def overlaps(deliveries: Mapping[str, Iterable[tuple[int, float]]], gap_s: float
             for second in all_stints[i + 1:]:
                 if second.start > first.end:
                     break
-                if second.member != first.member and _meet(first, second):
+                if second.member != first.member and _depth(first, second) > tolerance_s:
                     found.append(Overlap(partition, (first.member, second.member),
                                          second.start, min(first.end, second.end)))
     return found
 
 
-def _meet(first: Stint, second: Stint) -> bool:
-    """Whether two stints share a moment: a span in common, or a single delivery strictly
-    inside the other's span (stints that only touch at an end do not meet)."""
+def _depth(first: Stint, second: Stint) -> float:
+    """How far two stints meet: the length of the span they share, or, for a single delivery
+    inside the other's span, its distance to the nearer end; -1 when they do not meet (stints
+    that only touch at an end meet by 0)."""
     low, high = max(first.start, second.start), min(first.end, second.end)
     if low < high:
-        return True
+        return high - low
     if low > high:
-        return False
-    return any(point.start == point.end and span.start < low < span.end
-               for point, span in ((first, second), (second, first)))
+        return -1.0
+    for point, span in ((first, second), (second, first)):
+        if point.start == point.end and span.start < low < span.end:
+            return min(low - span.start, span.end - low)
+    return -1.0
