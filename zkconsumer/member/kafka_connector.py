@@ -149,23 +149,21 @@ class KafkaCoordinatedConnector(ConsumerConnector):
             threading.Thread(target=self._auto_commit, name="zkconsumer-autocommit",
                              daemon=True).start()
 
+    def _allowed(self, topic: str) -> bool:
+        """Whether the wildcard subscription's filter allows `topic`."""
+        assert self._topic_filter is not None
+        return self._topic_filter.allows(topic, self.config.exclude_internal_topics)
+
     def _matched_topics(self) -> list[str]:
         """The topics the wildcard subscription's filter allows among the cluster's."""
-        assert self._topic_filter is not None
-        allows = self._topic_filter.allows
-        exclude_internal = self.config.exclude_internal_topics
-        return sorted(topic for topic in self._topics.view().all_topics
-                      if allows(topic, exclude_internal))
+        return sorted(filter(self._allowed, self._topics.view().all_topics))
 
     def _streams_per_topic(self, partitions: frozenset[TopicPartition]) -> dict[str, int]:
         """Each assigned topic's streams: a fixed subscription's counts, or every stream of a
         wildcard subscription for each topic its filter allows."""
         if self._topic_filter is None:
             return self._topic_count
-        allows = self._topic_filter.allows
-        exclude_internal = self.config.exclude_internal_topics
-        return {tp.topic: self._wildcard_streams for tp in partitions
-                if allows(tp.topic, exclude_internal)}
+        return {tp.topic: self._wildcard_streams for tp in partitions if self._allowed(tp.topic)}
 
     def _partition_counts(self, topics: list[str]) -> dict[str, int]:
         """The leader's question, on the coordination thread: a topic missing has none."""

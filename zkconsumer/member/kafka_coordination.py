@@ -206,11 +206,10 @@ class KafkaCoordination:
         if self._stopped.is_set():
             raise OffsetStoreError("the member is not in its group any more")
         if self.on_its_thread():
-            # From the user's on_partitions_revoked, which this thread calls: the generation
-            # has passed, and this thread would wait for itself.
-            raise OffsetStoreError(f"no {call.kind} while the partitions are being revoked: "
-                                   "their generation passed (with auto commit, the parting "
-                                   "commit commits what was consumed)")
+            # From a callback this thread runs (the connector turns a commit there into the
+            # parting commit): it would wait for itself.
+            raise OffsetStoreError(f"no {call.kind} from the coordination thread's own "
+                                   "callbacks: their generation passed")
         self._calls.put(call)
         self._wake.set()
         deadline = time.monotonic() + timeout
@@ -274,8 +273,7 @@ class KafkaCoordination:
                 self._idle(MISSING_TOPIC_RECOUNT_S)
                 return
             group.assign(counts, now)
-            self._recount_at = now + (MISSING_TOPIC_RECOUNT_S if group.watched_topic_missing()
-                                      else self._recount_interval_s)
+            self._schedule_recount(now)
         self._recount(now)
         self._rematch(now)
         self._learn(group.next_events(), now)
@@ -341,6 +339,10 @@ class KafkaCoordination:
         counts = self._counted(watched)
         if counts is not None:
             self._group.partition_counts_seen(counts, now)
+        self._schedule_recount(now)
+
+    def _schedule_recount(self, now: float) -> None:
+        """Every interval, or every second while a topic the leader counted does not exist."""
         self._recount_at = now + (MISSING_TOPIC_RECOUNT_S if self._group.watched_topic_missing()
                                   else self._recount_interval_s)
 
