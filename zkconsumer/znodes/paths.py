@@ -105,6 +105,18 @@ class GroupPaths:
     def offsets(self) -> str:
         return f"{self.root}/offsets"
 
+    @property
+    def fence(self) -> str:
+        """The cutover fence (see `zkconsumer.znodes.fence`); not one of the reference's."""
+        return f"{self.root}/fence"
+
+    @property
+    def fence_aware(self) -> str:
+        return f"{self.root}/fence-aware"
+
+    def fence_aware_member(self, consumer_id: str) -> str:
+        return f"{self.fence_aware}/{check_name('consumer id', consumer_id)}"
+
     def member(self, consumer_id: str) -> str:
         return f"{self.ids}/{check_name('consumer id', consumer_id)}"
 
