@@ -328,7 +328,9 @@ def _look(ctx: AdminContext, request: CutoverRequest) -> _Look:
     kafka_offsets = {} if coordinator_error else _kafka_offsets(ctx, group, in_zookeeper,
                                                                  coordinator)
     topics = {tp.topic for tp in (*zookeeper_offsets, *kafka_offsets)}
-    existing = {tp.topic for tp in ctx.partitions_of(topics)} if topics else set()
+    # Without the coordinator the command refuses anyway: the brokers are not asked again.
+    existing = {tp.topic for tp in ctx.partitions_of(topics)} \
+        if topics and not coordinator_error else topics
     view = CutoverView(
         group, fence, in_zookeeper, tuple(_children(zk, paths.ids)), _fence_aware(zk, paths),
         None if coordinator is None else coordinator.state,
