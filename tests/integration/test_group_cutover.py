@@ -60,6 +60,19 @@ def _idle_group(cluster, zk, topic_factory, unique_name, offsets=(3, 7, 0)):
     return group, topic
 
 
+def _fence_aware_member(zk, group: str, topic: str) -> str:
+    """A ZooKeeper member that honours the fence (and exits on it), as its real znodes say:
+    the fence-aware znode first, then the registration. The test plays its part."""
+    paths = GroupPaths(group)
+    consumer_id = f"{group}_host-1700000000000-abcdef01"
+    zk.create(paths.fence_aware_member(consumer_id),
+              FenceAwareMember("zookeeper", OnFence.EXIT).encode(), ephemeral=True,
+              makepath=True)
+    zk.create(paths.member(consumer_id), ConsumerRegistration.static({topic: 1}, 1).encode(),
+              ephemeral=True, makepath=True)
+    return consumer_id
+
+
 def _resumed_positions(cluster, group: str, topic: str, partitions: int) -> dict[int, int]:
     """Where a plain kafka-python member of the group starts: its first record per partition
     (the topic holds more than every committed offset)."""
@@ -123,12 +136,7 @@ def test_a_member_that_honours_the_fence_is_waited_for_and_its_last_commit_carri
     on the fence it commits once more, releases, deregisters, and exits (on_fence=exit)."""
     group, topic = _idle_group(cluster, zk, topic_factory, unique_name, offsets=(3, 7))
     paths = GroupPaths(group)
-    consumer_id = f"{group}_host-1700000000000-abcdef01"
-    zk.create(paths.fence_aware_member(consumer_id),
-              FenceAwareMember("zookeeper", OnFence.EXIT).encode(), ephemeral=True,
-              makepath=True)
-    zk.create(paths.member(consumer_id), ConsumerRegistration.static({topic: 1}, 1).encode(),
-              ephemeral=True, makepath=True)
+    consumer_id = _fence_aware_member(zk, group, topic)
     zk.create(paths.owner(topic, 0), f"{consumer_id}-0".encode(), ephemeral=True,
               makepath=True)
 
@@ -217,12 +225,7 @@ def test_a_run_killed_after_a_step_is_finished_by_the_next(
     group, topic = _idle_group(cluster, zk, topic_factory, unique_name)
     paths = GroupPaths(group)
     # A member that honours the fence holds the drain open until the first run is killed.
-    consumer_id = f"{group}_host-1700000000000-abcdef01"
-    zk.create(paths.fence_aware_member(consumer_id),
-              FenceAwareMember("zookeeper", OnFence.EXIT).encode(), ephemeral=True,
-              makepath=True)
-    zk.create(paths.member(consumer_id), ConsumerRegistration.static({topic: 1}, 1).encode(),
-              ephemeral=True, makepath=True)
+    consumer_id = _fence_aware_member(zk, group, topic)
     if step == "cutover offsets copied":  # nothing to wait for: the run goes straight through
         zk.delete(paths.member(consumer_id))
     log = tmp_path / "cutover.log"
