@@ -244,12 +244,17 @@ def test_a_run_killed_after_a_step_is_finished_by_the_next(
     finally:
         if process.poll() is None:
             process.kill()
-    assert step in log.read_text(), log.read_text()
+    logged = log.read_text()
+    assert step in logged, logged
     fence = _fence(zk, group)
     assert fence is not None and fence.to == "kafka"
+    assert fence.phase == (FencePhase.SWITCHED if "cutover switched" in logged
+                           else FencePhase.DRAINING)
     if step == "cutover fence written":
-        assert fence.phase == FencePhase.DRAINING
+        assert committed_in_kafka(cluster, group, topic, 3) == {0: None, 1: None, 2: None}
         zk.delete(paths.member(consumer_id))
+    else:
+        assert committed_in_kafka(cluster, group, topic, 3) == {0: 3, 1: 7, 2: 0}
     zk.delete(paths.fence_aware_member(consumer_id))
 
     code, out, err = cutover(group, "--to", "kafka", "--execute", "--json")
@@ -270,4 +275,23 @@ def test_the_way_back_while_draining_deletes_the_fence(cluster, zk, topic_factor
     code, out, err = cutover(group, "--to", "zookeeper", "--execute")
     assert code == 0, err
     assert out.startswith(f"group {group}: rolled back (deleted the fence (draining to kafka))")
+    assert _fence(zk, group) is None
+
+
+def test_a_member_that_never_leaves_times_out_and_leaves_the_fence_to_resume(
+        cluster, zk, topic_factory, unique_name, cutover):
+    group, topic = _idle_group(cluster, zk, topic_factory, unique_name)
+    consumer_id = _fence_aware_member(zk, group, topic)
+
+    code, out, err = cutover(group, "--to", "kafka", "--execute", "--timeout", "1s")
+
+    assert code == 1 and out == ""
+    [line] = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert line == (f"error: 1 member(s) of group {group} still on zookeeper after 1s: "
+                    f"{consumer_id}; the fence stays as it is: run the command again to resume, "
+                    "or with --to zookeeper to roll back while it is draining")
+    assert _fence(zk, group).phase == FencePhase.DRAINING
+    assert committed_in_kafka(cluster, group, topic, 3) == {0: None, 1: None, 2: None}
+    code, _, err = cutover(group, "--to", "zookeeper", "--execute")
+    assert code == 0, err
     assert _fence(zk, group) is None
