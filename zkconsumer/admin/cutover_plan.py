@@ -165,9 +165,8 @@ def decide(view: CutoverView, request: CutoverRequest, now_ms: int) -> Decision:
     if refusal is not None:
         return Refuse(refusal + (_RESUME_HINT.format(target=target, source=source)
                                  if moving else "; nothing was written"))
-    if not moving:
+    if fence is None or not moving:
         return WriteFence(Fence(target, FencePhase.DRAINING, now_ms), fence)
-    assert fence is not None
     remaining = tuple(_name(m) for m in view.members_on(source) if view.honours_fence(m))
     if remaining:
         return AwaitDrain(fence, remaining)
