@@ -24,7 +24,11 @@ from zkconsumer.errors import ConfigError
 from zkconsumer.exporter.kafka_groups import CoordinatorWatch, merged_states
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
 from zkconsumer.kafka.errors import GroupMetadataError
-from zkconsumer.kafka.protocol.consumer_protocol import decode_assignment
+from zkconsumer.kafka.protocol.consumer_protocol import (
+    Subscription,
+    decode_assignment,
+    encode_subscription,
+)
 from zkconsumer.lag.report import GroupState, ZookeeperOffset
 from zkconsumer.lag.status import WindowRules
 from zkconsumer.logs import get_logger
@@ -75,9 +79,9 @@ _Group = DescribeGroupsResponse.DescribedGroup
 _Member = _Group.DescribedGroupMember
 
 
-def member(member_id: str, data: bytes) -> _Member:
+def member(member_id: str, data: bytes, metadata: bytes = b"") -> _Member:
     return _Member(member_id=member_id, client_id="app", client_host="/10.0.0.1",
-                   member_metadata=b"", member_assignment=data)
+                   member_metadata=metadata, member_assignment=data)
 
 
 def described(name: str, *members: _Member, error_code: int = 0) -> _Group:
@@ -117,6 +121,15 @@ def test_one_malformed_assignment_skips_that_groups_owners_but_keeps_its_members
     assert group.owners() == {}
     assert group.malformed is not None and "m2" in group.malformed
     assert [m.client_id for m in group.members] == ["app", "app"]
+
+
+def test_a_members_subscription_user_data_is_kept_and_bytes_that_do_not_parse_are_none():
+    marked = encode_subscription(Subscription(0, ("t",), b"zkconsumer-fence-aware:c-1"))
+    group = described_group(described("g", member("m1", assignment(0, {"t": [0]}), marked),
+                                      member("m2", assignment(0, {"t": [1]}), b"\x00\x00\x7f"),
+                                      member("m3", assignment(0, {"t": [2]}))))
+    assert [m.user_data for m in group.members] == [b"zkconsumer-fence-aware:c-1", None, None]
+    assert group.owners() == {T0: "m1", T1: "m2", T2: "m3"}, "the rest as before"
 
 
 def test_a_group_its_coordinator_could_not_describe_says_why():

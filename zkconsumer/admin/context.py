@@ -40,6 +40,8 @@ from zkconsumer.offsets.coordinator_groups import (
     read_coordinator_group,
     read_coordinator_groups,
 )
+from zkconsumer.offsets.kafka_reader import is_transient_kafka_error
+from zkconsumer.offsets.retry import call_with_retries
 from zkconsumer.topology import KafkaTopics, TopicSource, TopicView, open_topic_source
 from zkconsumer.zk.group_state import committed_partitions, group_topics
 from zkconsumer.zk.registry import read_brokers
@@ -218,8 +220,14 @@ class AdminContext:
 
     def coordinator_group(self, name: str) -> CoordinatorGroup | None:
         """The group as its coordinator describes it; None if the coordinator does not know
-        it."""
-        return self._on_coordinator(lambda reader: read_coordinator_group(reader, name))
+        it. A coordinator moving or still loading (the offsets topic of a new cluster) is
+        retried as offset reads are; a broker out of reach is not (KafkaReadError at once)."""
+        return self._on_coordinator(lambda reader: call_with_retries(
+            lambda: read_coordinator_group(reader, name),
+            what=f"asking Kafka's group coordinator at {self.kafka_access.bootstrap_servers} "
+                 f"about group {name}",
+            policy=KAFKA_READ_RETRIES, is_transient=is_transient_kafka_error,
+            handled=(KafkaError,)))
 
     def _on_coordinator(self, read: Callable[[GroupOffsetsReader], T]) -> T:
         """kafka-python's errors as one line, naming the brokers asked."""

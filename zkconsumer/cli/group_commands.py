@@ -5,17 +5,21 @@ from __future__ import annotations
 import click
 
 from zkconsumer.admin.context import admin_context
+from zkconsumer.admin.cutover import DEFAULT_TIMEOUT_S, CutoverReport, cut_over, cutover_json
+from zkconsumer.admin.cutover_plan import CutoverRequest
 from zkconsumer.admin.groups import delete_group, describe_group, list_groups_with_lag
 from zkconsumer.cli.admin_options import TERMINAL, admin_options, group_view_options, table_cells
 from zkconsumer.cli.duration_option import Duration
 from zkconsumer.cli.output import emit_json, emit_table
 from zkconsumer.lag.status import DEFAULT_WINDOW_S
+from zkconsumer.znodes.fence import COORDINATIONS
 
 
 @click.group()
 def group() -> None:
-    """Inspect consumer groups (under /consumers and on Kafka's group coordinator) and delete
-    legacy ones (/consumers/<group>)."""
+    """Inspect consumer groups (under /consumers and on Kafka's group coordinator), delete
+    legacy ones (/consumers/<group>), and move them between ZooKeeper and Kafka's group
+    coordinator."""
 
 
 def _status_window_option(command):
@@ -101,3 +105,59 @@ def delete_command(name, dry_run, zookeeper_connect, bootstrap_server, propertie
     else:
         verb = "removed" if done.deleted else "would remove"
         click.echo(f"{verb} {done.root} ({done.offsets} offset(s))")
+
+
+@group.command("cutover")
+@click.option("--group", "name", required=True, envvar="ZKCONSUMER_GROUP_ID")
+@click.option("--to", "target", type=click.Choice(COORDINATIONS), required=True,
+              help="The coordination to move the group to; the other one while its fence is "
+                   "still draining rolls the move back.")
+@click.option("--execute", is_flag=True, help="Move the group (otherwise a dry run: the next "
+                                              "step and the offsets it would copy).")
+@click.option("--force", is_flag=True,
+              help="Move even with members that cannot honour the fence (the reference "
+                   "consumer, an older zkconsumer): they keep consuming on the old "
+                   "coordination, so their partitions may be delivered twice.")
+@click.option("--skip-missing-topics", is_flag=True,
+              help="Leave the offsets of topics that no longer exist where they are, and move "
+                   "the group without them.")
+@click.option("--timeout", "timeout_s", type=Duration(), default=f"{DEFAULT_TIMEOUT_S:g}s",
+              show_default=True,
+              help="How long to wait for the members to leave the old coordination, and then "
+                   "for the moved ones to take every partition on the new one.")
+@admin_options
+def cutover_command(name, target, execute, force, skip_missing_topics, timeout_s,
+                    zookeeper_connect, bootstrap_server, properties, as_json) -> None:
+    """Move a group between ZooKeeper and Kafka's group coordinator: fence it, wait for its
+    members to leave, copy its offsets forward and read them back, switch. A dry run unless
+    --execute; run again to resume."""
+    request = CutoverRequest(name, target, force, skip_missing_topics)
+    with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
+        report = cut_over(ctx, request, execute, timeout_s)
+    if as_json:
+        emit_json(cutover_json(report))
+        return
+    _echo_cutover(report)
+
+
+def _echo_cutover(report: CutoverReport) -> None:
+    if report.plan is not None:
+        emit_table(("topic", "partition", f"{report.target} now", "new", "change"),
+                   [(r.partition.topic, r.partition.partition,
+                     "-" if r.current is None else r.current, r.new,
+                     report.plan.change_of(r).value) for r in report.plan.rows])
+    if report.outcome == "dry run":
+        click.echo(f"next: {report.next_step}", err=True)
+        click.echo("dry run: nothing written; add --execute to move the group", err=True)
+        return
+    click.echo(f"group {report.group}: {report.outcome}"
+               + (f" ({report.next_step})" if report.next_step else "")
+               + f", {report.source} -> {report.target}")
+    if report.outcome != "switched":
+        return
+    click.echo(f"members moved: {', '.join(report.members_moved) or 'none'}")
+    click.echo(f"offsets verified: {report.offsets_verified}, partitions: {report.partitions}")
+    if report.pauses:
+        emit_table(("topic", "partition", "pause ms", "since"),
+                   [(p.partition.topic, p.partition.partition, p.pause_ms, p.since)
+                    for p in report.pauses])

@@ -22,7 +22,11 @@ from kafka import KafkaAdminClient
 from kafka.protocol.admin import DescribeGroupsRequest
 
 from zkconsumer.kafka.errors import GroupMetadataError
-from zkconsumer.kafka.protocol.consumer_protocol import decode_assignment
+from zkconsumer.kafka.protocol.consumer_protocol import (
+    PROTOCOL_TYPE,
+    decode_assignment,
+    decode_subscription,
+)
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.kafka_reader import GroupOffsetsReader, open_admin
 
@@ -36,10 +40,15 @@ DEAD = "Dead"
 
 @dataclass(frozen=True)
 class CoordinatorMember:
+    """`user_data` is what the member put in its subscription (None when it put nothing, or
+    its subscription is not the consumer protocol's or does not parse): `group cutover` reads
+    there whether a member will honour its fence."""
+
     member_id: str
     assigned: tuple[TopicPartition, ...]
     client_id: str = ""
     client_host: str = ""
+    user_data: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -88,12 +97,26 @@ def described_group(group: Any) -> CoordinatorGroup:
             malformed = str(exc)
             break
         members.append(CoordinatorMember(member.member_id, assigned, member.client_id,
-                                         member.client_host))
+                                         member.client_host,
+                                         _user_data(group.protocol_type, member)))
     if malformed is not None:
-        members = [CoordinatorMember(member.member_id, (), member.client_id, member.client_host)
+        members = [CoordinatorMember(member.member_id, (), member.client_id, member.client_host,
+                                     _user_data(group.protocol_type, member))
                    for member in group.members]
     return CoordinatorGroup(group.group_id, tuple(members), malformed, state=group.group_state,
                             protocol_type=group.protocol_type, protocol=group.protocol_data)
+
+
+def _user_data(protocol_type: str, member: Any) -> bytes | None:
+    """A member's subscription user data. One that does not parse costs nothing else: it is
+    no more than a member that says nothing there, which is what its readers assume."""
+    metadata = getattr(member, "member_metadata", None)
+    if protocol_type != PROTOCOL_TYPE or not metadata:
+        return None
+    try:
+        return decode_subscription(metadata, member.member_id).user_data
+    except GroupMetadataError:
+        return None
 
 
 class GroupsAdmin(KafkaAdminClient):

@@ -1,0 +1,274 @@
+"""What `group cutover` does next, decided from one look at the group and nothing else.
+
+The command is a loop of look, decide, act: every decision is taken from what ZooKeeper and
+Kafka hold now (the fence, who is registered where, the offsets), never from what an earlier
+run of the command did, so a run killed at any point is finished by the next one. The fence's
+phase is where a move stands (see `zkconsumer.znodes.fence`):
+
+- no fence (or one that finished a move the other way): write the fence, `draining`;
+- `draining` to the target: wait until the old coordination has no member that honours the
+  fence, then copy every offset forward into the target storage (read back), then `switched`;
+- `draining` the other way: the operator asks for the way back, a rollback: delete the fence;
+- `switched` to the target: already cut over, nothing to do.
+
+Before any of that, anything that would make the move unsafe is a refusal in one line: an
+unknown group, no offsets to carry, a coordinator that cannot be asked, members already live
+on the target, a deleted topic in the offsets, and members that cannot honour the fence (the
+reference consumer, an older zkconsumer) unless forced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from zkconsumer.admin.plans import Plan, PlanRow
+from zkconsumer.model import TopicPartition
+from zkconsumer.znodes.fence import Fence, FenceAwareMember, FencePhase, OnFence
+
+# A Kafka-coordinated zkconsumer that watches the fence says so in its JoinGroup subscription
+# (the user data every consumer-protocol subscription carries), naming its fence-aware znode.
+FENCE_MARKER_PREFIX: Final = b"zkconsumer-fence-aware:"
+ZOOKEEPER: Final = "zookeeper"
+KAFKA: Final = "kafka"
+
+
+def other_coordination(coordination: str) -> str:
+    return KAFKA if coordination == ZOOKEEPER else ZOOKEEPER
+
+
+def marked_consumer_id(user_data: bytes | None) -> str | None:
+    """The consumer id a Kafka member's fence marker names; None for any other user data."""
+    if not user_data or not user_data.startswith(FENCE_MARKER_PREFIX):
+        return None
+    try:
+        named = user_data[len(FENCE_MARKER_PREFIX):].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return named or None
+
+
+@dataclass(frozen=True)
+class KafkaMember:
+    """A member of the group on Kafka's coordinator, as far as the cutover cares."""
+
+    member_id: str
+    client_host: str = ""
+    marked_as: str | None = None  # `marked_consumer_id` of its subscription's user data
+
+    @property
+    def name(self) -> str:
+        return f"{self.member_id} ({self.client_host})" if self.client_host else self.member_id
+
+
+@dataclass(frozen=True)
+class CutoverView:
+    """One look at the group. `kafka_state` is None when the coordinator does not know the
+    group (never joined, or a 0.9 coordinator that forgot it); `coordinator_error` says why
+    Kafka's coordinator could not be asked (then nothing else from Kafka is known)."""
+
+    group: str
+    fence: Fence | None = None
+    in_zookeeper: bool = False
+    zookeeper_members: tuple[str, ...] = ()
+    fence_aware: Mapping[str, FenceAwareMember] = field(default_factory=dict)
+    kafka_state: str | None = None
+    kafka_members: tuple[KafkaMember, ...] = ()
+    coordinator_error: str | None = None
+    zookeeper_offsets: Mapping[TopicPartition, int] = field(default_factory=dict)
+    kafka_offsets: Mapping[TopicPartition, int] = field(default_factory=dict)
+    missing_topics: frozenset[str] = frozenset()
+
+    def offsets_in(self, coordination: str) -> Mapping[TopicPartition, int]:
+        return self.zookeeper_offsets if coordination == ZOOKEEPER else self.kafka_offsets
+
+    def honours_fence(self, member: str | KafkaMember) -> bool:
+        """A ZooKeeper member (its consumer id) with a fence-aware znode; a Kafka member whose
+        marker names a fence-aware znode that is there."""
+        named = member.marked_as if isinstance(member, KafkaMember) else member
+        return named is not None and named in self.fence_aware
+
+    def members_on(self, coordination: str) -> list[str | KafkaMember]:
+        return list(self.zookeeper_members if coordination == ZOOKEEPER else self.kafka_members)
+
+
+@dataclass(frozen=True)
+class CutoverRequest:
+    group: str
+    target: str
+    force: bool = False
+    skip_missing_topics: bool = False
+
+
+# -- the decisions ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Refuse:
+    """Nothing to do safely: one line for the operator."""
+
+    line: str
+
+
+@dataclass(frozen=True)
+class AlreadyCutOver:
+    fence: Fence
+
+
+@dataclass(frozen=True)
+class RollBack:
+    """Delete this fence: the members waiting on it go back where they were started."""
+
+    fence: Fence
+
+
+@dataclass(frozen=True)
+class WriteFence:
+    fence: Fence
+    replaces: Fence | None  # a finished move the other way, or None
+
+
+@dataclass(frozen=True)
+class AwaitDrain:
+    """The fence is out; these members (names) are still on the old coordination."""
+
+    fence: Fence
+    remaining: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CopyOffsets:
+    """The old coordination is empty: write this plan, read it back, then switch."""
+
+    fence: Fence
+    plan: Plan
+
+
+Decision = Refuse | AlreadyCutOver | RollBack | WriteFence | AwaitDrain | CopyOffsets
+
+
+def decide(view: CutoverView, request: CutoverRequest, now_ms: int) -> Decision:
+    """The next step of moving `view`'s group to `request.target`."""
+    target, source = request.target, other_coordination(request.target)
+    group, fence = view.group, view.fence
+    known_on_kafka = view.kafka_state is not None or bool(view.kafka_offsets)
+    if not view.in_zookeeper and view.coordinator_error is not None:
+        return Refuse(_unreachable(view))
+    if not view.in_zookeeper and not known_on_kafka:
+        return Refuse(f"no group {group} under /consumers or on Kafka's group coordinator")
+    if fence is not None and fence.to == target and fence.switched:
+        return AlreadyCutOver(fence)
+    if fence is not None and fence.to == source and not fence.switched:
+        return RollBack(fence)
+    moving = fence is not None and fence.to == target  # draining, written by an earlier run
+    refusal = _refusal(view, request, moving)
+    if refusal is not None:
+        return Refuse(refusal + (_RESUME_HINT.format(target=target, source=source)
+                                 if moving else "; nothing was written"))
+    if fence is None or not moving:
+        return WriteFence(Fence(target, FencePhase.DRAINING, now_ms), fence)
+    remaining = tuple(_name(m) for m in view.members_on(source) if view.honours_fence(m))
+    if remaining:
+        return AwaitDrain(fence, remaining)
+    return CopyOffsets(fence, copy_plan(view, request))
+
+
+_RESUME_HINT = ("; the fence (draining to {target}) is left as it is: run the command again to "
+                "resume, or with --to {source} to roll back")
+
+
+def _refusal(view: CutoverView, request: CutoverRequest, moving: bool) -> str | None:
+    target, source, group = request.target, other_coordination(request.target), view.group
+    if view.coordinator_error is not None:
+        return _unreachable(view)
+    if not view.zookeeper_offsets and not view.kafka_offsets:
+        return (f"group {group} has no committed offsets in ZooKeeper or Kafka: there is "
+                "nothing to carry over")
+    live = view.members_on(target)
+    if live:
+        names = ", ".join(_name(m) for m in live[:5])
+        return (f"group {group} is already live on {_coordination_name(target)} with "
+                f"{len(live)} member(s) ({names}); a group is on one coordination at a time: "
+                "stop them first")
+    if view.missing_topics and not request.skip_missing_topics:
+        topics = ", ".join(sorted(view.missing_topics)[:5])
+        return (f"topic {topics} no longer exists but group {group} has offsets for it; "
+                "they are left where they are and not carried over: run again with "
+                "--skip-missing-topics to cut over without them")
+    unfenced = [m for m in view.members_on(source) if not view.honours_fence(m)]
+    if unfenced and not request.force:
+        names = ", ".join(_name(m) for m in unfenced[:5])
+        return (f"{len(unfenced)} member(s) of group {group} on {_coordination_name(source)} "
+                f"cannot honour the fence: {names}; stop them (or restart them as zkconsumer "
+                "members), or --force to leave them consuming on "
+                f"{_coordination_name(source)}, where their partitions may be delivered twice")
+    return None
+
+
+def _unreachable(view: CutoverView) -> str:
+    return (f"cannot cut over group {view.group}: Kafka's group coordinator cannot be asked "
+            f"({view.coordinator_error})")
+
+
+def _coordination_name(coordination: str) -> str:
+    return "ZooKeeper" if coordination == ZOOKEEPER else "Kafka's group coordinator"
+
+
+def _name(member: str | KafkaMember) -> str:
+    return member.name if isinstance(member, KafkaMember) else member
+
+
+# -- the offsets ---------------------------------------------------------------------------------
+
+def copy_plan(view: CutoverView, request: CutoverRequest) -> Plan:
+    """Every offset of the old coordination's storage into the target's, never backwards: a
+    partition whose target offset is ahead (a member that drained committed it there) keeps
+    it. Offsets of deleted topics stay where they are (with `--skip-missing-topics`)."""
+    source = view.offsets_in(other_coordination(request.target))
+    target = view.offsets_in(request.target)
+    rows = tuple(PlanRow(view.group, tp, target.get(tp), max(offset, target.get(tp, offset)))
+                 for tp, offset in sorted(source.items())
+                 if tp.topic not in view.missing_topics)
+    return Plan(rows, allow_rewind=False)
+
+
+def unverified(plan: Plan, read_back: Mapping[TopicPartition, int]
+               ) -> list[tuple[TopicPartition, int, int | None]]:
+    """The rows whose offset did not read back at least as far as planned: (partition,
+    planned, read)."""
+    return [(row.partition, row.new, read_back.get(row.partition)) for row in plan.rows
+            if read_back.get(row.partition, -1) < row.new]
+
+
+def moving_members(fence_aware: Mapping[str, FenceAwareMember], source: str) -> list[str]:
+    """The fence-aware members of the old coordination that join the new one in the same
+    process (`cutover.on.fence=switch`); the others end when drained."""
+    return sorted(consumer_id for consumer_id, member in fence_aware.items()
+                  if member.coordination == source and member.on_fence == OnFence.SWITCH)
+
+
+# -- the pause each partition saw ------------------------------------------------------------------
+
+FROM_OWNER_RELEASED: Final = "owner released"
+FROM_FENCE: Final = "fence written"
+
+
+@dataclass(frozen=True)
+class Pause:
+    partition: TopicPartition
+    pause_ms: int | None  # None: not assigned on the new coordination within the wait
+    since: str            # FROM_OWNER_RELEASED or FROM_FENCE
+
+
+def partition_pauses(partitions: Iterable[TopicPartition], fence: Fence,
+                     released_ms: Mapping[TopicPartition, int],
+                     assigned_ms: Mapping[TopicPartition, int]) -> list[Pause]:
+    """From when the old owner let go (seen by this run; else from the fence's start) to when
+    the new coordination assigned the partition (as seen by this run)."""
+    pauses = []
+    for tp in sorted(set(partitions)):
+        since = FROM_OWNER_RELEASED if tp in released_ms else FROM_FENCE
+        start = released_ms.get(tp, fence.started_ms)
+        end = assigned_ms.get(tp)
+        pauses.append(Pause(tp, None if end is None else max(0, end - start), since))
+    return pauses
