@@ -22,14 +22,19 @@ from zkconsumer.admin.cutover_plan import (
     WriteFence,
     copy_plan,
     decide,
-    marked_consumer_id,
     moving_members,
     partition_pauses,
     unverified,
 )
 from zkconsumer.admin.plans import Change
 from zkconsumer.model import TopicPartition as TP
-from zkconsumer.znodes.fence import Fence, FenceAwareMember, FencePhase, OnFence
+from zkconsumer.znodes.fence import (
+    Fence,
+    FenceAwareMember,
+    FencePhase,
+    OnFence,
+    marked_consumer_id,
+)
 
 NOW = 1_800_000_000_000
 ZK_MEMBER = "g_host-a-1700000000000-abcdef01"

@@ -48,3 +48,10 @@ def test_the_fence_lives_beside_the_reference_znodes_of_the_group():
     paths = GroupPaths("g")
     assert paths.fence == "/consumers/g/fence"
     assert paths.fence_aware_member("g_h-1-abc") == "/consumers/g/fence-aware/g_h-1-abc"
+
+
+def test_a_kafka_members_fence_marker_names_its_consumer_id_and_nothing_else_passes():
+    from zkconsumer.znodes.fence import fence_marker, marked_consumer_id
+    assert marked_consumer_id(fence_marker("g_h-1-abc")) == "g_h-1-abc"
+    for other in (None, b"", b"zkconsumer-fence-aware:", b"zkconsumer-fence-aware:\xff", b"x"):
+        assert marked_consumer_id(other) is None

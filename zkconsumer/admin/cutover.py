@@ -32,7 +32,6 @@ from zkconsumer.admin.cutover_plan import (
     WriteFence,
     copy_plan,
     decide,
-    marked_consumer_id,
     moving_members,
     other_coordination,
     partition_pauses,
@@ -45,7 +44,7 @@ from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.coordinator_groups import CoordinatorGroup
 from zkconsumer.zk.group_state import read_owners
-from zkconsumer.znodes.fence import Fence, FenceAwareMember
+from zkconsumer.znodes.fence import Fence, FenceAwareMember, marked_consumer_id
 from zkconsumer.znodes.paths import GroupPaths
 
 log = get_logger(__name__)

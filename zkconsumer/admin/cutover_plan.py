@@ -25,28 +25,19 @@ from typing import Final
 
 from zkconsumer.admin.plans import Plan, PlanRow
 from zkconsumer.model import TopicPartition
-from zkconsumer.znodes.fence import Fence, FenceAwareMember, FencePhase, OnFence
+from zkconsumer.znodes.fence import (
+    Fence,
+    FenceAwareMember,
+    FencePhase,
+    OnFence,
+)
 
-# A Kafka-coordinated zkconsumer that watches the fence says so in its JoinGroup subscription
-# (the user data every consumer-protocol subscription carries), naming its fence-aware znode.
-FENCE_MARKER_PREFIX: Final = b"zkconsumer-fence-aware:"
 ZOOKEEPER: Final = "zookeeper"
 KAFKA: Final = "kafka"
 
 
 def other_coordination(coordination: str) -> str:
     return KAFKA if coordination == ZOOKEEPER else ZOOKEEPER
-
-
-def marked_consumer_id(user_data: bytes | None) -> str | None:
-    """The consumer id a Kafka member's fence marker names; None for any other user data."""
-    if not user_data or not user_data.startswith(FENCE_MARKER_PREFIX):
-        return None
-    try:
-        named = user_data[len(FENCE_MARKER_PREFIX):].decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    return named or None
 
 
 @dataclass(frozen=True)

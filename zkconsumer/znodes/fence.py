@@ -34,6 +34,27 @@ COORDINATIONS: Final = ("zookeeper", "kafka")
 LONG_MAX: Final = 2**63 - 1
 
 
+# A Kafka-coordinated member that watches the fence says so in its JoinGroup subscription (the
+# user data every consumer-protocol subscription carries), naming its fence-aware znode; other
+# clients' range and round-robin assignors ignore user data.
+FENCE_MARKER_PREFIX: Final = b"zkconsumer-fence-aware:"
+
+
+def fence_marker(consumer_id: str) -> bytes:
+    return FENCE_MARKER_PREFIX + consumer_id.encode("utf-8")
+
+
+def marked_consumer_id(user_data: bytes | None) -> str | None:
+    """The consumer id a Kafka member's fence marker names; None for any other user data."""
+    if not user_data or not user_data.startswith(FENCE_MARKER_PREFIX):
+        return None
+    try:
+        named = user_data[len(FENCE_MARKER_PREFIX):].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return named or None
+
+
 class FencePhase:
     DRAINING: Final = "draining"
     SWITCHED: Final = "switched"
