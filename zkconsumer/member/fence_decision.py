@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.fetch.brokers import KafkaAccess
 from zkconsumer.znodes.fence import COORDINATIONS, ON_FENCE_CHOICES, Fence, FencePhase, OnFence
 
 
@@ -117,3 +119,33 @@ def _joined(action: FenceAction, on: str, started_on: str, fence: Fence | None) 
     if action is FenceAction.ROLLBACK:
         return started_on
     return None
+
+
+@dataclass(frozen=True)
+class GroupMoved:
+    """Why a connector ended (its streams ended with it): `group cutover` fenced its group,
+    and what the member does next (`decision`). `kafka` is how the member reached Kafka, for
+    a member that joins Kafka's coordinator next without `bootstrap.servers` of its own."""
+
+    group: str
+    fence: Fence | None
+    decision: FenceDecision
+    kafka: KafkaAccess | None = None
+
+    def describe(self) -> str:
+        if self.fence is None:
+            return f"group {self.group} has no cutover fence"
+        return (f"group {self.group} is moving to {self.fence.to}'s coordination "
+                f"(cutover fence {self.fence.phase})")
+
+
+class GroupMovedError(ZkConsumerError):
+    """A member could not start where it was started: the group is moving (or moved) away;
+    `moved` says where and what to do (wait, join the target, or refuse)."""
+
+    def __init__(self, moved: GroupMoved) -> None:
+        self.moved = moved
+        then = ("and cutover.on.fence=exit: not starting"
+                if moved.decision.action is FenceAction.REFUSE_START
+                else f"so this member must {moved.decision.action.value}")
+        super().__init__(f"{moved.describe()} {then}")
