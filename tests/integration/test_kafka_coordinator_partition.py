@@ -14,15 +14,11 @@ every message produced throughout is consumed by one of them."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
-from kafka import KafkaProducer
 from support.coordinator_members import PollingMember
-from support.kafka import produce
+from support.kafka import produce, steady_producer
 from support.netns import available, network_namespace
 from support.waiting import wait_until
 
@@ -40,33 +36,6 @@ STINT_GAP_S = 0.3
 OVERLAP_TOLERANCE_S = 0.1
 DELAY_S = 0.04  # the worker's handler, per message
 BURST = 800  # 400 for the worker's two partitions: 16 s of its handler, over two sessions
-
-
-@contextmanager
-def steady_producer(cluster, topic: str) -> Iterator[list[bytes]]:
-    """Messages round-robin over the partitions every 20 ms until the block ends; yields the
-    list of those acknowledged."""
-    acknowledged: list[bytes] = []
-    stop = threading.Event()
-    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks=1,
-                             api_version=cluster.kafka_api_version or None)
-
-    def run() -> None:
-        n = 0
-        while not stop.wait(0.02):
-            value = b"m-%05d" % n
-            producer.send(topic, value, partition=n % PARTITIONS).get(timeout=30)
-            acknowledged.append(value)
-            n += 1
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
-        yield acknowledged
-    finally:
-        stop.set()
-        thread.join(timeout=30)
-        producer.close(timeout=10)
 
 
 def test_a_member_cut_from_its_brokers_stops_delivering_before_another_takes_over(
@@ -102,7 +71,7 @@ def test_a_member_cut_from_its_brokers_stops_delivering_before_another_takes_ove
                                    auto_offset_reset="earliest")
             wait_until(lambda: theirs.owns({0, 1}), timeout=30,
                        message="kafka-python's range share beside the worker")
-            with steady_producer(cluster, topic) as produced:
+            with steady_producer(cluster, topic, PARTITIONS) as produced:
                 wait_until(lambda: len(delivery_log.read_delivery_times(deliveries)) > 20
                            and len(theirs.values) > 20, timeout=30,
                            message="both members delivering")

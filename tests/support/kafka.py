@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
 
@@ -42,3 +46,30 @@ def committed_in_kafka(cluster, group: str, topic: str, partitions: int) -> dict
         return {p: consumer.committed(KafkaTopicPartition(topic, p)) for p in range(partitions)}
     finally:
         consumer.close()
+
+
+@contextmanager
+def steady_producer(cluster, topic: str, partitions: int) -> Iterator[list[bytes]]:
+    """Messages round-robin over the partitions every 20 ms until the block ends; yields the
+    list of those acknowledged."""
+    acknowledged: list[bytes] = []
+    stop = threading.Event()
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks=1,
+                             **_version(cluster))
+
+    def run() -> None:
+        n = 0
+        while not stop.wait(0.02):
+            value = b"m-%05d" % n
+            producer.send(topic, value, partition=n % partitions).get(timeout=30)
+            acknowledged.append(value)
+            n += 1
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield acknowledged
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+        producer.close(timeout=10)

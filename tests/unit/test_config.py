@@ -79,6 +79,7 @@ REFERENCE_DEFAULTS = {
     "max_poll_interval_ms": 300000,
     "metrics_port": 0,
     "metrics_host": "127.0.0.1",
+    "cutover_on_fence": "switch",
     "kafka_client_properties": {},
     "unknown_keys": (),
 }
@@ -192,6 +193,7 @@ def test_consumer_timeout_may_be_minus_one_or_zero_or_positive():
     ("offsets.storage", "redis", "zookeeper, kafka"),
     ("auto.offset.reset", "anything", "smallest, largest, earliest, latest"),
     ("partition.assignment.strategy", "sticky", "range, roundrobin"),
+    ("cutover.on.fence", "stay", "switch, exit"),
     ("topics", "a,,b", "not a legal topic name"),
     ("topics", "a b", "not a legal topic name"),
     ("topics", "..", "not a legal topic name"),
@@ -497,7 +499,7 @@ def test_to_properties_lists_every_default():
     assert properties["exclude.internal.topics"] == "true"
     assert "consumer.id" not in properties
     assert properties["fetch.backend"] == "auto"
-    assert len(properties) == 38  # every key that has a value by default
+    assert len(properties) == 39  # every key that has a value by default
 
 
 LEGACY_PROPERTIES = """\

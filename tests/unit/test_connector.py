@@ -22,6 +22,7 @@ from support.waiting import wait_until
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.fetch import FetchError
 from zkconsumer.member.connector import ConsumerConnector
+from zkconsumer.member.fence_decision import FenceAction, GroupMovedError
 from zkconsumer.member.plan import GroupSnapshot
 from zkconsumer.member.state import State
 from zkconsumer.member.streams import ConsumerTimeout
@@ -29,6 +30,7 @@ from zkconsumer.model import Message, TopicPartition
 from zkconsumer.offsets.store import OwnerCheck
 from zkconsumer.topology import TopicMetadataError, open_topic_source
 from zkconsumer.znodes.brokers import BrokerRegistration
+from zkconsumer.znodes.fence import Fence, FencePhase
 
 TOPIC = "t"
 A = TopicPartition(TOPIC, 0)
@@ -118,6 +120,53 @@ class FakeMembership:
         return {tp: OwnerCheck(f"/owners/{tp}", 1, 1) for tp in tokens if tp in self.owners}
 
 
+class FakeFence:
+    """The group's fence in an attribute; `change` calls the member's watch as kazoo would.
+    `events` records the fence-aware znode's life, with whether the member was registered."""
+
+    def __init__(self, fence: Fence | None = None) -> None:
+        self.fence = fence
+        self.events: list[tuple[str, bool]] = []
+        self.membership: FakeMembership | None = None
+        self._on_fence = None
+
+    def __call__(self, _zk, _group, _consumer_id, promise) -> FakeFence:
+        self.promise = promise
+        return self
+
+    def read(self) -> Fence | None:
+        return self.fence
+
+    def declare(self) -> None:
+        self.events.append(("declared", self._registered()))
+
+    def withdraw(self) -> None:
+        self.events.append(("withdrawn", self._registered()))
+
+    def watch(self, on_fence) -> None:
+        self._on_fence = on_fence
+        on_fence(self.fence)
+
+    def change(self, fence: Fence | None) -> None:
+        self.fence = fence
+        self._on_fence(fence)
+
+    def _registered(self) -> bool:
+        return self.membership is not None and self.membership.registered
+
+
+class BothStorages(MemoryStore):
+    """The store a fenced member carries its offsets over with: it reads what the member's
+    own store has."""
+
+    def __init__(self, own: MemoryStore) -> None:
+        super().__init__("both", journal=own.journal)
+        self._own = own
+
+    def fetch(self, partitions):
+        return self._own.fetch(partitions)
+
+
 class FakeFetcher:
     """Every assigned partition has offsets 0..99; `fail_with` makes the next poll raise."""
 
@@ -164,8 +213,9 @@ class FakeFetcher:
 def world():
     """The stand-ins a connector built in this test gets, for the test to poke at; a test may
     replace `topics` before it builds the connector."""
-    return {"zk": FakeZooKeeper(), "fetcher": FakeFetcher(), "store": MemoryStore(),
-            "topics": None}
+    store = MemoryStore()
+    return {"zk": FakeZooKeeper(), "fetcher": FakeFetcher(), "store": store,
+            "both": BothStorages(store), "fence": FakeFence(), "topics": None}
 
 
 CONFIG = {"zookeeper.connect": "127.0.0.1:9", "group.id": "g", "consumer.id": "me",
@@ -178,7 +228,11 @@ def connector_in(world, **options) -> ConsumerConnector:
     callbacks = {key: value for key, value in options.items() if "." not in key}
     def join_group(*args):
         world["membership"] = FakeMembership(*args)
+        world["fence"].membership = world["membership"]
         return world["membership"]
+
+    def offset_store(config, *_args, **_observers):
+        return world["both"] if config.offsets_storage == "kafka" else world["store"]
 
     def topic_source(*args):
         return world["topics"] or open_topic_source(*args)
@@ -187,8 +241,8 @@ def connector_in(world, **options) -> ConsumerConnector:
         {**CONFIG, **properties}, connect_zookeeper=lambda _settings: world["zk"],
         find_brokers=lambda *_: {0: BrokerRegistration(1, "127.0.0.1", 9)},
         open_fetcher=lambda *_: world["fetcher"],
-        open_offset_store=lambda *_, **_observers: world["store"],
-        open_topic_source=topic_source, join_group=join_group, **callbacks)
+        open_offset_store=offset_store, open_topic_source=topic_source, join_group=join_group,
+        watch_fence=world["fence"], **callbacks)
 
 
 @contextlib.contextmanager
@@ -448,3 +502,56 @@ def test_after_a_new_session_nothing_is_delivered_nor_committed_until_registered
         wait_until(lambda: connector.state is State.STABLE and connector.owned_partitions(),
                    timeout=10, interval=0.01, message="claiming in the new session")
         assert next(stream).offset == 0
+
+
+def test_a_fence_ends_the_streams_and_the_shutdown_carries_what_was_consumed_to_both_storages(
+        world):
+    with member(world) as (connector, stream):
+        assert connector.wait_until_stable(timeout=10)
+        handed = [next(stream) for _ in range(3)]
+        world["fence"].change(Fence("kafka", FencePhase.DRAINING, 1))
+        assert list(stream) == [], "nothing more is handed out once fenced"
+        assert connector.moved is not None
+        assert connector.moved.decision.action is FenceAction.DRAIN_AND_WAIT
+        connector.shutdown()
+    last = handed[-1]
+    tp = TopicPartition(last.topic, last.partition)
+    assert world["store"].offsets[tp] == last.offset + 1, "the message in hand was committed"
+    carried = world["both"].commits[-1]
+    assert carried[tp] == last.offset + 1
+    assert set(carried) == set(world["store"].offsets), "every held partition carried over"
+    assert world["fence"].events == [("declared", False), ("withdrawn", False)], \
+        "the promise is made before registering and withdrawn after deregistering"
+
+
+def test_a_fence_for_the_coordination_the_member_is_on_changes_nothing(world):
+    with member(world) as (connector, stream):
+        assert connector.wait_until_stable(timeout=10)
+        world["fence"].change(Fence("zookeeper", FencePhase.SWITCHED, 1))
+        next(stream)
+        assert connector.moved is None
+
+
+def test_a_member_that_exits_on_a_fence_refuses_to_start_on_a_switched_group_in_one_line(
+        world):
+    world["fence"].fence = Fence("kafka", FencePhase.SWITCHED, 1)
+    connector = connector_in(world, **{"cutover.on.fence": "exit"})
+    try:
+        with pytest.raises(GroupMovedError, match="^group g is moving to kafka's coordination "
+                           r"\(cutover fence switched\) and cutover.on.fence=exit: not starting$"):
+            connector.create_message_streams({TOPIC: 1})
+        assert world["fence"].events == [], "no promise made, nothing registered"
+    finally:
+        connector.shutdown()
+
+
+def test_a_member_starting_on_a_switched_group_is_told_to_join_the_target(world):
+    world["fence"].fence = Fence("kafka", FencePhase.SWITCHED, 1)
+    connector = connector_in(world)
+    try:
+        with pytest.raises(GroupMovedError) as raised:
+            connector.create_message_streams({TOPIC: 1})
+        assert raised.value.moved.decision.join == "kafka"
+        assert raised.value.moved.kafka.bootstrap_servers == "127.0.0.1:9"
+    finally:
+        connector.shutdown()

@@ -42,6 +42,8 @@ class StopArrivesOnReceipt:
 
 
 class RecordingConnector:
+    moved = None
+
     def __init__(self, written: list) -> None:
         self.written = written
         self.committed_after: list | None = None
@@ -70,6 +72,8 @@ def test_a_message_received_as_the_stop_arrives_is_written_before_the_commit(cap
 
 class ClosingConnector:
     """Shuts the real streams' committer down the way the connector does."""
+
+    moved = None
 
     def __init__(self, committer) -> None:
         self.committer = committer
@@ -103,3 +107,68 @@ def test_an_auto_commit_while_the_handler_runs_does_not_commit_the_message_it_re
                    threading.Event()).run()
     assert store.offsets == {tp: 2}, "offset 2 was committed although its handler failed"
     assert connector.final_commit is False
+
+
+class FencedConnector:
+    """A member whose streams a fence ended: `moved` says so once they end."""
+
+    def __init__(self, moved) -> None:
+        self.moved = moved
+        self.member_metrics = object()
+        self.shut_down = False
+
+    def shutdown(self, commit: bool = True) -> None:
+        self.shut_down = commit
+
+
+class Listed:
+    """A stream of these messages, then its end (as a fence ends a stream)."""
+
+    def __init__(self, values: list[bytes]) -> None:
+        self._messages = iter([Message("t", 0, i, None, v, None) for i, v in enumerate(values)])
+
+    def __iter__(self):
+        return self._messages
+
+    def mark_consumed(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class OneHop:
+    """A follower that opens one more member after the first one drained."""
+
+    def __init__(self, following) -> None:
+        self.following = following
+        self.asked: list = []
+
+    def after(self, moved, metrics):
+        self.asked.append((moved, metrics))
+        following, self.following = self.following, None
+        return following
+
+
+def test_a_run_goes_on_with_the_member_its_follower_opens_once_a_fence_ended_the_first(
+        capsysbinary):
+    first = FencedConnector(moved="the fence")
+    second = FencedConnector(moved=None)
+    handled: list[bytes] = []
+    follower = OneHop((second, [Listed([b"b0", b"b1"])]))
+    run = ConsumeRun(first, [Listed([b"a0"])], None, lambda m: handled.append(m.value), None,
+                     threading.Event(), follower)
+    run.run()
+    assert handled == [b"a0", b"b0", b"b1"]
+    assert run.consumed == 3
+    assert first.shut_down and second.shut_down, "each member left (and drained) in turn"
+    assert follower.asked == [("the fence", first.member_metrics)], \
+        "the next member counts in the first one's metrics"
+    assert run.connector is second
+
+
+def test_a_fenced_run_with_nothing_to_follow_ends():
+    first = FencedConnector(moved="the fence")
+    run = ConsumeRun(first, [Listed([b"a0"])], None, None, None, threading.Event(), OneHop(None))
+    run.run()
+    assert first.shut_down and run.connector is first

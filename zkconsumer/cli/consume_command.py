@@ -30,9 +30,9 @@ from zkconsumer.config import (
 from zkconsumer.errors import ConfigError
 from zkconsumer.fetch.kafka_client import kafka_client_options
 from zkconsumer.logs import LOG_FORMATS, configure_logging, get_logger
-from zkconsumer.member.connector import ConsumerConnector
+from zkconsumer.member.fence_follow import FenceFollower
 from zkconsumer.model import Message
-from zkconsumer.worker import ConsumeRun, start_streams
+from zkconsumer.worker import ConsumeRun, open_member
 
 log = get_logger(__name__)
 # Options that set a config key themselves, by parameter name.
@@ -188,13 +188,13 @@ def consume(ctx, zookeeper, group, bootstrap_server, topics, whitelist, blacklis
                             metrics_host=metrics_host)
     selection = topic_selection(config, topics, whitelist, blacklist)
     with stop_on_signals() as stop_requested:
-        connector = ConsumerConnector(config)
-        try:
-            selected = start_streams(connector, selection, streams)
-        except BaseException:
-            connector.shutdown()
-            raise
-        run = ConsumeRun(connector, selected, formatter(output_format), handler_function,
-                         max_messages, stop_requested)
+        follower = FenceFollower(
+            config, lambda settings, metrics: open_member(settings, selection, streams, metrics),
+            stop_requested)
+        started = follower.start()
+        if started is None:  # stopped while waiting for the group's cutover
+            return
+        run = ConsumeRun(*started, formatter(output_format), handler_function, max_messages,
+                         stop_requested, follower)
         run.run()
     log.info("consumer stopped", messages=run.consumed)

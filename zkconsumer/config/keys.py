@@ -105,6 +105,10 @@ KEYS = (
     Key("max.poll.interval.ms", integer(1), 300000),
     Key("metrics.port", port, 0),
     Key("metrics.host", non_empty, "127.0.0.1"),
+    # What a member does when `group cutover` fences its group off its coordination: join
+    # the group through the new one in the same process, or leave and end (see
+    # `zkconsumer.znodes.fence`).
+    Key("cutover.on.fence", one_of("switch", "exit"), "switch"),
 )
 KEYS_BY_NAME = {key.name: key for key in KEYS}
 KEY_NAMES = frozenset(KEYS_BY_NAME)

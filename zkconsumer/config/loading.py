@@ -93,6 +93,7 @@ class ConsumerConfig:
     max_poll_interval_ms: int
     metrics_port: int  # 0: no metrics server
     metrics_host: str
+    cutover_on_fence: str  # "switch" or "exit"
     kafka_client_properties: Mapping[str, str] = field(hash=False, repr=False)
     unknown_keys: tuple[str, ...] = ()
 

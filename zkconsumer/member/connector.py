@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -30,6 +31,14 @@ from zkconsumer.fetch.fetcher import Fetcher
 from zkconsumer.fetch.kafka_client import kafka_client_options
 from zkconsumer.logs import get_logger
 from zkconsumer.member.committer import OffsetCommitter
+from zkconsumer.member.fence_decision import (
+    FenceAction,
+    GroupMoved,
+    GroupMovedError,
+    Stage,
+    decide,
+)
+from zkconsumer.member.fence_watch import MemberFence
 from zkconsumer.member.fetch_loop import FetchLoop
 from zkconsumer.member.rebalancer import PartitionCallback, RebalanceCallbacks, Rebalancer
 from zkconsumer.member.state import Event, MemberState, State, Work
@@ -44,6 +53,7 @@ from zkconsumer.zk.registry import wait_for_brokers
 from zkconsumer.zk.session import ZookeeperAccessDeniedError, connect_for, current_session
 from zkconsumer.znodes.brokers import BrokerRegistration
 from zkconsumer.znodes.consumers import ConsumerRegistration
+from zkconsumer.znodes.fence import Fence, FenceAwareMember
 
 log = get_logger(__name__)
 
@@ -57,6 +67,10 @@ SHUTDOWN_TIMEOUT_S = 6.0
 _CLOSING_S = 1.0
 # How often a start-up step waiting on a thread of its own looks for a shutdown.
 _START_POLL_S = 0.1
+# A fenced member's streams end at once; whoever consumes them has this long to call
+# `shutdown()` (which commits what the consuming threads finished) before the member drains
+# by itself.
+FENCED_SHUTDOWN_GRACE_S = 5.0
 _SESSION_EVENTS = {KazooState.SUSPENDED: Event.CONNECTION_SUSPENDED,
                    KazooState.LOST: Event.SESSION_EXPIRED,
                    KazooState.CONNECTED: Event.CONNECTED}
@@ -82,15 +96,20 @@ class ConsumerConnector:
                  open_fetcher: Callable[..., Fetcher] = open_fetcher,
                  open_offset_store: Callable[..., OffsetStore] = open_offset_store,
                  open_topic_source: Callable[..., TopicSource] = open_topic_source,
-                 join_group: Callable[..., ZookeeperMembership] = ZookeeperMembership) -> None:
+                 join_group: Callable[..., ZookeeperMembership] = ZookeeperMembership,
+                 watch_fence: Callable[..., MemberFence] = MemberFence,
+                 metrics: MemberMetrics | None = None) -> None:
         """The keyword arguments after the callbacks make the member's clients and its group
-        membership; tests give stand-ins (the signatures are those of the defaults)."""
+        membership; tests give stand-ins (the signatures are those of the defaults).
+        `metrics`: the figures to go on counting in (a member that follows its group to
+        another coordination keeps its counters); new ones when None."""
         self._set_up(config, RebalanceCallbacks(on_partitions_revoked, on_partitions_assigned),
-                     open_fetcher)
+                     open_fetcher, metrics)
         self._find_brokers = find_brokers
         self._open_offset_store = open_offset_store
         self._open_topic_source = open_topic_source
         self._join_group = join_group
+        self._watch_fence = watch_fence
         self._zk = connect_zookeeper(self.config.zookeeper)
         self._member = MemberState(current_session(self._zk))
         # From now on: an expiry while starting must be known to the member's state too.
@@ -106,7 +125,8 @@ class ConsumerConnector:
         return super().__new__(cls)
 
     def _set_up(self, config: ConsumerConfig | Mapping[str, str],
-                callbacks: RebalanceCallbacks, open_fetcher: Callable[..., Fetcher]) -> None:
+                callbacks: RebalanceCallbacks, open_fetcher: Callable[..., Fetcher],
+                metrics: MemberMetrics | None) -> None:
         """What every kind of member has, whoever coordinates its group."""
         self.config = config if isinstance(config, ConsumerConfig) else \
             ConsumerConfig.from_mapping(config)
@@ -116,8 +136,12 @@ class ConsumerConnector:
         self._streams: list[KafkaStream] = []
         self._stop_auto_commit = threading.Event()
         self._refresher: MetadataRefresher | None = None  # topics from Kafka metadata only
-        self._metrics = MemberMetrics()
+        self._metrics = metrics or MemberMetrics()
         self._metrics_server: MetricsServer | None = None  # with metrics.port only
+        # Set when `group cutover` fenced the group off this member's coordination: its
+        # streams end, and this says where the group went and what the member does next.
+        self.moved: GroupMoved | None = None
+        self._fence: MemberFence | None = None  # made as the member starts
         self._log = log.bind(consumer_id=self.consumer_id, group=self.config.group_id)
 
     # -- public API -------------------------------------------------------------------------
@@ -161,6 +185,12 @@ class ConsumerConnector:
         "partition_lag": {"t-0": n}, "max_lag": n, "rebalances": {"success": n, ...}, ...}`
         (see `MemberMetrics.snapshot`)."""
         return self._metrics.snapshot()
+
+    @property
+    def member_metrics(self) -> MemberMetrics:
+        """The figures themselves, for a connector that takes over from this one (the member
+        following its group to another coordination) to go on counting in."""
+        return self._metrics
 
     @property
     def metrics_registry(self):
@@ -265,6 +295,7 @@ class ConsumerConnector:
         the shutdown between attempts, and the metadata read is waited for on the side."""
         config = self.config
         access = self._kafka_access()
+        self._access = access
         # Clients opened here are closed again if the start fails; once started, by shutdown.
         with contextlib.ExitStack() as opened:
             self._serve_metrics(opened)
@@ -282,6 +313,11 @@ class ConsumerConnector:
                 # topics exist fails now, before it joins the group, not in its first rebalance.
                 self._unless_shut_down(topic_source.view)
             self._wire(registration, topic_source, stream_for)
+            self._fence = self._watch_fence(
+                self._zk, config.group_id, self.consumer_id,
+                FenceAwareMember(self._coordination_name, config.cutover_on_fence))
+            self._startup_retry()(self._check_fence_at_start)
+            self._startup_retry()(self._fence.declare)
             self._startup_retry()(self._membership.register)
             self._startup_retry()(self._membership.watch, self._group_changed, topics, wildcard)
             refresher = None if topic_source.watched_in_zookeeper else MetadataRefresher(
@@ -300,6 +336,8 @@ class ConsumerConnector:
         if config.auto_commit_enable:
             threading.Thread(target=self._auto_commit, name="zkconsumer-autocommit",
                              daemon=True).start()
+        # Registered by now: a fence written since it was read is seen here first.
+        self._fence.watch(self._on_fence)
 
     def _startup_retry(self) -> KazooRetry:
         """Start-up survives a ZooKeeper server restart or a lost connection (retried for about
@@ -412,9 +450,33 @@ class ConsumerConnector:
              lambda: self._rebalancer.release_all(commit=commit and not failed,
                                                   notify=not failed)),
             ("the deregistration", self._membership.deregister)]
+        if commit and self.moved is not None:
+            steps.insert(0, ("the commit to both offset storages", self._carry_offsets_over))
         if commit and self.config.auto_commit_enable:
             steps.insert(0, ("the final commit", lambda: self._final_commit(retry=not failed)))
+        if self._fence is not None:
+            steps.append(("the fence-aware znode's removal", self._fence.withdraw))
         return steps
+
+    def _carry_offsets_over(self) -> bool:
+        """A fenced member, its final commit made and its partitions still its own: what the
+        group has committed for them (the larger of ZooKeeper's and Kafka's, whichever
+        `offsets.storage` says) goes to both storages, Kafka's as a group with no Kafka-side
+        members writes it (generation -1): the new coordination's members resume there.
+        Never backwards, as it is the larger of the two already."""
+        held = sorted(self._member.held())
+        if not self._member.delivering:
+            return False
+        both = self._open_offset_store(
+            dataclasses.replace(self.config, offsets_storage="kafka", dual_commit_enabled=True),
+            self._zk, *self._access, observe_commit=self._metrics.observe_commit)
+        try:
+            committed = both.fetch(held)
+            both.commit(committed)
+        finally:
+            both.close()
+        self._log.info("drained: committed to both offset storages", partitions=len(committed))
+        return True
 
     def _final_commit(self, retry: bool) -> bool:
         """False when the session cannot be trusted, so nothing could be committed."""
@@ -428,6 +490,50 @@ class ConsumerConnector:
         re-registration is done: the owner znodes may be someone else's by now (the gate is
         closed then, see `MemberState`)."""
         return self._member.delivering
+
+    # -- the cutover fence --------------------------------------------------------------------
+
+    _coordination_name = "zookeeper"
+
+    def _check_fence_at_start(self) -> None:
+        """Before the member registers: GroupMovedError if the fence says it must not start
+        here (it waits, joins the other coordination, or refuses: the worker decides)."""
+        assert self._fence is not None  # made before it is read
+        fence = self._fence.read()
+        decision = decide(Stage.STARTING, self._coordination_name, self._coordination_name,
+                          fence, self.config.cutover_on_fence)
+        if decision.action is not FenceAction.CARRY_ON:
+            raise GroupMovedError(GroupMoved(self.config.group_id, fence, decision,
+                                             self._access))
+
+    def _on_fence(self, fence: Fence | None) -> None:
+        """On kazoo's thread: a fence that moves the group away ends the member's streams at
+        once (nothing more is delivered), and the member drains (see `_fenced`)."""
+        if self.moved is not None or self._member.leaving:
+            return
+        decision = decide(Stage.RUNNING, self._coordination_name, self._coordination_name,
+                          fence, self.config.cutover_on_fence)
+        if decision.drains:
+            self._fenced(GroupMoved(self.config.group_id, fence, decision, self._access))
+
+    def _fenced(self, moved: GroupMoved) -> None:
+        """Delivery stops now; the drain itself is `shutdown()`'s (with `moved` set it commits
+        to both storages), called by whoever consumes the streams once they ended (so what
+        their threads finished is committed), or else by the member itself after
+        `FENCED_SHUTDOWN_GRACE_S`."""
+        self.moved = moved
+        fence = moved.fence
+        self._log.info("fenced", to=fence.to if fence else None,
+                       phase=fence.phase if fence else None, then=moved.decision.action.value)
+        for stream in self._streams:
+            stream.close()
+        threading.Thread(target=self._drain_unless_shut_down, name="zkconsumer-fenced",
+                         daemon=True).start()
+
+    def _drain_unless_shut_down(self) -> None:
+        if self._member.wait_for({State.CLOSED, State.FAILED}, FENCED_SHUTDOWN_GRACE_S) is None:
+            self._log.info("fenced member's streams not shut down by their consumer; draining")
+            self.shutdown()
 
     def _kafka_access(self) -> KafkaAccess:
         """`bootstrap.servers` when set: those brokers need not be in this ZooKeeper at all."""

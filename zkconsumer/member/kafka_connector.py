@@ -40,6 +40,7 @@ from zkconsumer.member.kafka_coordination import GroupCommits, KafkaCoordination
 from zkconsumer.member.rebalancer import PartitionCallback, RebalanceCallbacks, call_back
 from zkconsumer.member.state import Event, MemberState, StaleClaimError
 from zkconsumer.member.stream_threads import thread_ids
+from zkconsumer.metrics import MemberMetrics
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.metered_store import MeteredOffsetStore
 from zkconsumer.offsets.store import OffsetStoreError
@@ -54,10 +55,11 @@ class KafkaCoordinatedConnector(ConsumerConnector):
                  on_partitions_revoked: PartitionCallback | None = None,
                  on_partitions_assigned: PartitionCallback | None = None,
                  open_fetcher: Callable[..., Fetcher] = open_fetcher,
+                 metrics: MemberMetrics | None = None,
                  **_zookeeper_parts: object) -> None:
         """The ZooKeeper member's other keyword arguments are accepted and not used."""
         self._set_up(config, RebalanceCallbacks(on_partitions_revoked, on_partitions_assigned),
-                     open_fetcher)
+                     open_fetcher, metrics)
         self._member = MemberState(None)  # no generation until the coordinator gives one
         self._topic_count: dict[str, int] = {}  # streams per topic, of a fixed subscription
         # A wildcard subscription's filter and streams: its topics are those the filter allows
@@ -261,6 +263,7 @@ class KafkaCoordinatedConnector(ConsumerConnector):
     # -- leaving ----------------------------------------------------------------------------
 
     _coordinator_name = "the group coordinator"
+    _coordination_name = "kafka"
     _expired_health = "the generation passed; joining the group again"
     _unfinished_leave = ("the next owners resume from the last commit; the group rebalances "
                          "without this member once its session times out")

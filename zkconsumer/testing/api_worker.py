@@ -22,9 +22,9 @@ from zkconsumer.cli.message_output import jsonl
 from zkconsumer.cli.signals import stop_on_signals
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.logs import configure_logging, get_logger, redact
-from zkconsumer.member.connector import ConsumerConnector
+from zkconsumer.member.fence_follow import FenceFollower
 from zkconsumer.model import TopicPartition
-from zkconsumer.worker import ConsumeRun
+from zkconsumer.worker import ConsumeRun, open_member
 
 log = get_logger(__name__)
 
@@ -73,14 +73,19 @@ def _consume(args: argparse.Namespace) -> int:
     with stop_on_signals() as stop_requested:
         config = build_config(args.zookeeper, args.group, None, tuple(args.property),
                               args.from_beginning)
-        connector = ConsumerConnector(
-            config, on_partitions_assigned=FailingAssignCallback(args.fail_on_assign))
+        on_assigned = FailingAssignCallback(args.fail_on_assign)
+        follower = FenceFollower(
+            config, lambda settings, metrics: open_member(
+                settings, (args.topic,), 1, metrics, on_partitions_assigned=on_assigned),
+            stop_requested)
+        started = follower.start()
+        if started is None:  # stopped while waiting for the group's cutover
+            return 0
+        run = ConsumeRun(*started, jsonl, None, None, stop_requested, follower)
         try:
-            streams = connector.create_message_streams({args.topic: 1})[args.topic]
-            run = ConsumeRun(connector, streams, jsonl, None, None, stop_requested)
             run.run()
         finally:
-            connector.shutdown()  # the run shuts down by itself; this covers a failed start
+            run.connector.shutdown()  # the run shuts down by itself; this covers a failure
     return run.consumed
 
 

@@ -1,0 +1,197 @@
+"""Members honouring the cutover fence, against the real ZooKeeper and 0.9.0.1 broker.
+
+`group cutover` is not used here: each test writes the fence itself and checks what the
+command would (the old coordination empty, every offset carried over) before it moves the
+fence on, so what is tested is the members' side of the contract alone: they stop delivering,
+carry their offsets to both storages, leave, and then follow the group, exit, refuse to start,
+or go back, as the fence and `cutover.on.fence` say.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from support.kafka import committed_in_kafka, steady_producer
+from support.waiting import wait_until
+
+from zkconsumer.fetch.brokers import KafkaAccess
+from zkconsumer.model import TopicPartition
+from zkconsumer.offsets.coordinator_groups import open_groups_admin, read_coordinator_group
+from zkconsumer.offsets.kafka_reader import GroupOffsetsReader
+from zkconsumer.offsets.zookeeper_store import ZookeeperOffsetStore
+from zkconsumer.testing import delivery_log
+from zkconsumer.testing.consume_process import ConsumeProcess
+from zkconsumer.testing.delivery_overlap import overlaps
+from zkconsumer.znodes.fence import Fence, FencePhase
+from zkconsumer.znodes.paths import GroupPaths
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 4
+STINT_GAP_S = 0.3
+OVERLAP_TOLERANCE_S = 0.1
+
+
+@pytest.fixture
+def workers(cluster, tmp_path):
+    """Start `zkconsumer consume` workers that log each delivery's time; killed at the end."""
+    started: list[ConsumeProcess] = []
+
+    def start(group: str, topic: str, name: str, *properties: str) -> ConsumeProcess:
+        settings = {"zookeeper.session.timeout.ms": "6000", "session.timeout.ms": "6000",
+                    "heartbeat.interval.ms": "1000", "auto.commit.interval.ms": "200",
+                    "rebalance.backoff.ms": "500"}
+        if cluster.kafka_api_version:
+            settings["kafka.api.version"] = ".".join(map(str, cluster.kafka_api_version))
+        worker = ConsumeProcess(
+            cluster.zookeeper_connect, group, topic, tmp_path, name,
+            *(f"--property={key}={value}" for key, value in settings.items()), *properties,
+            "--handler", "zkconsumer.testing.delivery_log:record",
+            environment={delivery_log.ENVIRONMENT_VARIABLE: str(tmp_path / f"{name}.times")})
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+def deliveries(worker: ConsumeProcess) -> list[tuple[int, int, float]]:
+    return delivery_log.read_delivery_times(worker.output.with_suffix(".times"))
+
+
+def write_fence(zk, group: str, phase: str, to: str = "kafka") -> None:
+    path = GroupPaths(group).fence
+    data = Fence(to, phase, int(time.time() * 1000)).encode()
+    if zk.exists(path):
+        zk.set(path, data)
+    else:
+        zk.create(path, data, makepath=True)
+
+
+def registered(zk, group: str) -> list[str]:
+    return zk.get_children(GroupPaths(group).ids) if zk.exists(GroupPaths(group).ids) else []
+
+
+def drained(zk, group: str) -> None:
+    """What the command waits for: no member left in ZooKeeper, nor a fence-aware znode."""
+    paths = GroupPaths(group)
+    wait_until(lambda: not registered(zk, group) and not (
+        zk.exists(paths.fence_aware) and zk.get_children(paths.fence_aware)),
+        timeout=30, message="every ZooKeeper member gone")
+
+
+def carried_over(cluster, zk, group: str, topic: str) -> dict[int, int]:
+    """What the command checks before it says `switched`: Kafka has every offset ZooKeeper
+    has, or a later one (here the members carried them; nothing is copied)."""
+    partitions = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    in_zookeeper = {tp.partition: offset for tp, offset in
+                    ZookeeperOffsetStore(zk, group).fetch(partitions).items()}
+    in_kafka = committed_in_kafka(cluster, group, topic, PARTITIONS)
+    assert in_zookeeper, "the members committed nothing to ZooKeeper"
+    behind = {p: (offset, in_kafka.get(p)) for p, offset in in_zookeeper.items()
+              if in_kafka.get(p) is None or in_kafka[p] < offset}
+    assert behind == {}, f"offsets not carried to Kafka (zookeeper, kafka): {behind}"
+    return in_zookeeper
+
+
+def coordinator_members(cluster, group: str) -> int:
+    reader = GroupOffsetsReader(KafkaAccess(cluster.bootstrap_servers, cluster.kafka_api_version),
+                                {}, 5000, connect=open_groups_admin)
+    try:
+        described = read_coordinator_group(reader, group)
+    finally:
+        reader.close()
+    return 0 if described is None or described.state != "Stable" else len(described.members)
+
+
+def test_two_workers_follow_their_group_from_zookeeper_to_kafkas_coordinator(
+        cluster, zk, topic_factory, unique_name, workers):
+    topic = topic_factory(partitions=PARTITIONS)
+    group = unique_name("cutover")
+    first, second = workers(group, topic, "first"), workers(group, topic, "second")
+    wait_until(lambda: len(registered(zk, group)) == 2 and first.has_rebalanced()
+               and second.has_rebalanced(), timeout=60, message="both workers in the group")
+    with steady_producer(cluster, topic, PARTITIONS) as produced:
+        wait_until(lambda: len(deliveries(first)) > 10 and len(deliveries(second)) > 10,
+                   timeout=30, message="both workers delivering")
+        write_fence(zk, group, FencePhase.DRAINING)
+        drained(zk, group)
+        carried_over(cluster, zk, group, topic)
+        write_fence(zk, group, FencePhase.SWITCHED)
+        wait_until(lambda: coordinator_members(cluster, group) == 2, timeout=60,
+                   message="both workers in the group on Kafka's coordinator")
+        switched_at = len(produced)
+        wait_until(lambda: len(produced) > switched_at + 40, timeout=30,
+                   message="more produced after the switch")
+    everything = {value.decode() for value in produced}
+
+    def consumed() -> set[str]:
+        return {record["value"] for worker in (first, second) for record in worker.records()}
+
+    wait_until(lambda: consumed() >= everything, timeout=60,
+               message="every message produced delivered by one worker or the other")
+    assert first.process.poll() is None and second.process.poll() is None, \
+        "the workers went on in the same process"
+    for worker in (first, second):
+        assert worker.log_events("fenced"), worker.log_tail()
+        assert worker.log_events("drained: committed to both offset storages")
+        assert worker.log_events("joined the group through its new coordination")
+        assert any(line.get("coordinator") == "kafka" for line in worker.log_events("rebalanced"))
+    found = overlaps({worker.name: [(p, at) for p, _offset, at in deliveries(worker)]
+                      for worker in (first, second)}, STINT_GAP_S, OVERLAP_TOLERANCE_S)
+    assert found == [], found
+
+
+def test_a_worker_that_exits_on_the_fence_ends_cleanly_having_carried_its_offsets(
+        cluster, zk, topic_factory, unique_name, workers):
+    topic = topic_factory(partitions=PARTITIONS)
+    group = unique_name("cutover-exit")
+    worker = workers(group, topic, "leaving", "--property=cutover.on.fence=exit")
+    wait_until(worker.has_rebalanced, timeout=60, message="the worker in the group")
+    with steady_producer(cluster, topic, PARTITIONS):
+        wait_until(lambda: len(deliveries(worker)) > 10, timeout=30,
+                   message="the worker delivering")
+        write_fence(zk, group, FencePhase.DRAINING)
+        assert worker.process.wait(timeout=30) == 0, worker.log_tail()
+    last = {}
+    for partition, offset, _at in deliveries(worker):
+        last[partition] = max(offset, last.get(partition, -1))
+    committed = committed_in_kafka(cluster, group, topic, PARTITIONS)
+    assert committed == {p: offset + 1 for p, offset in last.items()}
+    assert worker.log_events("left the group for its cutover; exiting (cutover.on.fence=exit)")
+    assert registered(zk, group) == []
+
+
+def test_a_late_starter_on_a_switched_group_joins_through_kafka_or_refuses_in_one_line(
+        cluster, zk, topic_factory, unique_name, workers):
+    topic = topic_factory(partitions=1)
+    group = unique_name("cutover-late")
+    write_fence(zk, group, FencePhase.SWITCHED)
+    refusing = workers(group, topic, "refusing", "--property=cutover.on.fence=exit")
+    assert refusing.process.wait(timeout=30) == 1
+    error = refusing.log.read_text().strip().splitlines()[-1]
+    assert error == (f"error: group {group} is moving to kafka's coordination (cutover fence "
+                     "switched) and cutover.on.fence=exit: not starting"), error
+    joining = workers(group, topic, "joining")
+    wait_until(lambda: any(line.get("coordinator") == "kafka"
+                           for line in joining.log_events("rebalanced")),
+               timeout=60, message=f"the late starter on Kafka's coordinator: {joining.log_tail()}")
+    assert registered(zk, group) == [], "it never registered in ZooKeeper"
+    assert coordinator_members(cluster, group) == 1
+
+
+def test_a_fence_removed_while_draining_sends_the_worker_back_to_zookeeper(
+        cluster, zk, topic_factory, unique_name, workers):
+    topic = topic_factory(partitions=1)
+    group = unique_name("cutover-rollback")
+    worker = workers(group, topic, "back")
+    wait_until(worker.has_rebalanced, timeout=60, message="the worker in the group")
+    write_fence(zk, group, FencePhase.DRAINING)
+    drained(zk, group)
+    zk.delete(GroupPaths(group).fence)
+    wait_until(lambda: len(registered(zk, group)) == 1 and len(worker.log_events("registered"))
+               == 2, timeout=60, message=f"the worker registered again: {worker.log_tail()}")
+    assert worker.log_events("the group's cutover was rolled back; rejoining")
+    assert worker.process.poll() is None

@@ -1,0 +1,79 @@
+"""What a member does about the cutover fence: every row of the table, and what it refuses."""
+
+import pytest
+
+from zkconsumer.member.fence_decision import (
+    FenceAction,
+    FenceDecision,
+    FenceDecisionError,
+    Stage,
+    decide,
+)
+from zkconsumer.znodes.fence import Fence, FencePhase, OnFence
+
+ZK, KAFKA = "zookeeper", "kafka"
+SWITCH, EXIT = OnFence.SWITCH, OnFence.EXIT
+
+
+def fence(to: str, phase: str) -> Fence:
+    return Fence(to, phase, 1_800_000_000_000)
+
+
+DRAINING_TO_KAFKA = fence(KAFKA, FencePhase.DRAINING)
+SWITCHED_TO_KAFKA = fence(KAFKA, FencePhase.SWITCHED)
+DRAINING_TO_ZK = fence(ZK, FencePhase.DRAINING)
+SWITCHED_TO_ZK = fence(ZK, FencePhase.SWITCHED)
+
+A = FenceAction
+
+
+@pytest.mark.parametrize(("stage", "on", "started_on", "the_fence", "on_fence", "expected"), [
+    # Starting.
+    (Stage.STARTING, ZK, ZK, None, SWITCH, FenceDecision(A.CARRY_ON, ZK)),
+    (Stage.STARTING, ZK, ZK, None, EXIT, FenceDecision(A.CARRY_ON, ZK)),
+    (Stage.STARTING, KAFKA, KAFKA, DRAINING_TO_KAFKA, SWITCH, FenceDecision(A.WAIT, None)),
+    (Stage.STARTING, KAFKA, KAFKA, DRAINING_TO_KAFKA, EXIT, FenceDecision(A.WAIT, None)),
+    (Stage.STARTING, KAFKA, KAFKA, SWITCHED_TO_KAFKA, EXIT, FenceDecision(A.CARRY_ON, KAFKA)),
+    (Stage.STARTING, ZK, ZK, DRAINING_TO_KAFKA, SWITCH, FenceDecision(A.WAIT, None)),
+    (Stage.STARTING, ZK, ZK, SWITCHED_TO_KAFKA, SWITCH, FenceDecision(A.JOIN_TARGET, KAFKA)),
+    (Stage.STARTING, ZK, ZK, DRAINING_TO_KAFKA, EXIT, FenceDecision(A.REFUSE_START, None)),
+    (Stage.STARTING, ZK, ZK, SWITCHED_TO_KAFKA, EXIT, FenceDecision(A.REFUSE_START, None)),
+    (Stage.STARTING, KAFKA, KAFKA, SWITCHED_TO_ZK, SWITCH, FenceDecision(A.JOIN_TARGET, ZK)),
+    # Running.
+    (Stage.RUNNING, ZK, ZK, None, SWITCH, FenceDecision(A.CARRY_ON, ZK)),
+    (Stage.RUNNING, KAFKA, ZK, None, SWITCH, FenceDecision(A.CARRY_ON, KAFKA)),
+    (Stage.RUNNING, KAFKA, ZK, SWITCHED_TO_KAFKA, SWITCH, FenceDecision(A.CARRY_ON, KAFKA)),
+    (Stage.RUNNING, ZK, ZK, DRAINING_TO_ZK, EXIT, FenceDecision(A.CARRY_ON, ZK)),
+    (Stage.RUNNING, ZK, ZK, DRAINING_TO_KAFKA, SWITCH, FenceDecision(A.DRAIN_AND_WAIT, None)),
+    (Stage.RUNNING, ZK, ZK, SWITCHED_TO_KAFKA, SWITCH, FenceDecision(A.DRAIN_AND_JOIN, KAFKA)),
+    (Stage.RUNNING, ZK, ZK, DRAINING_TO_KAFKA, EXIT, FenceDecision(A.DRAIN_AND_EXIT, None)),
+    (Stage.RUNNING, ZK, ZK, SWITCHED_TO_KAFKA, EXIT, FenceDecision(A.DRAIN_AND_EXIT, None)),
+    (Stage.RUNNING, KAFKA, ZK, DRAINING_TO_ZK, SWITCH, FenceDecision(A.DRAIN_AND_WAIT, None)),
+    # Waiting, drained.
+    (Stage.WAITING, ZK, ZK, None, SWITCH, FenceDecision(A.ROLLBACK, ZK)),
+    (Stage.WAITING, KAFKA, ZK, None, SWITCH, FenceDecision(A.ROLLBACK, ZK)),
+    (Stage.WAITING, ZK, ZK, DRAINING_TO_KAFKA, SWITCH, FenceDecision(A.WAIT, None)),
+    (Stage.WAITING, ZK, ZK, SWITCHED_TO_KAFKA, SWITCH, FenceDecision(A.JOIN_TARGET, KAFKA)),
+    (Stage.WAITING, ZK, ZK, DRAINING_TO_ZK, SWITCH, FenceDecision(A.WAIT, None)),
+    (Stage.WAITING, ZK, ZK, SWITCHED_TO_ZK, SWITCH, FenceDecision(A.JOIN_TARGET, ZK)),
+])
+def test_every_row(stage, on, started_on, the_fence, on_fence, expected):
+    assert decide(stage, on, started_on, the_fence, on_fence) == expected
+
+
+def test_only_the_leaving_actions_drain():
+    draining = {action for action in FenceAction if FenceDecision(action, None).drains}
+    assert draining == {A.DRAIN_AND_WAIT, A.DRAIN_AND_JOIN, A.DRAIN_AND_EXIT}
+
+
+@pytest.mark.parametrize("the_fence", [None, DRAINING_TO_KAFKA, SWITCHED_TO_KAFKA])
+def test_a_member_that_exits_never_waits_so_waiting_with_exit_is_not_listed(the_fence):
+    with pytest.raises(FenceDecisionError, match="no fence rule"):
+        decide(Stage.WAITING, ZK, ZK, the_fence, EXIT)
+
+
+@pytest.mark.parametrize(("on", "started_on", "on_fence", "named"), [
+    ("etcd", ZK, SWITCH, "on"), (ZK, "", SWITCH, "started_on"), (ZK, ZK, "stay", "on_fence")])
+def test_a_value_outside_the_table_raises_naming_it(on, started_on, on_fence, named):
+    with pytest.raises(FenceDecisionError, match=f"^{named} must be one of"):
+        decide(Stage.RUNNING, on, started_on, None, on_fence)
