@@ -27,11 +27,10 @@ def no_zkconsumer_environment(monkeypatch):
 @pytest.fixture
 def no_connection(monkeypatch):
     """Fails the command if it connects: every check that can be made must come first."""
-    class Refused:
-        def __init__(self, *args, **kwargs) -> None:
-            raise AssertionError("connected to ZooKeeper before the options were checked")
+    def refused(*_args, **_kwargs):
+        raise AssertionError("connected to ZooKeeper before the options were checked")
 
-    monkeypatch.setattr(consume_command, "ConsumerConnector", Refused)
+    monkeypatch.setattr(consume_command, "open_member", refused)
 
 
 def consume(*args: str, env: dict[str, str] | None = None):
