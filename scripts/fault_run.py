@@ -102,7 +102,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KafkaTopicPartition
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
@@ -347,6 +348,7 @@ class Run:
         self.producing = list(range(args.partitions))  # the partitions the producer writes to
         self.produced: dict[str, int] = {}  # message id -> partition
         self.violations: list[str] = []
+        self.halted_brokers: list[str] = []  # see `restart_halted_brokers`
         self.faults: Counter = Counter()
         self.longest_unowned_s: dict[int, float] = defaultdict(float)
         self.dead_session_s: list[float] = []  # per crash-then-failover: failover to expiry
@@ -386,6 +388,23 @@ class Run:
                         from_beginning=from_beginning, program=program)
         self.workers.append(worker)
         return worker
+
+    def restart_halted_brokers(self, round_number: int) -> None:
+        """Between rounds every broker runs. A 0.9 broker whose log ends past its new leader's
+        halts rather than truncate it (Kafka before leader epochs, KIP-101), taking what only it
+        had with it; an operator restarts it, and so does the runner, saying so in the report:
+        the messages it took are counted apart from those the members lost (see `report`)."""
+        for broker_id in sorted(self.cluster.brokers):
+            if self.cluster.broker_running(broker_id):
+                continue
+            print(f"  broker {broker_id} stopped by itself; restarting it", file=sys.stderr,
+                  flush=True)
+            self.halted_brokers.append(f"{broker_id} (before round {round_number})")
+            try:
+                self.cluster.start_broker(broker_id)
+            except ClusterError as exc:
+                self.violations.append(f"broker {broker_id} stopped by itself and did not come "
+                                       f"back: {exc}")
 
     def replace_exited_workers(self) -> None:
         """A worker must only stop when told to: any other exit breaks the run's promise."""
@@ -954,6 +973,7 @@ class Run:
                 break
             time.sleep(self.rng.uniform(self.args.min_gap, self.args.max_gap))
             self.replace_exited_workers()
+            self.restart_halted_brokers(round_number)
             print(f"round {round_number}: {kind}", file=sys.stderr, flush=True)
             self.faults[kind] += 1
             injected = time.monotonic()
@@ -982,6 +1002,25 @@ class Run:
             worker.close_proxies()
         return self.report(produced, time.monotonic() - started)
 
+    def values_in_log(self) -> set[str]:
+        """Every message id the topic's partitions hold now, read from their beginning."""
+        consumer = KafkaConsumer(bootstrap_servers=self.cluster.bootstrap_servers,
+                                 api_version=(0, 9), enable_auto_commit=False, group_id=None)
+        try:
+            partitions = [KafkaTopicPartition(TOPIC, p) for p in range(self.partitions)]
+            consumer.assign(partitions)
+            consumer.seek_to_beginning(*partitions)
+            ends = consumer.end_offsets(partitions)
+            values: set[str] = set()
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and any(
+                    consumer.position(tp) < end for tp, end in ends.items()):
+                for records in consumer.poll(timeout_ms=1000).values():
+                    values.update(record.value.decode() for record in records)
+            return values
+        finally:
+            consumer.close()
+
     def consumed_ids(self) -> set[str]:
         return {r["value"] for w in self.workers for r in w.records()}
 
@@ -991,7 +1030,12 @@ class Run:
             for index, record in enumerate(worker.records()):
                 deliveries[(record["partition"], record["offset"])].append((worker, index))
         consumed = self.consumed_ids()
-        lost = produced - consumed
+        # What a halted 0.9 broker took with it (see `restart_halted_brokers`) is in no log for
+        # a member to find: only a message the log still holds can be lost by the members.
+        undelivered = produced - consumed
+        in_log = self.values_in_log() if undelivered and self.halted_brokers else undelivered
+        lost = undelivered & in_log
+        lost_by_brokers = undelivered - in_log
         duplicates = {key: ds for key, ds in deliveries.items() if len(ds) > 1}
         unexplained = defaultdict(list)  # (partition, the workers) -> offsets
         for (partition, offset), ds in sorted(duplicates.items()):
@@ -1024,6 +1068,9 @@ class Run:
             ("messages produced", len(produced)),
             ("messages consumed", len(consumed & produced)),
             ("lost", len(lost)),
+            ("acknowledged, then gone from the log with a halted broker", len(lost_by_brokers)),
+            ("brokers that stopped by themselves (restarted)",
+             ", ".join(self.halted_brokers) or "-"),
             ("lost, by partition", " ".join(f"{p}:{n}" for p, n in sorted(
                 lost_by_partition.items())) or "-"),
             ("duplicates", len(duplicates)),

@@ -315,6 +315,11 @@ class LocalCluster:
             zk.close()
         return broker
 
+    def broker_running(self, broker_id: int) -> bool:
+        """Whether the broker's process is alive: a 0.9 broker may halt by itself (see
+        `scripts/fault_run.py`'s `restart_halted_brokers`)."""
+        return self._alive(self.brokers[broker_id])
+
     def restart_zookeeper(self, graceful: bool = True) -> ServerProcess:
         if self.zookeeper is None:
             raise ClusterError("this cluster runs no ZooKeeper server of its own to restart")
