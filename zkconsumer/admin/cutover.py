@@ -324,8 +324,10 @@ def _look(ctx: AdminContext, request: CutoverRequest) -> _Look:
     except ZkConsumerError as exc:
         coordinator_error = str(exc)
     zookeeper_offsets = ctx.read_offsets("zookeeper", group) if in_zookeeper else {}
-    kafka_offsets = {} if coordinator_error else _kafka_offsets(ctx, group, in_zookeeper,
-                                                                 coordinator)
+    # The way back carries every Kafka offset: a group that lived on Kafka's coordinator may
+    # have topics ZooKeeper never heard of.
+    kafka_offsets = {} if coordinator_error else _kafka_offsets(
+        ctx, group, in_zookeeper and request.target != ZOOKEEPER, coordinator)
     topics = {tp.topic for tp in (*zookeeper_offsets, *kafka_offsets)}
     # Without the coordinator the command refuses anyway: the brokers are not asked again.
     existing = {tp.topic for tp in ctx.partitions_of(topics)} \
@@ -343,11 +345,12 @@ def _look(ctx: AdminContext, request: CutoverRequest) -> _Look:
                  coordinator is not None and coordinator.state == STABLE)
 
 
-def _kafka_offsets(ctx: AdminContext, group: str, in_zookeeper: bool,
+def _kafka_offsets(ctx: AdminContext, group: str, of_zookeeper_topics: bool,
                    coordinator: CoordinatorGroup | None) -> dict[TopicPartition, int]:
-    """A group ZooKeeper has: its Kafka offsets of every topic it has anything for there and
-    of those its Kafka members are assigned. Any other: every Kafka offset it has."""
-    if in_zookeeper:
+    """`of_zookeeper_topics` (a group ZooKeeper has, moving to Kafka): its Kafka offsets of
+    every topic it has anything for there and of those its Kafka members are assigned.
+    Otherwise every Kafka offset it has."""
+    if of_zookeeper_topics:
         assigned = {tp.topic for tp in (coordinator.owners() if coordinator else ())}
         return ctx.read_offsets("kafka", group, assigned)
     answer = ctx.every_kafka_offset([group])
