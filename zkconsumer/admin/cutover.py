@@ -19,6 +19,7 @@ from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, N
 
 from zkconsumer.admin.context import AdminContext
 from zkconsumer.admin.cutover_plan import (
+    STABLE,
     ZOOKEEPER,
     AlreadyCutOver,
     AwaitDrain,
@@ -53,7 +54,6 @@ DEFAULT_TIMEOUT_S = 120.0
 # How often the coordinator is asked (and owners read) while waiting: the bound on how late a
 # release or an assignment is seen, and so on the pauses reported.
 POLL_S = 0.25
-STABLE = "Stable"
 
 
 class CutoverRefused(ZkConsumerError):
@@ -318,6 +318,10 @@ def _look(ctx: AdminContext, request: CutoverRequest) -> _Look:
     paths = GroupPaths(group)
     in_zookeeper = zk.exists(paths.root) is not None
     fence, fence_version = _read_fence(zk, paths)
+    # Promises before members: a member makes its promise before it joins and withdraws it
+    # after it left, so one read in between (leaving as the command looks) is seen gone from
+    # both, never as a member without a promise.
+    fence_aware = _fence_aware(zk, paths)
     coordinator, coordinator_error = None, None
     try:
         coordinator = ctx.coordinator_group(group)
@@ -333,7 +337,7 @@ def _look(ctx: AdminContext, request: CutoverRequest) -> _Look:
     existing = {tp.topic for tp in ctx.partitions_of(topics)} \
         if topics and not coordinator_error else topics
     view = CutoverView(
-        group, fence, in_zookeeper, tuple(_children(zk, paths.ids)), _fence_aware(zk, paths),
+        group, fence, in_zookeeper, tuple(_children(zk, paths.ids)), fence_aware,
         None if coordinator is None else coordinator.state,
         () if coordinator is None else tuple(
             KafkaMember(m.member_id, m.client_host, marked_consumer_id(m.user_data))
