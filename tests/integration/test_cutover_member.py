@@ -131,6 +131,35 @@ def coordinator_members(cluster, group: str) -> int:
     return 0 if group_now is None or group_now.state != "Stable" else len(group_now.members)
 
 
+def more_produced(produced: list[bytes], count: int = 40) -> None:
+    """Inside the producing block, once the group switched: more for the workers to deliver."""
+    switched_at = len(produced)
+    wait_until(lambda: len(produced) > switched_at + count, timeout=30,
+               message="more produced after the switch")
+
+
+def followed_with_nothing_lost_and_no_overlap(produced: list[bytes],
+                                              workers: tuple[ConsumeProcess, ...]) -> None:
+    """Every message produced delivered by one worker or another, each still in the process it
+    started in, having drained and joined the new coordination, and no partition delivered by
+    two at once."""
+    everything = {value.decode() for value in produced}
+
+    def consumed() -> set[str]:
+        return {record["value"] for worker in workers for record in worker.records()}
+
+    wait_until(lambda: consumed() >= everything, timeout=60,
+               message="every message produced delivered by one worker or another")
+    for worker in workers:
+        assert worker.process.poll() is None, f"{worker.name} went on in the same process"
+        assert worker.log_events("fenced"), worker.log_tail()
+        assert worker.log_events("drained: committed to both offset storages")
+        assert worker.log_events("joined the group through its new coordination")
+    found = overlaps({worker.name: [(p, at) for p, _offset, at in deliveries(worker)]
+                      for worker in workers}, STINT_GAP_S, OVERLAP_TOLERANCE_S)
+    assert found == [], found
+
+
 def test_two_workers_follow_their_group_from_zookeeper_to_kafkas_coordinator(
         cluster, zk, topic_factory, unique_name, workers):
     topic = topic_factory(partitions=PARTITIONS)
@@ -147,26 +176,10 @@ def test_two_workers_follow_their_group_from_zookeeper_to_kafkas_coordinator(
         write_fence(zk, group, FencePhase.SWITCHED)
         wait_until(lambda: coordinator_members(cluster, group) == 2, timeout=60,
                    message="both workers in the group on Kafka's coordinator")
-        switched_at = len(produced)
-        wait_until(lambda: len(produced) > switched_at + 40, timeout=30,
-                   message="more produced after the switch")
-    everything = {value.decode() for value in produced}
-
-    def consumed() -> set[str]:
-        return {record["value"] for worker in (first, second) for record in worker.records()}
-
-    wait_until(lambda: consumed() >= everything, timeout=60,
-               message="every message produced delivered by one worker or the other")
-    assert first.process.poll() is None and second.process.poll() is None, \
-        "the workers went on in the same process"
+        more_produced(produced)
+    followed_with_nothing_lost_and_no_overlap(produced, (first, second))
     for worker in (first, second):
-        assert worker.log_events("fenced"), worker.log_tail()
-        assert worker.log_events("drained: committed to both offset storages")
-        assert worker.log_events("joined the group through its new coordination")
         assert any(line.get("coordinator") == "kafka" for line in worker.log_events("rebalanced"))
-    found = overlaps({worker.name: [(p, at) for p, _offset, at in deliveries(worker)]
-                      for worker in (first, second)}, STINT_GAP_S, OVERLAP_TOLERANCE_S)
-    assert found == [], found
 
 
 def test_a_worker_that_exits_on_the_fence_ends_cleanly_having_carried_its_offsets(
@@ -283,27 +296,10 @@ def test_two_kafka_workers_follow_their_group_back_to_zookeeper_where_a_referenc
             f"the drained members wrote ZooKeeper's offsets before the command: {report}"
         wait_until(lambda: len(registered(zk, group)) == 2, timeout=60,
                    message="both workers registered in ZooKeeper")
-        switched_at = len(produced)
-        wait_until(lambda: len(produced) > switched_at + 40, timeout=30,
-                   message="more produced after the switch")
-    everything = {value.decode() for value in produced}
-
-    def consumed() -> set[str]:
-        return {record["value"] for worker in (first, second) for record in worker.records()}
-
-    wait_until(lambda: consumed() >= everything, timeout=60,
-               message="every message produced delivered by one worker or the other")
-    assert first.process.poll() is None and second.process.poll() is None, \
-        "the workers went on in the same process"
+        more_produced(produced)
+    followed_with_nothing_lost_and_no_overlap(produced, (first, second))
     assert sorted(registered(zk, group)) == sorted(w.consumer_id() for w in (first, second))
     assert described(cluster, group) is None or described(cluster, group).members == ()
-    for worker in (first, second):
-        assert worker.log_events("fenced"), worker.log_tail()
-        assert worker.log_events("drained: committed to both offset storages")
-        assert worker.log_events("joined the group through its new coordination")
-    found = overlaps({worker.name: [(p, at) for p, _offset, at in deliveries(worker)]
-                      for worker in (first, second)}, STINT_GAP_S, OVERLAP_TOLERANCE_S)
-    assert found == [], found
 
     for worker in (first, second):
         assert worker.terminate() == 0, worker.log_tail()

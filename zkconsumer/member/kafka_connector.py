@@ -147,9 +147,9 @@ class KafkaCoordinatedConnector(ConsumerConnector):
             opened.callback(self._topics.close)
             # A member that cannot learn which topics its pattern matches fails now.
             subscribed = self._matched_topics() if wildcard else sorted(self._topic_count)
-            marker = None
+            fence, marker = None, None
             if self._zk is not None:
-                self._promise_to_honour_the_fence()
+                fence = self._promise_to_honour_the_fence()
                 marker = fence_marker(self.consumer_id)
             group = GroupMember(
                 config.group_id, subscribed, (config.partition_assignment_strategy,),
@@ -183,8 +183,8 @@ class KafkaCoordinatedConnector(ConsumerConnector):
         if config.auto_commit_enable:
             threading.Thread(target=self._auto_commit, name="zkconsumer-autocommit",
                              daemon=True).start()
-        if self._fence is not None:  # joining by now: a fence written since it was read
-            self._fence.watch(self._on_fence)
+        if fence is not None:  # joining by now: a fence written since it was read
+            fence.watch(self._on_fence)
 
     def _allowed(self, topic: str) -> bool:
         """Whether the wildcard subscription's filter allows `topic`."""
