@@ -1,18 +1,31 @@
 """Members honouring the cutover fence, against the real ZooKeeper and 0.9.0.1 broker.
 
-`group cutover` is not used here: each test writes the fence itself and checks what the
-command would (the old coordination empty, every offset carried over) before it moves the
-fence on, so what is tested is the members' side of the contract alone: they stop delivering,
-carry their offsets to both storages, leave, and then follow the group, exit, refuse to start,
-or go back, as the fence and `cutover.on.fence` say.
+From ZooKeeper to Kafka, `group cutover` is not used: each test writes the fence itself and
+checks what the command would (the old coordination empty, every offset carried over) before it
+moves the fence on, so what is tested is the members' side of the contract alone: they stop
+delivering, carry their offsets to both storages, leave, and then follow the group, exit,
+refuse to start, or go back, as the fence and `cutover.on.fence` say.
+
+The way back is tested end to end: Kafka-coordinated workers with `zookeeper.connect` moved by
+the real command (run as an operator runs it, in a process of its own) and then a reference
+Scala member resuming where they committed; and the command refusing while Kafka members that
+cannot honour the fence are in the group.
 """
 
 from __future__ import annotations
 
+import json
+import re
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
-from support.kafka import committed_in_kafka, steady_producer
+from kafka.errors import CoordinatorNotAvailableError
+from support.coordinator_members import PollingMember
+from support.kafka import committed_in_kafka, log_positions, produce, steady_producer
+from support.legacy_groups import kafka_version_args
 from support.waiting import wait_until
 
 from zkconsumer.fetch.brokers import KafkaAccess
@@ -23,7 +36,7 @@ from zkconsumer.offsets.zookeeper_store import ZookeeperOffsetStore
 from zkconsumer.testing import delivery_log
 from zkconsumer.testing.consume_process import ConsumeProcess
 from zkconsumer.testing.delivery_overlap import overlaps
-from zkconsumer.znodes.fence import Fence, FencePhase
+from zkconsumer.znodes.fence import Fence, FencePhase, marked_consumer_id
 from zkconsumer.znodes.paths import GroupPaths
 
 pytestmark = pytest.mark.integration
@@ -38,14 +51,16 @@ def workers(cluster, tmp_path):
     """Start `zkconsumer consume` workers that log each delivery's time; killed at the end."""
     started: list[ConsumeProcess] = []
 
-    def start(group: str, topic: str, name: str, *properties: str) -> ConsumeProcess:
+    def start(group: str, topic: str, name: str, *properties: str,
+              zookeeper: bool = True) -> ConsumeProcess:
+        """`zookeeper` False: no `--zookeeper` (a member on Kafka's coordinator alone)."""
         settings = {"zookeeper.session.timeout.ms": "6000", "session.timeout.ms": "6000",
                     "heartbeat.interval.ms": "1000", "auto.commit.interval.ms": "200",
                     "rebalance.backoff.ms": "500"}
         if cluster.kafka_api_version:
             settings["kafka.api.version"] = ".".join(map(str, cluster.kafka_api_version))
         worker = ConsumeProcess(
-            cluster.zookeeper_connect, group, topic, tmp_path, name,
+            cluster.zookeeper_connect if zookeeper else None, group, topic, tmp_path, name,
             *(f"--property={key}={value}" for key, value in settings.items()), *properties,
             "--handler", "zkconsumer.testing.delivery_log:record",
             environment={delivery_log.ENVIRONMENT_VARIABLE: str(tmp_path / f"{name}.times")})
@@ -96,14 +111,53 @@ def carried_over(cluster, zk, group: str, topic: str) -> dict[int, int]:
     return in_zookeeper
 
 
-def coordinator_members(cluster, group: str) -> int:
+def described(cluster, group: str):
+    """The group as Kafka's coordinator describes it (None: it does not know it)."""
     reader = GroupOffsetsReader(KafkaAccess(cluster.bootstrap_servers, cluster.kafka_api_version),
                                 {}, 5000, connect=open_groups_admin)
     try:
-        described = read_coordinator_group(reader, group)
+        return read_coordinator_group(reader, group)
     finally:
         reader.close()
-    return 0 if described is None or described.state != "Stable" else len(described.members)
+
+
+def coordinator_members(cluster, group: str) -> int:
+    """Members of the group on Kafka's coordinator, once Stable; 0 before (or before the
+    cluster's first group made the offsets topic that gives groups a coordinator)."""
+    try:
+        group_now = described(cluster, group)
+    except CoordinatorNotAvailableError:
+        return 0
+    return 0 if group_now is None or group_now.state != "Stable" else len(group_now.members)
+
+
+def more_produced(produced: list[bytes], count: int = 40) -> None:
+    """Inside the producing block, once the group switched: more for the workers to deliver."""
+    switched_at = len(produced)
+    wait_until(lambda: len(produced) > switched_at + count, timeout=30,
+               message="more produced after the switch")
+
+
+def followed_with_nothing_lost_and_no_overlap(produced: list[bytes],
+                                              workers: tuple[ConsumeProcess, ...]) -> None:
+    """Every message produced delivered by one worker or another, each still in the process it
+    started in, having drained and joined the new coordination, and no partition delivered by
+    two at once."""
+    everything = {value.decode() for value in produced}
+
+    def consumed() -> set[str]:
+        return {record["value"] for worker in workers for record in worker.records()}
+
+    wait_until(lambda: consumed() >= everything, timeout=60,
+               message="every message produced delivered by one worker or another")
+    for worker in workers:
+        assert worker.process.poll() is None, f"{worker.name} went on in the same process"
+        assert worker.log_events("fenced"), worker.log_tail()
+        assert worker.log_events("drained: committed to both offset storages")
+        assert worker.log_events("joined the group through its new coordination")
+    found = overlaps({worker.name: [(p, at) for p, _offset, at in deliveries(worker)]
+                      for worker in workers}, STINT_GAP_S, OVERLAP_TOLERANCE_S)
+    assert found == [], found
 
 
 def test_two_workers_follow_their_group_from_zookeeper_to_kafkas_coordinator(
@@ -122,26 +176,10 @@ def test_two_workers_follow_their_group_from_zookeeper_to_kafkas_coordinator(
         write_fence(zk, group, FencePhase.SWITCHED)
         wait_until(lambda: coordinator_members(cluster, group) == 2, timeout=60,
                    message="both workers in the group on Kafka's coordinator")
-        switched_at = len(produced)
-        wait_until(lambda: len(produced) > switched_at + 40, timeout=30,
-                   message="more produced after the switch")
-    everything = {value.decode() for value in produced}
-
-    def consumed() -> set[str]:
-        return {record["value"] for worker in (first, second) for record in worker.records()}
-
-    wait_until(lambda: consumed() >= everything, timeout=60,
-               message="every message produced delivered by one worker or the other")
-    assert first.process.poll() is None and second.process.poll() is None, \
-        "the workers went on in the same process"
+        more_produced(produced)
+    followed_with_nothing_lost_and_no_overlap(produced, (first, second))
     for worker in (first, second):
-        assert worker.log_events("fenced"), worker.log_tail()
-        assert worker.log_events("drained: committed to both offset storages")
-        assert worker.log_events("joined the group through its new coordination")
         assert any(line.get("coordinator") == "kafka" for line in worker.log_events("rebalanced"))
-    found = overlaps({worker.name: [(p, at) for p, _offset, at in deliveries(worker)]
-                      for worker in (first, second)}, STINT_GAP_S, OVERLAP_TOLERANCE_S)
-    assert found == [], found
 
 
 def test_a_worker_that_exits_on_the_fence_ends_cleanly_having_carried_its_offsets(
@@ -195,3 +233,125 @@ def test_a_fence_removed_while_draining_sends_the_worker_back_to_zookeeper(
                == 2, timeout=60, message=f"the worker registered again: {worker.log_tail()}")
     assert worker.log_events("the group's cutover was rolled back; rejoining")
     assert worker.process.poll() is None
+
+
+# -- the way back: Kafka's coordinator to ZooKeeper, by the command ------------------------------
+
+def on_kafka(cluster) -> tuple[str, ...]:
+    """A worker's options for Kafka's coordinator; with the fixture's `--zookeeper`, it
+    watches the fence."""
+    return (f"--bootstrap-server={cluster.bootstrap_servers}",
+            "--property=group.coordination=kafka")
+
+
+def run_cutover(cluster, group: str, *args: str) -> subprocess.CompletedProcess:
+    """`zkconsumer group cutover` as an operator runs it, in a process of its own."""
+    return subprocess.run(
+        [sys.executable, "-m", "zkconsumer", "group", "cutover", "--group", group, *args,
+         "--zookeeper", cluster.zookeeper_connect, *kafka_version_args(cluster)],
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL, check=False)
+
+
+def fence_aware(zk, group: str) -> list[str]:
+    path = GroupPaths(group).fence_aware
+    return sorted(zk.get_children(path)) if zk.exists(path) else []
+
+
+def zookeeper_offsets_of(zk, group: str, topic: str) -> dict[int, int]:
+    partitions = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    return {tp.partition: offset for tp, offset in
+            ZookeeperOffsetStore(zk, group).fetch(partitions).items()}
+
+
+def printed_by(reference, positions: dict[bytes, tuple[int, int]]) -> list[tuple[int, int]]:
+    """(partition, offset) of each message the reference console consumer printed, in order."""
+    lines = Path(reference.output).read_bytes().splitlines()
+    return [positions[line] for line in lines if line in positions]
+
+
+@pytest.mark.reference
+def test_two_kafka_workers_follow_their_group_back_to_zookeeper_where_a_reference_resumes(
+        cluster, zk, topic_factory, unique_name, workers, reference_consumers):
+    topic = topic_factory(partitions=PARTITIONS)
+    group = unique_name("cutover-back")
+    first = workers(group, topic, "first", *on_kafka(cluster))
+    second = workers(group, topic, "second", *on_kafka(cluster))
+    wait_until(lambda: coordinator_members(cluster, group) == 2 and first.has_rebalanced()
+               and second.has_rebalanced(), timeout=60,
+               message="both workers in the group on Kafka's coordinator")
+    promised = fence_aware(zk, group)
+    assert len(promised) == 2 and registered(zk, group) == []
+    assert sorted(marked_consumer_id(m.user_data) for m in described(cluster, group).members) \
+        == promised, "each JoinGroup marked with the member's fence-aware znode"
+
+    with steady_producer(cluster, topic, PARTITIONS) as produced:
+        wait_until(lambda: len(deliveries(first)) > 10 and len(deliveries(second)) > 10,
+                   timeout=30, message="both workers delivering")
+        done = run_cutover(cluster, group, "--to", "zookeeper", "--execute", "--json")
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)
+        assert (report["outcome"], report["members_moved"]) == ("switched", promised)
+        assert [(row["partition"], row["current"] is not None) for row in report["rows"]] == \
+            [(p, True) for p in range(PARTITIONS)], \
+            f"the drained members wrote ZooKeeper's offsets before the command: {report}"
+        wait_until(lambda: len(registered(zk, group)) == 2, timeout=60,
+                   message="both workers registered in ZooKeeper")
+        more_produced(produced)
+    followed_with_nothing_lost_and_no_overlap(produced, (first, second))
+    assert sorted(registered(zk, group)) == sorted(w.consumer_id() for w in (first, second))
+    assert described(cluster, group) is None or described(cluster, group).members == ()
+
+    for worker in (first, second):
+        assert worker.terminate() == 0, worker.log_tail()
+    in_zookeeper = zookeeper_offsets_of(zk, group, topic)
+    in_kafka = committed_in_kafka(cluster, group, topic, PARTITIONS)
+    assert sorted(in_zookeeper) == list(range(PARTITIONS))
+    behind = {p: (in_zookeeper[p], in_kafka[p]) for p in in_zookeeper
+              if in_kafka[p] is not None and in_zookeeper[p] < in_kafka[p]}
+    assert behind == {}, f"ZooKeeper behind Kafka (zookeeper, kafka): {behind}"
+
+    # A reference Scala member of G resumes exactly at the ZooKeeper offsets.
+    produce(cluster, topic, [b"after-%03d" % i for i in range(4 * PARTITIONS)], PARTITIONS)
+    positions = log_positions(cluster, topic, PARTITIONS)
+    owed = sorted(at for at in positions.values() if at[1] >= in_zookeeper[at[0]])
+    reference = reference_consumers(group, topic=topic)
+    wait_until(lambda: len(printed_by(reference, positions)) >= len(owed), timeout=90,
+               message=f"the reference member printing the {len(owed)} messages owed")
+    printed = printed_by(reference, positions)
+    assert sorted(printed) == owed, "the reference skipped or repeated messages"
+    first_printed = {}
+    for partition, offset in printed:
+        first_printed.setdefault(partition, offset)
+    assert first_printed == in_zookeeper
+
+
+def test_the_way_back_is_refused_while_kafka_members_cannot_honour_the_fence(
+        cluster, zk, topic_factory, unique_name, workers):
+    """A kafka-python consumer and a zkconsumer member without zookeeper.connect: neither marks
+    its subscription, so the command names both and writes nothing."""
+    topic = topic_factory(partitions=2)
+    produce(cluster, topic, [b"m-%02d" % i for i in range(20)], partitions=2)
+    group = unique_name("cutover-unmarked")
+    ours = workers(group, topic, "no-zookeeper", *on_kafka(cluster), zookeeper=False)
+    wait_until(lambda: committed_in_kafka(cluster, group, topic, 2) == {0: 10, 1: 10},
+               timeout=60, message=f"the zkconsumer member's commits: {ours.log_tail()}")
+    theirs = PollingMember(cluster, group, topic, "kafka-python-member")
+    try:
+        wait_until(lambda: coordinator_members(cluster, group) == 2, timeout=60,
+                   message="both members in the group on Kafka's coordinator")
+        names = sorted(f"{m.member_id} ({m.client_host})"
+                       for m in described(cluster, group).members)
+
+        refused = run_cutover(cluster, group, "--to", "zookeeper", "--execute")
+
+        assert refused.returncode == 1 and refused.stdout == ""
+        [line] = refused.stderr.splitlines()
+        assert re.fullmatch(
+            rf"error: 2 member\(s\) of group {group} on Kafka's group coordinator cannot honour "
+            rf"the fence: (?P<named>.+); stop them .*; nothing was written", line), line
+        assert sorted(line.split(" cannot honour the fence: ")[1].split("; ")[0]
+                      .split(", ")) == names
+        assert zk.exists(GroupPaths(group).root) is None, "nothing written in ZooKeeper"
+        assert ours.process.poll() is None
+    finally:
+        theirs.close()

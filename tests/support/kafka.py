@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -73,3 +74,26 @@ def steady_producer(cluster, topic: str, partitions: int) -> Iterator[list[bytes
         stop.set()
         thread.join(timeout=30)
         producer.close(timeout=10)
+
+
+def log_positions(cluster, topic: str, partitions: int, timeout_s: float = 60.0
+                  ) -> dict[bytes, tuple[int, int]]:
+    """Where each value of the topic sits in its log, (partition, offset), read from the
+    beginning to the ends as they are now (the values must be unique)."""
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers,
+                             enable_auto_commit=False, **_version(cluster))
+    try:
+        tps = [KafkaTopicPartition(topic, p) for p in range(partitions)]
+        consumer.assign(tps)
+        consumer.seek_to_beginning()
+        ends = consumer.end_offsets(tps)
+        found: dict[bytes, tuple[int, int]] = {}
+        deadline = time.monotonic() + timeout_s
+        while any(consumer.position(tp) < ends[tp] for tp in tps):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"topic {topic} not read to its end in {timeout_s:.0f}s")
+            for records in consumer.poll(timeout_ms=500).values():
+                found.update((r.value, (r.partition, r.offset)) for r in records)
+        return found
+    finally:
+        consumer.close()

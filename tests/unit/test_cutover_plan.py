@@ -185,6 +185,29 @@ def test_kafka_members_without_a_live_marker_are_named(marker):
            "kafka-python-1-abc (/10.0.0.9)" in line
 
 
+def test_a_draining_kafka_group_rebalancing_is_waited_for_not_judged():
+    """A member leaving sends the group into a rebalance, in which the coordinator describes
+    the others without their subscriptions: no marker is seen, and none is missing."""
+    draining_back = Fence("zookeeper", FencePhase.DRAINING, NOW)
+    view = idle(fence=draining_back, kafka_state="PreparingRebalance", fence_aware=AWARE_ZK,
+                kafka_members=(kafka_member(None),), kafka_offsets={TP("t", 0): 12})
+    assert decide(view, TO_ZOOKEEPER, NOW) == AwaitDrain(draining_back,
+                                                         (kafka_member(None).name,))
+    stable = replace(view, kafka_state="Stable")
+    assert "cannot honour the fence: kafka-python-1-abc (/10.0.0.9)" in refusal(stable,
+                                                                                 TO_ZOOKEEPER)
+
+
+def test_a_kafka_group_rebalancing_before_the_fence_is_refused_until_it_can_be_judged():
+    view = idle(kafka_state="CompletingRebalance", fence_aware=AWARE_ZK,
+                kafka_members=(kafka_member(None),), kafka_offsets={TP("t", 0): 12})
+    assert refusal(view, TO_ZOOKEEPER) == (
+        "group g is rebalancing on Kafka's group coordinator (state CompletingRebalance), "
+        "which describes its members' subscriptions only once Stable: whether they honour the "
+        "fence cannot be told now; run the command again in a moment; nothing was written")
+    assert isinstance(decide(view, replace(TO_ZOOKEEPER, force=True), NOW), WriteFence)
+
+
 def test_a_refusal_after_the_fence_is_out_says_how_to_resume_or_roll_back():
     view = idle(fence=DRAINING_TO_KAFKA, zookeeper_members=("reference-1",))
     line = refusal(view)

@@ -61,6 +61,31 @@ def test_every_row(stage, on, started_on, the_fence, on_fence, expected):
     assert decide(stage, on, started_on, the_fence, on_fence) == expected
 
 
+@pytest.mark.parametrize(("stage", "the_fence", "on_fence", "expected"), [
+    # Starting on Kafka's coordinator (with zookeeper.connect) on a group moving back.
+    (Stage.STARTING, DRAINING_TO_ZK, SWITCH, FenceDecision(A.WAIT, None)),
+    (Stage.STARTING, SWITCHED_TO_ZK, SWITCH, FenceDecision(A.JOIN_TARGET, ZK)),
+    (Stage.STARTING, DRAINING_TO_ZK, EXIT, FenceDecision(A.REFUSE_START, None)),
+    (Stage.STARTING, SWITCHED_TO_ZK, EXIT, FenceDecision(A.REFUSE_START, None)),
+    (Stage.STARTING, None, EXIT, FenceDecision(A.CARRY_ON, KAFKA)),
+    # Running on Kafka's coordinator.
+    (Stage.RUNNING, DRAINING_TO_KAFKA, SWITCH, FenceDecision(A.CARRY_ON, KAFKA)),
+    (Stage.RUNNING, SWITCHED_TO_ZK, SWITCH, FenceDecision(A.DRAIN_AND_JOIN, ZK)),
+    (Stage.RUNNING, DRAINING_TO_ZK, EXIT, FenceDecision(A.DRAIN_AND_EXIT, None)),
+    (Stage.RUNNING, SWITCHED_TO_ZK, EXIT, FenceDecision(A.DRAIN_AND_EXIT, None)),
+    # Drained from Kafka's coordinator, waiting.
+    (Stage.WAITING, DRAINING_TO_ZK, SWITCH, FenceDecision(A.WAIT, None)),
+    (Stage.WAITING, SWITCHED_TO_ZK, SWITCH, FenceDecision(A.JOIN_TARGET, ZK)),
+    (Stage.WAITING, None, SWITCH, FenceDecision(A.ROLLBACK, KAFKA)),
+])
+def test_the_way_back_a_member_started_on_kafkas_coordinator(stage, the_fence, on_fence,
+                                                              expected):
+    """The same table seen from the other side: a Kafka-coordinated member that watches the
+    fence drains for a fence to ZooKeeper, follows it there, and goes back to Kafka's
+    coordinator when the fence is removed while it waits."""
+    assert decide(stage, KAFKA, KAFKA, the_fence, on_fence) == expected
+
+
 def test_only_the_leaving_actions_drain():
     draining = {action for action in FenceAction if FenceDecision(action, None).drains}
     assert draining == {A.DRAIN_AND_WAIT, A.DRAIN_AND_JOIN, A.DRAIN_AND_EXIT}

@@ -55,6 +55,7 @@ from zkconsumer.kafka.protocol.group_member import (
     State,
 )
 from zkconsumer.model import TopicPartition as TP
+from zkconsumer.znodes.fence import fence_marker, marked_consumer_id
 
 A, B, C = TP("t", 0), TP("t", 1), TP("t", 2)
 NEWEST = GroupVersions(3, 7, 5, 4, 4, 8, 7)
@@ -169,6 +170,33 @@ def test_join_group_offers_the_assignors_in_strategy_order_with_the_subscription
     assert request.session_timeout_ms == 10000
     assert [p.name for p in request.protocols] == list(strategies)
     assert {decode_subscription(p.metadata, "me").topics for p in request.protocols} == {("t",)}
+
+
+def join_subscriptions(member: GroupMember, now: float) -> list[Subscription]:
+    """The subscription of each protocol the member's next JoinGroup offers."""
+    body = JoinGroupRequest.decode(sent(member, JOIN, now).body, version=0)
+    return [decode_subscription(p.metadata, "me") for p in body.protocols]
+
+
+def test_a_fence_aware_member_marks_every_join_group_with_its_consumer_id():
+    """What `group cutover` reads from DescribeGroups to tell a member that honours the fence;
+    a member told of no user data sends none, as before."""
+    member = GroupMember("g", ["t"], user_data=fence_marker("g_host-1-abc"))
+    member.start(0.0)
+    coordinator_found(member, sent(member, FIND, 0.0), 0.0)
+    join = sent(member, JOIN, 0.0)
+    first = [decode_subscription(p.metadata, "me") for p in
+             JoinGroupRequest.decode(join.body, version=0).protocols]
+    assert [s.user_data for s in first] == [b"zkconsumer-fence-aware:g_host-1-abc"] * 2
+    assert {marked_consumer_id(s.user_data) for s in first} == {"g_host-1-abc"}
+    joined(member, join, 0.1)
+    synced(member, sent(member, SYNC, 0.1), 0.2)
+    member.subscribe(["t", "u"], 0.3)  # joins again with the new topics: marked still
+    assert [(s.topics, s.user_data) for s in join_subscriptions(member, 0.3)] == \
+        [(("t", "u"), b"zkconsumer-fence-aware:g_host-1-abc")] * 2
+
+    unmarked = in_group()
+    assert [s.user_data for s in join_subscriptions(unmarked, 0.0)] == [None, None]
 
 
 def test_the_leader_counts_the_groups_topics_and_sends_every_members_range_share():

@@ -19,6 +19,7 @@ from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, N
 
 from zkconsumer.admin.context import AdminContext
 from zkconsumer.admin.cutover_plan import (
+    STABLE,
     ZOOKEEPER,
     AlreadyCutOver,
     AwaitDrain,
@@ -53,7 +54,6 @@ DEFAULT_TIMEOUT_S = 120.0
 # How often the coordinator is asked (and owners read) while waiting: the bound on how late a
 # release or an assignment is seen, and so on the pauses reported.
 POLL_S = 0.25
-STABLE = "Stable"
 
 
 class CutoverRefused(ZkConsumerError):
@@ -318,20 +318,26 @@ def _look(ctx: AdminContext, request: CutoverRequest) -> _Look:
     paths = GroupPaths(group)
     in_zookeeper = zk.exists(paths.root) is not None
     fence, fence_version = _read_fence(zk, paths)
+    # Promises before members: a member makes its promise before it joins and withdraws it
+    # after it left, so one read in between (leaving as the command looks) is seen gone from
+    # both, never as a member without a promise.
+    fence_aware = _fence_aware(zk, paths)
     coordinator, coordinator_error = None, None
     try:
         coordinator = ctx.coordinator_group(group)
     except ZkConsumerError as exc:
         coordinator_error = str(exc)
     zookeeper_offsets = ctx.read_offsets("zookeeper", group) if in_zookeeper else {}
-    kafka_offsets = {} if coordinator_error else _kafka_offsets(ctx, group, in_zookeeper,
-                                                                 coordinator)
+    # The way back carries every Kafka offset: a group that lived on Kafka's coordinator may
+    # have topics ZooKeeper never heard of.
+    kafka_offsets = {} if coordinator_error else _kafka_offsets(
+        ctx, group, in_zookeeper and request.target != ZOOKEEPER, coordinator)
     topics = {tp.topic for tp in (*zookeeper_offsets, *kafka_offsets)}
     # Without the coordinator the command refuses anyway: the brokers are not asked again.
     existing = {tp.topic for tp in ctx.partitions_of(topics)} \
         if topics and not coordinator_error else topics
     view = CutoverView(
-        group, fence, in_zookeeper, tuple(_children(zk, paths.ids)), _fence_aware(zk, paths),
+        group, fence, in_zookeeper, tuple(_children(zk, paths.ids)), fence_aware,
         None if coordinator is None else coordinator.state,
         () if coordinator is None else tuple(
             KafkaMember(m.member_id, m.client_host, marked_consumer_id(m.user_data))
@@ -343,11 +349,12 @@ def _look(ctx: AdminContext, request: CutoverRequest) -> _Look:
                  coordinator is not None and coordinator.state == STABLE)
 
 
-def _kafka_offsets(ctx: AdminContext, group: str, in_zookeeper: bool,
+def _kafka_offsets(ctx: AdminContext, group: str, of_zookeeper_topics: bool,
                    coordinator: CoordinatorGroup | None) -> dict[TopicPartition, int]:
-    """A group ZooKeeper has: its Kafka offsets of every topic it has anything for there and
-    of those its Kafka members are assigned. Any other: every Kafka offset it has."""
-    if in_zookeeper:
+    """`of_zookeeper_topics` (a group ZooKeeper has, moving to Kafka): its Kafka offsets of
+    every topic it has anything for there and of those its Kafka members are assigned.
+    Otherwise every Kafka offset it has."""
+    if of_zookeeper_topics:
         assigned = {tp.topic for tp in (coordinator.owners() if coordinator else ())}
         return ctx.read_offsets("kafka", group, assigned)
     answer = ctx.every_kafka_offset([group])

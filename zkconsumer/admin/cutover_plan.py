@@ -34,6 +34,9 @@ from zkconsumer.znodes.fence import (
 
 ZOOKEEPER: Final = "zookeeper"
 KAFKA: Final = "kafka"
+# The one state in which Kafka's coordinator describes its members' subscriptions (where a
+# fence-aware member's marker is): in any other, DescribeGroups lists members without them.
+STABLE: Final = "Stable"
 
 
 def other_coordination(coordination: str) -> str:
@@ -79,6 +82,12 @@ class CutoverView:
         marker names a fence-aware znode that is there."""
         named = member.marked_as if isinstance(member, KafkaMember) else member
         return named is not None and named in self.fence_aware
+
+    def judged(self, member: str | KafkaMember) -> bool:
+        """Whether this look tells if `member` honours the fence: always for a ZooKeeper
+        member; for a Kafka member only in a Stable group, the coordinator leaving out every
+        member's subscription otherwise (as members leave one by one while they drain)."""
+        return not isinstance(member, KafkaMember) or self.kafka_state == STABLE
 
     def members_on(self, coordination: str) -> list[str | KafkaMember]:
         return list(self.zookeeper_members if coordination == ZOOKEEPER else self.kafka_members)
@@ -158,7 +167,8 @@ def decide(view: CutoverView, request: CutoverRequest, now_ms: int) -> Decision:
                                  if moving else "; nothing was written"))
     if fence is None or not moving:
         return WriteFence(Fence(target, FencePhase.DRAINING, now_ms), fence)
-    remaining = tuple(_name(m) for m in view.members_on(source) if view.honours_fence(m))
+    remaining = tuple(_name(m) for m in view.members_on(source)
+                      if view.honours_fence(m) or not view.judged(m))
     if remaining:
         return AwaitDrain(fence, remaining)
     return CopyOffsets(fence, copy_plan(view, request))
@@ -186,7 +196,14 @@ def _refusal(view: CutoverView, request: CutoverRequest, moving: bool) -> str | 
         return (f"topic {topics} no longer exists but group {group} has offsets for it; "
                 "they are left where they are and not carried over: run again with "
                 "--skip-missing-topics to cut over without them")
-    unfenced = [m for m in view.members_on(source) if not view.honours_fence(m)]
+    unjudged = [m for m in view.members_on(source) if not view.judged(m)]
+    if unjudged and not moving and not request.force:
+        return (f"group {group} is rebalancing on Kafka's group coordinator (state "
+                f"{view.kafka_state}), which describes its members' subscriptions only once "
+                "Stable: whether they honour the fence cannot be told now; run the command "
+                "again in a moment")
+    unfenced = [m for m in view.members_on(source)
+                if view.judged(m) and not view.honours_fence(m)]
     if unfenced and not request.force:
         names = ", ".join(_name(m) for m in unfenced[:5])
         return (f"{len(unfenced)} member(s) of group {group} on {_coordination_name(source)} "

@@ -313,11 +313,7 @@ class ConsumerConnector:
                 # topics exist fails now, before it joins the group, not in its first rebalance.
                 self._unless_shut_down(topic_source.view)
             self._wire(registration, topic_source, stream_for)
-            self._fence = self._watch_fence(
-                self._zk, config.group_id, self.consumer_id,
-                FenceAwareMember(self._coordination_name, config.cutover_on_fence))
-            self._startup_retry()(self._check_fence_at_start)
-            self._startup_retry()(self._fence.declare)
+            fence = self._promise_to_honour_the_fence()
             self._startup_retry()(self._membership.register)
             self._startup_retry()(self._membership.watch, self._group_changed, topics, wildcard)
             refresher = None if topic_source.watched_in_zookeeper else MetadataRefresher(
@@ -337,7 +333,7 @@ class ConsumerConnector:
             threading.Thread(target=self._auto_commit, name="zkconsumer-autocommit",
                              daemon=True).start()
         # Registered by now: a fence written since it was read is seen here first.
-        self._fence.watch(self._on_fence)
+        fence.watch(self._on_fence)
 
     def _startup_retry(self) -> KazooRetry:
         """Start-up survives a ZooKeeper server restart or a lost connection (retried for about
@@ -494,6 +490,18 @@ class ConsumerConnector:
     # -- the cutover fence --------------------------------------------------------------------
 
     _coordination_name = "zookeeper"
+
+    def _promise_to_honour_the_fence(self) -> MemberFence:
+        """Before the member registers (or joins Kafka's group): the fence read, and the
+        fence-aware znode made, so that `group cutover` never sees this member in the group
+        without its promise; returns the fence, to watch once the member is in. GroupMovedError
+        when the fence says it must not start here."""
+        fence = self._fence = self._watch_fence(
+            self._zk, self.config.group_id, self.consumer_id,
+            FenceAwareMember(self._coordination_name, self.config.cutover_on_fence))
+        self._startup_retry()(self._check_fence_at_start)
+        self._startup_retry()(fence.declare)
+        return fence
 
     def _check_fence_at_start(self) -> None:
         """Before the member registers: GroupMovedError if the fence says it must not start

@@ -1,5 +1,5 @@
 """`KafkaCoordinatedConnector`: a member whose group Kafka's group coordinator coordinates
-(`group.coordination=kafka`), with no ZooKeeper at all.
+(`group.coordination=kafka`), with no ZooKeeper for its coordination.
 
 `ConsumerConnector(config)` makes one when the config says so. It shares the streams, the fetch
 loop, the committer, the auto-committer and the member's state with the ZooKeeper member, and
@@ -15,6 +15,15 @@ the group's other members. A wildcard subscription (`create_message_streams_by_f
 list of topics its filter allows among the cluster's, matched again every
 `topic.metadata.refresh.interval.ms`; the member joins again when it changes, and each topic's
 partitions are spread over all of its streams.
+
+With `zookeeper.connect` the member also honours the cutover fence, as a ZooKeeper-coordinated
+member does, so that `group cutover --to zookeeper` can move its group back: it makes its
+fence-aware znode before it joins and marks its JoinGroup subscription with it (user data
+`fence_marker(consumer id)`, which the command reads from DescribeGroups), and watches the
+fence on a ZooKeeper session of its own. Fenced, it stops delivering, makes its final commit
+in its generation, writes what Kafka holds for its partitions to the ZooKeeper offset znodes
+(never moving one back), leaves (LeaveGroup) and withdraws its znode. Without
+`zookeeper.connect` it has no ZooKeeper at all and cannot be fenced.
 """
 
 from __future__ import annotations
@@ -24,10 +33,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
+from kazoo.client import KazooClient
+
 from zkconsumer.assignment import TopicFilter, topic_filter_for
-from zkconsumer.config import ConsumerConfig
+from zkconsumer.config import ConsumerConfig, ZookeeperSettings
 from zkconsumer.errors import ZkConsumerError, describe_error
-from zkconsumer.fetch import open_fetcher
+from zkconsumer.fetch import KafkaAccess, open_fetcher
 from zkconsumer.fetch.fetcher import Fetcher
 from zkconsumer.fetch.kafka_client import kafka_client_options
 from zkconsumer.fetch.log_offsets import LogOffsets
@@ -35,6 +46,8 @@ from zkconsumer.fetch.settings import kafka_consumer_settings
 from zkconsumer.kafka.protocol.group_member import GroupMember
 from zkconsumer.member.committer import OffsetCommitter
 from zkconsumer.member.connector import ConsumerConnector
+from zkconsumer.member.fence_decision import GroupMoved
+from zkconsumer.member.fence_watch import MemberFence
 from zkconsumer.member.fetch_loop import FetchLoop
 from zkconsumer.member.kafka_coordination import GroupCommits, KafkaCoordination
 from zkconsumer.member.rebalancer import PartitionCallback, RebalanceCallbacks, call_back
@@ -42,10 +55,15 @@ from zkconsumer.member.state import Event, MemberState, StaleClaimError
 from zkconsumer.member.stream_threads import thread_ids
 from zkconsumer.metrics import MemberMetrics
 from zkconsumer.model import TopicPartition
+from zkconsumer.offsets import open_offset_store
+from zkconsumer.offsets.forward import carry_forward
 from zkconsumer.offsets.metered_store import MeteredOffsetStore
 from zkconsumer.offsets.store import OffsetStoreError
+from zkconsumer.offsets.zookeeper_store import ZookeeperOffsetStore
 from zkconsumer.topology import KafkaTopics
+from zkconsumer.zk.session import connect_for
 from zkconsumer.znodes.consumers import ConsumerRegistration
+from zkconsumer.znodes.fence import fence_marker
 
 
 class KafkaCoordinatedConnector(ConsumerConnector):
@@ -54,12 +72,22 @@ class KafkaCoordinatedConnector(ConsumerConnector):
     def __init__(self, config: ConsumerConfig | Mapping[str, str], *,
                  on_partitions_revoked: PartitionCallback | None = None,
                  on_partitions_assigned: PartitionCallback | None = None,
+                 connect_zookeeper: Callable[[ZookeeperSettings], KazooClient] = connect_for,
                  open_fetcher: Callable[..., Fetcher] = open_fetcher,
+                 watch_fence: Callable[..., MemberFence] = MemberFence,
                  metrics: MemberMetrics | None = None,
                  **_zookeeper_parts: object) -> None:
-        """The ZooKeeper member's other keyword arguments are accepted and not used."""
+        """The ZooKeeper member's other keyword arguments are accepted and not used;
+        `connect_zookeeper` and `watch_fence` only with `zookeeper.connect`, for the fence."""
         self._set_up(config, RebalanceCallbacks(on_partitions_revoked, on_partitions_assigned),
                      open_fetcher, metrics)
+        self._watch_fence = watch_fence
+        # The fence's session, and nothing else's: the group is coordinated by Kafka.
+        self._zk: KazooClient | None = None
+        if self.config.zookeeper_connect is not None:
+            self._zk = connect_zookeeper(self.config.zookeeper)
+        # The partitions the member held when fenced: those it carries to ZooKeeper.
+        self._held_when_fenced: frozenset[TopicPartition] = frozenset()
         self._member = MemberState(None)  # no generation until the coordinator gives one
         self._topic_count: dict[str, int] = {}  # streams per topic, of a fixed subscription
         # A wildcard subscription's filter and streams: its topics are those the filter allows
@@ -107,6 +135,7 @@ class KafkaCoordinatedConnector(ConsumerConnector):
         self._stream_for = stream_for
         settings = kafka_consumer_settings(config, config.bootstrap_servers,
                                            config.kafka_api_version)
+        self._access = KafkaAccess(config.bootstrap_servers, config.kafka_api_version)
         with contextlib.ExitStack() as opened:
             self._serve_metrics(opened)
             self._fetcher = self._open_fetcher(config, config.bootstrap_servers,
@@ -118,12 +147,16 @@ class KafkaCoordinatedConnector(ConsumerConnector):
             opened.callback(self._topics.close)
             # A member that cannot learn which topics its pattern matches fails now.
             subscribed = self._matched_topics() if wildcard else sorted(self._topic_count)
+            fence, marker = None, None
+            if self._zk is not None:
+                fence = self._promise_to_honour_the_fence()
+                marker = fence_marker(self.consumer_id)
             group = GroupMember(
                 config.group_id, subscribed, (config.partition_assignment_strategy,),
                 session_timeout_ms=config.session_timeout_ms,
                 rebalance_timeout_ms=config.max_poll_interval_ms,
                 heartbeat_interval_ms=config.heartbeat_interval_ms,
-                request_timeout_ms=settings["request_timeout_ms"])
+                request_timeout_ms=settings["request_timeout_ms"], user_data=marker)
             self._coordination = KafkaCoordination(group, self._member, settings,
                                                    self._partition_counts,
                                                    self._withdraw_revoked,
@@ -150,6 +183,8 @@ class KafkaCoordinatedConnector(ConsumerConnector):
         if config.auto_commit_enable:
             threading.Thread(target=self._auto_commit, name="zkconsumer-autocommit",
                              daemon=True).start()
+        if fence is not None:  # joining by now: a fence written since it was read
+            fence.watch(self._on_fence)
 
     def _allowed(self, topic: str) -> bool:
         """Whether the wildcard subscription's filter allows `topic`."""
@@ -281,13 +316,43 @@ class KafkaCoordinatedConnector(ConsumerConnector):
             steps.append(("the final commit", lambda: self._final_commit(retry=False)))
         if not failed:
             steps.append(("the revocation callback", self._tell_revoked))
+        if commit and self.moved is not None:
+            steps.append(("the commit to both offset storages", self._carry_offsets_over))
         steps.append(("the LeaveGroup", lambda: self._coordination.close(
             max(0.0, deadline - time.monotonic()))))
+        if self._fence is not None:
+            steps.append(("the fence-aware znode's removal", self._fence.withdraw))
         return steps
+
+    def _carry_offsets_over(self) -> bool:
+        """A fenced member, its final commit (and any its revocation callback made) done in
+        its generation: what Kafka holds for the partitions it had when fenced, and has now,
+        goes to the ZooKeeper offset znodes too, where the group's ZooKeeper-coordinated
+        members resume; a znode ahead already is left as it is. Kafka is read as a tool reads
+        it, outside the generation, so a generation that passed meanwhile (its parting commit
+        made for it) changes nothing."""
+        assert self._zk is not None  # only a member watching the fence is fenced
+        partitions = self._held_when_fenced | self._member.held().keys()
+        kafka = open_offset_store(self.config, None, *self._access)
+        try:
+            written = carry_forward(kafka, ZookeeperOffsetStore(self._zk, self.config.group_id),
+                                    partitions)
+        finally:
+            kafka.close()
+        self._log.info("drained: committed to both offset storages",
+                       partitions=len(partitions), written_to_zookeeper=len(written))
+        return True
+
+    def _fenced(self, moved: GroupMoved) -> None:
+        self._held_when_fenced = frozenset(self._member.held())
+        super()._fenced(moved)
 
     def _close_clients(self) -> None:
         self._fetcher.close()
         self._topics.close()
 
     def _disconnect(self) -> None:
-        return None
+        """The fence's ZooKeeper session, when the member has one."""
+        if self._zk is not None:
+            self._zk.stop()
+            self._zk.close()

@@ -229,13 +229,16 @@ GroupEvent = Assigned | Revoked | Committed | CommitFailed | OffsetsFetched
 
 class GroupMember:
     """Not thread-safe: the driver serialises every call. `now` is monotonic seconds; the
-    timeouts are the Java consumer's keys, in milliseconds."""
+    timeouts are the Java consumer's keys, in milliseconds. `user_data` goes in every
+    JoinGroup's subscription: the group's other members see it (a zkconsumer member that
+    honours the cutover fence says so there), and their assignors ignore it."""
 
     def __init__(self, group_id: str, topics: Collection[str],
                  strategies: Sequence[str] = ("range", "roundrobin"), *,
                  session_timeout_ms: int = 10000, rebalance_timeout_ms: int = 300000,
                  heartbeat_interval_ms: int = 3000, request_timeout_ms: int = 30000,
-                 retry_backoff_ms: int = 100, retry_backoff_max_ms: int = 1000) -> None:
+                 retry_backoff_ms: int = 100, retry_backoff_max_ms: int = 1000,
+                 user_data: bytes | None = None) -> None:
         unknown = [name for name in strategies if name not in ASSIGNORS]
         if unknown or not strategies:
             raise AssignmentError(f"unknown partition.assignment.strategy {list(strategies)!r}; "
@@ -248,6 +251,7 @@ class GroupMember:
         self._topics = tuple(sorted(set(topics)))  # the subscription wanted
         self._joined_topics: tuple[str, ...] = ()  # the one the last JoinGroup carried
         self._strategies = tuple(strategies)
+        self._user_data = user_data
         self._session_s = session_timeout_ms / 1000.0
         self._session_timeout_ms = session_timeout_ms
         self._rebalance_timeout_ms = rebalance_timeout_ms
@@ -833,7 +837,7 @@ class GroupMember:
         return True
 
     def _join_body(self, versions: codec.GroupVersions) -> bytes:
-        subscription = encode_subscription(Subscription(0, self._topics))
+        subscription = encode_subscription(Subscription(0, self._topics, self._user_data))
         return codec.join_group_request(
             self._group_id, self._session_timeout_ms, self._rebalance_timeout_ms,
             self._member_id, [(name, subscription) for name in self._strategies],
