@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError
 from kazoo.recipe.watchers import DataWatch
 
 from zkconsumer.errors import ZnodeDataError
@@ -99,12 +99,15 @@ class MemberFence(FenceWatch):
             self._zk.set(self._aware, self._promise.encode())
 
     def withdraw(self) -> None:
-        """Delete the fence-aware znode, once the member left its group; stop watching."""
+        """Delete the fence-aware znode, once the member left its group; stop watching. The
+        folder goes with the group's last such member, as a group whose members all left (or
+        failed to start) should hold nothing of theirs; one made again meanwhile is kept."""
         self.stop()
-        try:
-            self._zk.delete(self._aware)
-        except NoNodeError:
-            pass
+        for path in (self._aware, self._aware.rsplit("/", 1)[0]):
+            try:
+                self._zk.delete(path)
+            except (NoNodeError, NotEmptyError):
+                return
 
 
 def wait_for_fence(zk: KazooClient, group: str, settled: Callable[[Fence | None], bool],
