@@ -228,6 +228,7 @@ def test_a_run_killed_after_a_step_is_finished_by_the_next(
     consumer_id = _fence_aware_member(zk, group, topic)
     if step == "cutover offsets copied":  # nothing to wait for: the run goes straight through
         zk.delete(paths.member(consumer_id))
+        zk.delete(paths.fence_aware_member(consumer_id))
     log = tmp_path / "cutover.log"
     with open(log, "wb") as err:
         process = subprocess.Popen(
@@ -253,9 +254,9 @@ def test_a_run_killed_after_a_step_is_finished_by_the_next(
     if step == "cutover fence written":
         assert committed_in_kafka(cluster, group, topic, 3) == {0: None, 1: None, 2: None}
         zk.delete(paths.member(consumer_id))
+        zk.delete(paths.fence_aware_member(consumer_id))
     else:
         assert committed_in_kafka(cluster, group, topic, 3) == {0: 3, 1: 7, 2: 0}
-    zk.delete(paths.fence_aware_member(consumer_id))
 
     code, out, err = cutover(group, "--to", "kafka", "--execute", "--json")
 
@@ -267,15 +268,17 @@ def test_a_run_killed_after_a_step_is_finished_by_the_next(
                                             for p, o in enumerate((3, 7, 0))}
 
 
-def test_the_way_back_while_draining_deletes_the_fence(cluster, zk, topic_factory, unique_name,
-                                                       cutover):
+def test_the_way_back_while_draining_switches_the_fence_back(cluster, zk, topic_factory,
+                                                             unique_name, cutover):
     group, _topic = _idle_group(cluster, zk, topic_factory, unique_name)
     zk.create(GroupPaths(group).fence,
               Fence("kafka", FencePhase.DRAINING, int(time.time() * 1000)).encode())
     code, out, err = cutover(group, "--to", "zookeeper", "--execute")
     assert code == 0, err
-    assert out.startswith(f"group {group}: rolled back (deleted the fence (draining to kafka))")
-    assert _fence(zk, group) is None
+    assert out.startswith(f"group {group}: rolled back (the fence draining to kafka is "
+                          "switched back to zookeeper)")
+    back = _fence(zk, group)
+    assert (back.to, back.phase) == ("zookeeper", FencePhase.SWITCHED)
 
 
 def test_a_member_that_never_leaves_times_out_and_leaves_the_fence_to_resume(
@@ -294,4 +297,5 @@ def test_a_member_that_never_leaves_times_out_and_leaves_the_fence_to_resume(
     assert committed_in_kafka(cluster, group, topic, 3) == {0: None, 1: None, 2: None}
     code, _, err = cutover(group, "--to", "zookeeper", "--execute")
     assert code == 0, err
-    assert _fence(zk, group) is None
+    back = _fence(zk, group)
+    assert (back.to, back.phase) == ("zookeeper", FencePhase.SWITCHED)

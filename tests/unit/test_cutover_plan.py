@@ -68,8 +68,20 @@ def test_a_draining_fence_waits_for_the_members_that_honour_it():
     assert decide(view, TO_KAFKA, NOW) == AwaitDrain(DRAINING_TO_KAFKA, (ZK_MEMBER,))
 
 
+def test_a_member_that_promised_but_has_not_registered_yet_is_waited_for():
+    """One step from consuming on ZooKeeper: it sees the fence once registered, and drains."""
+    view = idle(fence=DRAINING_TO_KAFKA, fence_aware=AWARE_ZK)
+    assert decide(view, TO_KAFKA, NOW) == AwaitDrain(DRAINING_TO_KAFKA, (ZK_MEMBER,))
+
+
+def test_a_promise_on_the_target_coordination_is_not_waited_for():
+    view = idle(fence=DRAINING_TO_KAFKA,
+                fence_aware={ZK_MEMBER: FenceAwareMember("kafka", OnFence.SWITCH)})
+    assert isinstance(decide(view, TO_KAFKA, NOW), CopyOffsets)
+
+
 def test_a_drained_group_gets_its_offsets_copied_then_switched():
-    decision = decide(idle(fence=DRAINING_TO_KAFKA, fence_aware=AWARE_ZK), TO_KAFKA, NOW)
+    decision = decide(idle(fence=DRAINING_TO_KAFKA), TO_KAFKA, NOW)
     assert isinstance(decision, CopyOffsets) and decision.fence == DRAINING_TO_KAFKA
     assert [(r.partition, r.current, r.new) for r in decision.plan.rows] == [
         (TP("t", 0), None, 10), (TP("t", 1), None, 20)]
@@ -83,7 +95,8 @@ def test_a_switched_fence_to_the_target_is_already_cut_over():
 
 def test_the_way_back_while_draining_is_a_rollback():
     view = idle(fence=DRAINING_TO_KAFKA, zookeeper_members=("someone-else",))
-    assert decide(view, TO_ZOOKEEPER, NOW) == RollBack(DRAINING_TO_KAFKA)
+    assert decide(view, TO_ZOOKEEPER, NOW) == RollBack(
+        DRAINING_TO_KAFKA, Fence("zookeeper", FencePhase.SWITCHED, NOW))
 
 
 def test_the_way_back_after_a_switch_is_a_move_of_its_own():

@@ -27,38 +27,38 @@ SWITCHED_TO_ZK = fence(ZK, FencePhase.SWITCHED)
 A = FenceAction
 
 
-@pytest.mark.parametrize(("stage", "on", "started_on", "the_fence", "on_fence", "expected"), [
+@pytest.mark.parametrize(("stage", "on", "the_fence", "on_fence", "expected"), [
     # Starting.
-    (Stage.STARTING, ZK, ZK, None, SWITCH, FenceDecision(A.CARRY_ON, ZK)),
-    (Stage.STARTING, ZK, ZK, None, EXIT, FenceDecision(A.CARRY_ON, ZK)),
-    (Stage.STARTING, KAFKA, KAFKA, DRAINING_TO_KAFKA, SWITCH, FenceDecision(A.WAIT, None)),
-    (Stage.STARTING, KAFKA, KAFKA, DRAINING_TO_KAFKA, EXIT, FenceDecision(A.WAIT, None)),
-    (Stage.STARTING, KAFKA, KAFKA, SWITCHED_TO_KAFKA, EXIT, FenceDecision(A.CARRY_ON, KAFKA)),
-    (Stage.STARTING, ZK, ZK, DRAINING_TO_KAFKA, SWITCH, FenceDecision(A.WAIT, None)),
-    (Stage.STARTING, ZK, ZK, SWITCHED_TO_KAFKA, SWITCH, FenceDecision(A.JOIN_TARGET, KAFKA)),
-    (Stage.STARTING, ZK, ZK, DRAINING_TO_KAFKA, EXIT, FenceDecision(A.REFUSE_START, None)),
-    (Stage.STARTING, ZK, ZK, SWITCHED_TO_KAFKA, EXIT, FenceDecision(A.REFUSE_START, None)),
-    (Stage.STARTING, KAFKA, KAFKA, SWITCHED_TO_ZK, SWITCH, FenceDecision(A.JOIN_TARGET, ZK)),
+    (Stage.STARTING, ZK, None, SWITCH, FenceDecision(A.CARRY_ON, ZK)),
+    (Stage.STARTING, ZK, None, EXIT, FenceDecision(A.CARRY_ON, ZK)),
+    (Stage.STARTING, KAFKA, DRAINING_TO_KAFKA, SWITCH, FenceDecision(A.WAIT, None)),
+    (Stage.STARTING, KAFKA, DRAINING_TO_KAFKA, EXIT, FenceDecision(A.WAIT, None)),
+    (Stage.STARTING, KAFKA, SWITCHED_TO_KAFKA, EXIT, FenceDecision(A.CARRY_ON, KAFKA)),
+    (Stage.STARTING, ZK, DRAINING_TO_KAFKA, SWITCH, FenceDecision(A.WAIT, None)),
+    (Stage.STARTING, ZK, SWITCHED_TO_KAFKA, SWITCH, FenceDecision(A.JOIN_TARGET, KAFKA)),
+    (Stage.STARTING, ZK, DRAINING_TO_KAFKA, EXIT, FenceDecision(A.REFUSE_START, None)),
+    (Stage.STARTING, ZK, SWITCHED_TO_KAFKA, EXIT, FenceDecision(A.REFUSE_START, None)),
+    (Stage.STARTING, KAFKA, SWITCHED_TO_ZK, SWITCH, FenceDecision(A.JOIN_TARGET, ZK)),
     # Running.
-    (Stage.RUNNING, ZK, ZK, None, SWITCH, FenceDecision(A.CARRY_ON, ZK)),
-    (Stage.RUNNING, KAFKA, ZK, None, SWITCH, FenceDecision(A.CARRY_ON, KAFKA)),
-    (Stage.RUNNING, KAFKA, ZK, SWITCHED_TO_KAFKA, SWITCH, FenceDecision(A.CARRY_ON, KAFKA)),
-    (Stage.RUNNING, ZK, ZK, DRAINING_TO_ZK, EXIT, FenceDecision(A.CARRY_ON, ZK)),
-    (Stage.RUNNING, ZK, ZK, DRAINING_TO_KAFKA, SWITCH, FenceDecision(A.DRAIN_AND_WAIT, None)),
-    (Stage.RUNNING, ZK, ZK, SWITCHED_TO_KAFKA, SWITCH, FenceDecision(A.DRAIN_AND_JOIN, KAFKA)),
-    (Stage.RUNNING, ZK, ZK, DRAINING_TO_KAFKA, EXIT, FenceDecision(A.DRAIN_AND_EXIT, None)),
-    (Stage.RUNNING, ZK, ZK, SWITCHED_TO_KAFKA, EXIT, FenceDecision(A.DRAIN_AND_EXIT, None)),
-    (Stage.RUNNING, KAFKA, ZK, DRAINING_TO_ZK, SWITCH, FenceDecision(A.DRAIN_AND_WAIT, None)),
+    (Stage.RUNNING, ZK, None, SWITCH, FenceDecision(A.CARRY_ON, ZK)),
+    (Stage.RUNNING, KAFKA, None, SWITCH, FenceDecision(A.CARRY_ON, KAFKA)),
+    (Stage.RUNNING, KAFKA, SWITCHED_TO_KAFKA, SWITCH, FenceDecision(A.CARRY_ON, KAFKA)),
+    (Stage.RUNNING, ZK, DRAINING_TO_ZK, EXIT, FenceDecision(A.CARRY_ON, ZK)),
+    (Stage.RUNNING, ZK, DRAINING_TO_KAFKA, SWITCH, FenceDecision(A.DRAIN_AND_WAIT, None)),
+    (Stage.RUNNING, ZK, SWITCHED_TO_KAFKA, SWITCH, FenceDecision(A.DRAIN_AND_JOIN, KAFKA)),
+    (Stage.RUNNING, ZK, DRAINING_TO_KAFKA, EXIT, FenceDecision(A.DRAIN_AND_EXIT, None)),
+    (Stage.RUNNING, ZK, SWITCHED_TO_KAFKA, EXIT, FenceDecision(A.DRAIN_AND_EXIT, None)),
+    (Stage.RUNNING, KAFKA, DRAINING_TO_ZK, SWITCH, FenceDecision(A.DRAIN_AND_WAIT, None)),
     # Waiting, drained.
-    (Stage.WAITING, ZK, ZK, None, SWITCH, FenceDecision(A.ROLLBACK, ZK)),
-    (Stage.WAITING, KAFKA, ZK, None, SWITCH, FenceDecision(A.ROLLBACK, ZK)),
-    (Stage.WAITING, ZK, ZK, DRAINING_TO_KAFKA, SWITCH, FenceDecision(A.WAIT, None)),
-    (Stage.WAITING, ZK, ZK, SWITCHED_TO_KAFKA, SWITCH, FenceDecision(A.JOIN_TARGET, KAFKA)),
-    (Stage.WAITING, ZK, ZK, DRAINING_TO_ZK, SWITCH, FenceDecision(A.WAIT, None)),
-    (Stage.WAITING, ZK, ZK, SWITCHED_TO_ZK, SWITCH, FenceDecision(A.JOIN_TARGET, ZK)),
+    (Stage.WAITING, ZK, None, SWITCH, FenceDecision(A.ROLLBACK, ZK)),
+    (Stage.WAITING, KAFKA, None, SWITCH, FenceDecision(A.ROLLBACK, KAFKA)),
+    (Stage.WAITING, ZK, DRAINING_TO_KAFKA, SWITCH, FenceDecision(A.WAIT, None)),
+    (Stage.WAITING, ZK, SWITCHED_TO_KAFKA, SWITCH, FenceDecision(A.JOIN_TARGET, KAFKA)),
+    (Stage.WAITING, ZK, DRAINING_TO_ZK, SWITCH, FenceDecision(A.WAIT, None)),
+    (Stage.WAITING, ZK, SWITCHED_TO_ZK, SWITCH, FenceDecision(A.JOIN_TARGET, ZK)),
 ])
-def test_every_row(stage, on, started_on, the_fence, on_fence, expected):
-    assert decide(stage, on, started_on, the_fence, on_fence) == expected
+def test_every_row(stage, on, the_fence, on_fence, expected):
+    assert decide(stage, on, the_fence, on_fence) == expected
 
 
 @pytest.mark.parametrize(("stage", "the_fence", "on_fence", "expected"), [
@@ -83,7 +83,7 @@ def test_the_way_back_a_member_started_on_kafkas_coordinator(stage, the_fence, o
     """The same table seen from the other side: a Kafka-coordinated member that watches the
     fence drains for a fence to ZooKeeper, follows it there, and goes back to Kafka's
     coordinator when the fence is removed while it waits."""
-    assert decide(stage, KAFKA, KAFKA, the_fence, on_fence) == expected
+    assert decide(stage, KAFKA, the_fence, on_fence) == expected
 
 
 def test_only_the_leaving_actions_drain():
@@ -94,11 +94,11 @@ def test_only_the_leaving_actions_drain():
 @pytest.mark.parametrize("the_fence", [None, DRAINING_TO_KAFKA, SWITCHED_TO_KAFKA])
 def test_a_member_that_exits_never_waits_so_waiting_with_exit_is_not_listed(the_fence):
     with pytest.raises(FenceDecisionError, match="no fence rule"):
-        decide(Stage.WAITING, ZK, ZK, the_fence, EXIT)
+        decide(Stage.WAITING, ZK, the_fence, EXIT)
 
 
-@pytest.mark.parametrize(("on", "started_on", "on_fence", "named"), [
-    ("etcd", ZK, SWITCH, "on"), (ZK, "", SWITCH, "started_on"), (ZK, ZK, "stay", "on_fence")])
-def test_a_value_outside_the_table_raises_naming_it(on, started_on, on_fence, named):
+@pytest.mark.parametrize(("on", "on_fence", "named"), [
+    ("etcd", SWITCH, "on"), (ZK, "stay", "on_fence")])
+def test_a_value_outside_the_table_raises_naming_it(on, on_fence, named):
     with pytest.raises(FenceDecisionError, match=f"^{named} must be one of"):
-        decide(Stage.RUNNING, on, started_on, None, on_fence)
+        decide(Stage.RUNNING, on, None, on_fence)

@@ -40,7 +40,7 @@ from zkconsumer.admin.cutover_plan import (
 )
 from zkconsumer.admin.offset_writes import OffsetWrite, write_and_verify
 from zkconsumer.admin.plans import Plan
-from zkconsumer.errors import ZkConsumerError, describe_error
+from zkconsumer.errors import ZkConsumerError, ZnodeDataError, describe_error
 from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.coordinator_groups import CoordinatorGroup
@@ -239,13 +239,15 @@ class _Run:
 
     def _roll_back(self, decision: RollBack, look: _Look) -> CutoverReport:
         try:
-            self._ctx.zk.delete(self._paths.fence, version=look.fence_version)
+            self._ctx.zk.set(self._paths.fence, decision.back.encode(),
+                             version=look.fence_version)
         except (BadVersionError, NoNodeError):
             raise CutoverRefused(f"the fence of group {self._request.group} changed while this "
-                                 "command was removing it; run it again") from None
+                                 "command was rolling it back; run it again") from None
         log.info("cutover rolled back", group=self._request.group, fence_to=decision.fence.to)
         report = self._report("rolled back")
-        report.next_step = f"deleted the fence (draining to {decision.fence.to})"
+        report.next_step = (f"the fence draining to {decision.fence.to} is switched back to "
+                            f"{decision.back.to}")
         return report
 
     def _await_new_owners(self, fence: Fence, expected: frozenset[TopicPartition]
@@ -322,6 +324,10 @@ def _look(ctx: AdminContext, request: CutoverRequest) -> _Look:
     # after it left, so one read in between (leaving as the command looks) is seen gone from
     # both, never as a member without a promise.
     fence_aware = _fence_aware(zk, paths)
+    # Members before offsets: a member commits its last offsets before it leaves, so offsets
+    # read after seeing it gone are its last (read before, they could be older, and a copy
+    # made from them would move back what the member carried over itself).
+    zookeeper_members = tuple(_children(zk, paths.ids))
     coordinator, coordinator_error = None, None
     try:
         coordinator = ctx.coordinator_group(group)
@@ -337,7 +343,7 @@ def _look(ctx: AdminContext, request: CutoverRequest) -> _Look:
     existing = {tp.topic for tp in ctx.partitions_of(topics)} \
         if topics and not coordinator_error else topics
     view = CutoverView(
-        group, fence, in_zookeeper, tuple(_children(zk, paths.ids)), fence_aware,
+        group, fence, in_zookeeper, zookeeper_members, fence_aware,
         None if coordinator is None else coordinator.state,
         () if coordinator is None else tuple(
             KafkaMember(m.member_id, m.client_host, marked_consumer_id(m.user_data))
@@ -388,7 +394,13 @@ def _fence_aware(zk: KazooClient, paths: GroupPaths) -> dict[str, FenceAwareMemb
             data, _ = zk.get(path)
         except NoNodeError:
             continue
-        found[consumer_id] = FenceAwareMember.decode(path, data)
+        try:
+            found[consumer_id] = FenceAwareMember.decode(path, data)
+        except ZnodeDataError as exc:
+            # A promise that cannot be read is no promise: that member is named among those
+            # that cannot honour the fence, and this says why.
+            log.warning("unreadable fence-aware znode; its member counts as not honouring the "
+                        "fence", error=str(exc))
     return found
 
 

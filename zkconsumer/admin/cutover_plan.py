@@ -8,7 +8,9 @@ phase is where a move stands (see `zkconsumer.znodes.fence`):
 - no fence (or one that finished a move the other way): write the fence, `draining`;
 - `draining` to the target: wait until the old coordination has no member that honours the
   fence, then copy every offset forward into the target storage (read back), then `switched`;
-- `draining` the other way: the operator asks for the way back, a rollback: delete the fence;
+- `draining` the other way: the operator asks for the way back, a rollback: the fence is
+  switched to where the group was (never deleted: its version only grows, so a run that read
+  an older fence cannot overwrite a newer one);
 - `switched` to the target: already cut over, nothing to do.
 
 Before any of that, anything that would make the move unsafe is a refusal in one line: an
@@ -117,9 +119,11 @@ class AlreadyCutOver:
 
 @dataclass(frozen=True)
 class RollBack:
-    """Delete this fence: the members waiting on it go back where they were started."""
+    """`fence` (still draining) gives way to `back`, switched to where the group was: the
+    members waiting on it go back there, and so do members started later."""
 
     fence: Fence
+    back: Fence
 
 
 @dataclass(frozen=True)
@@ -159,7 +163,7 @@ def decide(view: CutoverView, request: CutoverRequest, now_ms: int) -> Decision:
     if fence is not None and fence.to == target and fence.switched:
         return AlreadyCutOver(fence)
     if fence is not None and fence.to == source and not fence.switched:
-        return RollBack(fence)
+        return RollBack(fence, Fence(target, FencePhase.SWITCHED, now_ms))
     moving = fence is not None and fence.to == target  # draining, written by an earlier run
     refusal = _refusal(view, request, moving)
     if refusal is not None:
@@ -167,8 +171,13 @@ def decide(view: CutoverView, request: CutoverRequest, now_ms: int) -> Decision:
                                  if moving else "; nothing was written"))
     if fence is None or not moving:
         return WriteFence(Fence(target, FencePhase.DRAINING, now_ms), fence)
-    remaining = tuple(_name(m) for m in view.members_on(source)
-                      if view.honours_fence(m) or not view.judged(m))
+    members = view.members_on(source)
+    remaining = tuple(_name(m) for m in members if view.honours_fence(m) or not view.judged(m))
+    # A member that promised but has not registered (or joined) yet is one step from
+    # consuming on the old coordination: it is waited for too (it sees the fence once in).
+    counted = {m if isinstance(m, str) else m.marked_as for m in members}
+    remaining += tuple(consumer_id for consumer_id, promise in sorted(view.fence_aware.items())
+                       if promise.coordination == source and consumer_id not in counted)
     if remaining:
         return AwaitDrain(fence, remaining)
     return CopyOffsets(fence, copy_plan(view, request))

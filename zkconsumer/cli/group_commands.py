@@ -13,6 +13,7 @@ from zkconsumer.cli.duration_option import Duration
 from zkconsumer.cli.output import emit_json, emit_table
 from zkconsumer.lag.status import DEFAULT_WINDOW_S
 from zkconsumer.znodes.fence import COORDINATIONS
+from zkconsumer.znodes.paths import check_name
 
 
 @click.group()
@@ -107,8 +108,17 @@ def delete_command(name, dry_run, zookeeper_connect, bootstrap_server, propertie
         click.echo(f"{verb} {done.root} ({done.offsets} offset(s))")
 
 
+def _group_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """A name that cannot be a znode name is a usage error, before anything is read."""
+    try:
+        return check_name("group", value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 @group.command("cutover")
-@click.option("--group", "name", required=True, envvar="ZKCONSUMER_GROUP_ID")
+@click.option("--group", "name", required=True, envvar="ZKCONSUMER_GROUP_ID",
+              callback=_group_name)
 @click.option("--to", "target", type=click.Choice(COORDINATIONS), required=True,
               help="The coordination to move the group to; the other one while its fence is "
                    "still draining rolls the move back.")

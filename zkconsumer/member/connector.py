@@ -325,6 +325,9 @@ class ConsumerConnector:
                                             daemon=True)
             self._member.start()  # from here on, a shutdown stops the threads and clients
             opened.pop_all()
+        # Registered by now, and no partition claimed yet: a fence written since it was read
+        # is seen here, before the first rebalance could hand out a message.
+        fence.watch(self._on_fence)
         if refresher is not None:
             refresher.start()
         self._fetch_loop.start()
@@ -332,8 +335,6 @@ class ConsumerConnector:
         if config.auto_commit_enable:
             threading.Thread(target=self._auto_commit, name="zkconsumer-autocommit",
                              daemon=True).start()
-        # Registered by now: a fence written since it was read is seen here first.
-        fence.watch(self._on_fence)
 
     def _startup_retry(self) -> KazooRetry:
         """Start-up survives a ZooKeeper server restart or a lost connection (retried for about
@@ -508,8 +509,8 @@ class ConsumerConnector:
         here (it waits, joins the other coordination, or refuses: the worker decides)."""
         assert self._fence is not None  # made before it is read
         fence = self._fence.read()
-        decision = decide(Stage.STARTING, self._coordination_name, self._coordination_name,
-                          fence, self.config.cutover_on_fence)
+        decision = decide(Stage.STARTING, self._coordination_name, fence,
+                          self.config.cutover_on_fence)
         if decision.action is not FenceAction.CARRY_ON:
             raise GroupMovedError(GroupMoved(self.config.group_id, fence, decision,
                                              self._access))
@@ -519,8 +520,8 @@ class ConsumerConnector:
         once (nothing more is delivered), and the member drains (see `_fenced`)."""
         if self.moved is not None or self._member.leaving:
             return
-        decision = decide(Stage.RUNNING, self._coordination_name, self._coordination_name,
-                          fence, self.config.cutover_on_fence)
+        decision = decide(Stage.RUNNING, self._coordination_name, fence,
+                          self.config.cutover_on_fence)
         if decision.drains:
             self._fenced(GroupMoved(self.config.group_id, fence, decision, self._access))
 
@@ -585,6 +586,8 @@ class ConsumerConnector:
         """In a new session: forget what the lost one owned, register again, and only then let
         the member claim and deliver in it (until then its gate stays closed)."""
         self._rebalancer.forget_lost_session()
+        if self._fence is not None:  # the promise went with the session: made again first
+            self._fence.declare()
         self._membership.register()
         if not self._member.reregistered(current_session(self._zk)) \
                 and not self._member.leaving:

@@ -33,7 +33,7 @@ class FenceAction(Enum):
     DRAIN_AND_EXIT = "drain and exit"               # leave `on`, then end cleanly
     JOIN_TARGET = "join the target"                 # join the fence's target now
     REFUSE_START = "refuse to start"                # end before joining anything (exit 1)
-    ROLLBACK = "rejoin the original coordination"   # the fence went: back where it started
+    ROLLBACK = "rejoin where it drained from"       # the fence went: back where it was
 
 
 # Where the fence goes, seen from the member: no fence, to where the member is, or away.
@@ -86,19 +86,17 @@ class FenceDecision:
                                FenceAction.DRAIN_AND_EXIT)
 
 
-def decide(stage: Stage, on: str, started_on: str, fence: Fence | None,
-           on_fence: str) -> FenceDecision:
+def decide(stage: Stage, on: str, fence: Fence | None, on_fence: str) -> FenceDecision:
     """What a member at `stage` does, being on `on` (or starting on it, or drained from it),
-    started with `group.coordination=started_on`, when the group's fence is `fence`."""
-    for name, value, allowed in (("on", on, COORDINATIONS), ("started_on", started_on,
-                                                                COORDINATIONS),
+    when the group's fence is `fence`."""
+    for name, value, allowed in (("on", on, COORDINATIONS),
                                  ("on_fence", on_fence, ON_FENCE_CHOICES)):
         if value not in allowed:
             raise FenceDecisionError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
     where = _NONE if fence is None else _SAME if fence.to == on else _AWAY
     phase = _ANY if fence is None else fence.phase
     action = _lookup(stage, where, phase, on_fence)
-    return FenceDecision(action, _joined(action, on, started_on, fence))
+    return FenceDecision(action, _joined(action, on, fence))
 
 
 def _lookup(stage: Stage, where: str, phase: str, on_fence: str) -> FenceAction:
@@ -110,14 +108,15 @@ def _lookup(stage: Stage, where: str, phase: str, on_fence: str) -> FenceAction:
                              f"{where} ({phase}) and cutover.on.fence={on_fence}")
 
 
-def _joined(action: FenceAction, on: str, started_on: str, fence: Fence | None) -> str | None:
-    if action is FenceAction.CARRY_ON:
+def _joined(action: FenceAction, on: str, fence: Fence | None) -> str | None:
+    # A rollback goes back to where the member drained from: the group is still there (the
+    # command rolls back by switching the fence to it; a fence deleted by hand means the same),
+    # whatever coordination the member was configured with at first.
+    if action in (FenceAction.CARRY_ON, FenceAction.ROLLBACK):
         return on
     if action in (FenceAction.JOIN_TARGET, FenceAction.DRAIN_AND_JOIN):
         assert fence is not None  # the table joins a target only when there is a fence
         return fence.to
-    if action is FenceAction.ROLLBACK:
-        return started_on
     return None
 
 

@@ -108,8 +108,7 @@ class FenceFollower:
         on_fence = started.cutover_on_fence
 
         def settled(fence) -> bool:
-            return decide(stage, on, started.group_coordination, fence,
-                          on_fence).action is not FenceAction.WAIT
+            return decide(stage, on, fence, on_fence).action is not FenceAction.WAIT
 
         log.info("waiting for the group's cutover to be switched", group=started.group_id)
         zk = connect_for(started.zookeeper)
@@ -120,7 +119,7 @@ class FenceFollower:
             zk.close()
         if self._stop.is_set():
             return None
-        decision = decide(stage, on, started.group_coordination, fence, on_fence)
+        decision = decide(stage, on, fence, on_fence)
         if decision.join is None:  # the fence moved on to one this member refuses
             raise GroupMovedError(GroupMoved(started.group_id, fence, decision, self._kafka))
         if decision.action is FenceAction.ROLLBACK:

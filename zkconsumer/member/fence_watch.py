@@ -13,10 +13,11 @@ import threading
 from collections.abc import Callable
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import DataWatch
 
-from zkconsumer.errors import ZnodeDataError
+from zkconsumer.errors import ZkConsumerError, ZnodeDataError, describe_error
 from zkconsumer.logs import get_logger
 from zkconsumer.member.zk_membership import DuplicateConsumerIdError
 from zkconsumer.znodes.fence import Fence, FenceAwareMember
@@ -77,17 +78,25 @@ class _Unreadable:
 
 
 class MemberFence(FenceWatch):
-    """The fence as a member sees it: watched, and honoured by its fence-aware znode."""
+    """The fence as a member sees it: watched, and honoured by its fence-aware znode, which is
+    made again in every new session (it went with the one that expired)."""
 
     def __init__(self, zk: KazooClient, group: str, consumer_id: str,
                  promise: FenceAwareMember) -> None:
         super().__init__(zk, group)
-        self._aware = GroupPaths(group).fence_aware_member(consumer_id)
+        paths = GroupPaths(group)
+        self._aware = paths.fence_aware_member(consumer_id)
+        # Removed when empty, innermost first: a group that lives on Kafka's coordinator alone
+        # must not be left looking like a ZooKeeper group (see `withdraw`).
+        self._folders = (paths.fence_aware, paths.root)
         self._promise = promise
+        self._declared_in: int | None = None  # the session the promise was made in
 
     def declare(self) -> None:
         """Create the fence-aware znode; one of this very session counts as made (a create
         whose answer was lost, retried)."""
+        if self._declared_in is None:
+            self._zk.add_listener(self._on_session_state)
         try:
             self._zk.create(self._aware, self._promise.encode(), ephemeral=True, makepath=True)
         except NodeExistsError:
@@ -97,17 +106,35 @@ class MemberFence(FenceWatch):
                     f"{self._aware} is another live session's: its consumer id is in use"
                 ) from None
             self._zk.set(self._aware, self._promise.encode())
+        self._declared_in = self._zk.client_id[0]
 
     def withdraw(self) -> None:
         """Delete the fence-aware znode, once the member left its group; stop watching. The
-        folder goes with the group's last such member, as a group whose members all left (or
-        failed to start) should hold nothing of theirs; one made again meanwhile is kept."""
+        folders go with the group's last such member when nothing else is in them, as a group
+        whose members all left (or failed to start) should hold nothing of theirs."""
         self.stop()
-        for path in (self._aware, self._aware.rsplit("/", 1)[0]):
+        self._zk.remove_listener(self._on_session_state)
+        for path in (self._aware, *self._folders):
             try:
                 self._zk.delete(path)
             except (NoNodeError, NotEmptyError):
                 return
+
+    def _on_session_state(self, state: KazooState) -> None:
+        """On kazoo's thread, which must not block: a new session made after an expiry gets
+        the promise again, on a thread of its own."""
+        client_id = self._zk.client_id
+        if state is KazooState.CONNECTED and client_id and client_id[0] != self._declared_in:
+            threading.Thread(target=self._declare_again, name="zkconsumer-fence-aware",
+                             daemon=True).start()
+
+    def _declare_again(self) -> None:
+        try:
+            self.declare()
+        except (KazooException, ZkConsumerError) as exc:
+            log.warning("could not make the fence-aware znode again in the new ZooKeeper "
+                        "session; group cutover will refuse until this member restarts",
+                        error=describe_error(exc))
 
 
 def wait_for_fence(zk: KazooClient, group: str, settled: Callable[[Fence | None], bool],
