@@ -34,7 +34,6 @@ from zkconsumer.admin.cutover_plan import (
     copy_plan,
     decide,
     moving_members,
-    other_coordination,
     partition_pauses,
     unverified,
 )
@@ -44,8 +43,13 @@ from zkconsumer.errors import ZkConsumerError, ZnodeDataError, describe_error
 from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.coordinator_groups import CoordinatorGroup
-from zkconsumer.zk.group_state import read_owners
-from zkconsumer.znodes.fence import Fence, FenceAwareMember, marked_consumer_id
+from zkconsumer.zk.group_state import read_fence, read_owners
+from zkconsumer.znodes.fence import (
+    Fence,
+    FenceAwareMember,
+    marked_consumer_id,
+    other_coordination,
+)
 from zkconsumer.znodes.paths import GroupPaths
 
 log = get_logger(__name__)
@@ -319,7 +323,7 @@ def _look(ctx: AdminContext, request: CutoverRequest) -> _Look:
     group = request.group
     paths = GroupPaths(group)
     in_zookeeper = zk.exists(paths.root) is not None
-    fence, fence_version = _read_fence(zk, paths)
+    fence, fence_version = read_fence(zk, group)
     # Promises before members: a member makes its promise before it joins and withdraws it
     # after it left, so one read in between (leaving as the command looks) is seen gone from
     # both, never as a member without a promise.
@@ -368,14 +372,6 @@ def _kafka_offsets(ctx: AdminContext, group: str, of_zookeeper_topics: bool,
         raise ZkConsumerError(f"reading the Kafka offsets of group {group} failed: "
                               f"{answer.failed[group]}")
     return answer.found.get(group, {})
-
-
-def _read_fence(zk: KazooClient, paths: GroupPaths) -> tuple[Fence | None, int | None]:
-    try:
-        data, stat = zk.get(paths.fence)
-    except NoNodeError:
-        return None, None
-    return Fence.decode(paths.fence, data), stat.version
 
 
 def _children(zk: KazooClient, path: str) -> list[str]:

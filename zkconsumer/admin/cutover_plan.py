@@ -32,6 +32,7 @@ from zkconsumer.znodes.fence import (
     FenceAwareMember,
     FencePhase,
     OnFence,
+    other_coordination,
 )
 
 ZOOKEEPER: Final = "zookeeper"
@@ -39,10 +40,6 @@ KAFKA: Final = "kafka"
 # The one state in which Kafka's coordinator describes its members' subscriptions (where a
 # fence-aware member's marker is): in any other, DescribeGroups lists members without them.
 STABLE: Final = "Stable"
-
-
-def other_coordination(coordination: str) -> str:
-    return KAFKA if coordination == ZOOKEEPER else ZOOKEEPER
 
 
 @dataclass(frozen=True)

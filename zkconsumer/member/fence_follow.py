@@ -28,6 +28,7 @@ from zkconsumer.member.fence_watch import wait_for_fence
 from zkconsumer.member.streams import KafkaStream
 from zkconsumer.metrics import MemberMetrics
 from zkconsumer.zk.session import connect_for
+from zkconsumer.znodes.fence import other_coordination
 
 log = get_logger(__name__)
 
@@ -76,7 +77,7 @@ class FenceFollower:
                      group=moved.group, to=moved.fence.to if moved.fence else None)
             return None
         assert moved.fence is not None  # only a fence drains a member
-        drained_from = _other(moved.fence.to)
+        drained_from = other_coordination(moved.fence.to)
         if action is FenceAction.DRAIN_AND_JOIN and moved.decision.join:
             return self._open(config_for(self._started, moved.decision.join, self._kafka),
                               metrics)
@@ -126,7 +127,3 @@ class FenceFollower:
             log.info("the group's cutover was rolled back; rejoining",
                      group=started.group_id, coordination=decision.join)
         return self._open(config_for(started, decision.join, self._kafka), metrics)
-
-
-def _other(coordination: str) -> str:
-    return "kafka" if coordination == "zookeeper" else "zookeeper"

@@ -20,6 +20,7 @@ from kazoo.recipe.watchers import DataWatch
 from zkconsumer.errors import ZkConsumerError, ZnodeDataError, describe_error
 from zkconsumer.logs import get_logger
 from zkconsumer.member.zk_membership import DuplicateConsumerIdError
+from zkconsumer.zk.group_state import read_fence
 from zkconsumer.znodes.fence import Fence, FenceAwareMember
 from zkconsumer.znodes.paths import GroupPaths
 
@@ -34,16 +35,13 @@ class FenceWatch:
 
     def __init__(self, zk: KazooClient, group: str) -> None:
         self._zk = zk
+        self._group = group
         self._path = GroupPaths(group).fence
         self._watching = True
 
     def read(self) -> Fence | None:
         """The group's fence now (None: none); ZnodeDataError if it does not parse."""
-        try:
-            data, _stat = self._zk.get(self._path)
-        except NoNodeError:
-            return None
-        return Fence.decode(self._path, data)
+        return read_fence(self._zk, self._group)[0]
 
     def watch(self, on_fence: Callable[[Fence | None], None]) -> None:
         """Call `on_fence` with the fence now and at every change, on kazoo's thread, until

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 from zkconsumer.errors import ZnodeDataError
 from zkconsumer.lag.report import GroupState
@@ -18,9 +19,21 @@ from zkconsumer.model import TopicPartition
 from zkconsumer.zk.group_walk import GroupWalk
 from zkconsumer.zk.znode_reader import KazooReader
 from zkconsumer.znodes.consumers import ConsumerRegistration
+from zkconsumer.znodes.fence import Fence
 from zkconsumer.znodes.paths import CONSUMERS, GroupPaths
 
 log = get_logger(__name__)
+
+
+def read_fence(zk: KazooClient, group: str) -> tuple[Fence | None, int | None]:
+    """The group's cutover fence (None: none) and its znode's version, for a conditional write
+    of the next one; ZnodeDataError if it does not parse."""
+    path = GroupPaths(group).fence
+    try:
+        data, stat = zk.get(path)
+    except NoNodeError:
+        return None, None
+    return Fence.decode(path, data), stat.version
 
 
 def read_members(zk: KazooClient, group: str,

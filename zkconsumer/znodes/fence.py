@@ -55,6 +55,14 @@ def marked_consumer_id(user_data: bytes | None) -> str | None:
     return named or None
 
 
+def other_coordination(coordination: str) -> str:
+    """The coordination a group on `coordination` would move to (or came from)."""
+    if coordination not in COORDINATIONS:
+        raise ValueError(f"coordination must be one of {', '.join(COORDINATIONS)}, "
+                         f"got {describe(coordination)}")
+    return COORDINATIONS[1 - COORDINATIONS.index(coordination)]
+
+
 class FencePhase:
     DRAINING: Final = "draining"
     SWITCHED: Final = "switched"
