@@ -31,6 +31,7 @@ from kafka.errors import CoordinatorNotAvailableError
 from support.coordinator_members import PollingMember
 from support.kafka import committed_in_kafka, log_positions, produce, steady_producer
 from support.legacy_groups import kafka_version_args
+from support.sessions import expire_session
 from support.waiting import wait_until
 
 from zkconsumer.assignment import consumer_of_thread
@@ -231,6 +232,34 @@ def test_a_late_starter_on_a_switched_group_joins_through_kafka_or_refuses_in_on
                timeout=60, message=f"the late starter on Kafka's coordinator: {joining.log_tail()}")
     assert registered(zk, group) == [], "it never registered in ZooKeeper"
     assert coordinator_members(cluster, group) == 1
+
+
+def test_a_member_whose_session_expired_promises_again_before_it_registers_again(
+        cluster, zk, topic_factory, unique_name, members):
+    """Its fence-aware znode is ephemeral, gone with the session: a member registered again
+    without it would be one the command refuses to fence (found by the fault runner's cutover
+    after an `expire` round)."""
+    topic = topic_factory(partitions=2)
+    produce(cluster, topic, [b"m-%02d" % i for i in range(8)], partitions=2)
+    group = unique_name("cutover-expired")
+    member = members(group, topics={topic: 1}, **{"auto.commit.interval.ms": "200"})
+    wait_until(lambda: len(member.values()) == 8 and fence_aware(zk, group) ==
+               registered(zk, group) == [member.consumer_id], timeout=60,
+               message="the member consuming, registered and fence-aware")
+    lost = member.connector.zookeeper_session
+
+    expire_session(cluster.zookeeper_connect, lost)
+
+    def promised_again() -> bool:
+        session = member.connector.zookeeper_session  # None while it has none
+        promise = zk.exists(GroupPaths(group).fence_aware_member(member.consumer_id))
+        return session is not None and session[0] != lost[0] and promise is not None and \
+            promise.ephemeralOwner == session[0] and registered(zk, group) == [member.consumer_id]
+    wait_until(promised_again, timeout=60,
+               message="the member registered again in a new session, with its promise")
+    dry_run = run_cutover(cluster, group, "--to", "kafka", "--json")
+    assert dry_run.returncode == 0, dry_run.stderr
+    assert json.loads(dry_run.stdout)["next_step"] == "write the fence (draining to kafka)"
 
 
 def test_a_fence_removed_while_draining_sends_the_worker_back_to_zookeeper(
