@@ -25,6 +25,9 @@ those named by --kinds):
                   rebalance timeout) while another worker restarts: the group rebalances
                   meanwhile, and the slow worker must deliver nothing more of a partition
                   that moved
+  cutover         the group moved to Kafka's group coordinator by `zkconsumer group cutover
+                  --execute` while it consumes, and after a while back to ZooKeeper the same
+                  way: the workers follow it in the same process each time
 
 and with replicated brokers (--brokers 2 or more):
 
@@ -62,8 +65,8 @@ the default auto.offset.reset=largest, which a fresh partition then exercises.
 
 With --coordination kafka the workers are members of a group on Kafka's group coordinator
 (group.coordination=kafka, no ZooKeeper; offsets in Kafka) and every kind runs but those of
-ZooKeeper coordination (zk-cut, the ensemble's); who owns what is read from the coordinator
-(DescribeGroups).
+ZooKeeper coordination (zk-cut, cutover, the ensemble's); who owns what is read from the
+coordinator (DescribeGroups), as it is while a cutover round has the group there.
 
 Every worker notes when it handed out each message (zkconsumer.testing.delivery_log): two
 workers delivering one partition at the same time is a violation, whatever else holds.
@@ -89,6 +92,7 @@ import argparse
 import contextlib
 import dataclasses
 import datetime
+import json
 import logging
 import random
 import signal
@@ -105,7 +109,7 @@ from typing import TypeVar
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException
+from kazoo.exceptions import KazooException, NoNodeError
 
 from zkconsumer.assignment import consumer_of_thread
 from zkconsumer.fetch.brokers import KafkaAccess
@@ -136,12 +140,15 @@ from zkconsumer.testing.delivery_overlap import overlaps
 from zkconsumer.testing.tcp_proxy import TcpProxy
 from zkconsumer.zk.group_state import committed_partitions, read_members, read_owners
 from zkconsumer.zk.session import zookeeper_session
+from zkconsumer.znodes.fence import Fence
 from zkconsumer.znodes.paths import GroupPaths
 
 FAULTS = ("kill", "restart", "expire", "broker", "zookeeper", "zk-cut", "offsets-outage",
-          "callback-raise", "fresh-restart", "slow-handler")
-# Kinds that need the group on ZooKeeper (see the module's doc); the ensemble's too.
-ZOOKEEPER_COORDINATION_ONLY = ("zk-cut",)
+          "callback-raise", "fresh-restart", "slow-handler", "cutover")
+# Kinds that need the group on ZooKeeper (see the module's doc); the ensemble's too. A cutover
+# moves a ZooKeeper-coordinated group: workers started on Kafka's coordinator without
+# zookeeper.connect, as the runner starts them, cannot be fenced.
+ZOOKEEPER_COORDINATION_ONLY = ("zk-cut", "cutover")
 COORDINATIONS = ("zookeeper", "kafka")
 # Faults of replicated brokers, run where there is more than one (see `available_kinds`).
 REPLICATED_FAULTS = ("leader-kill", "leader-move", "coordinator-kill", "broker-rolling")
@@ -154,13 +161,18 @@ TOPIC = "fault-run"
 PATHS = GroupPaths(GROUP)
 SESSION_TIMEOUT_MS = 4000  # the server's minimum (two ticks), so expiry is quick to force
 AUTO_COMMIT_MS = 1000
-WORKER_OPTIONS = ("--property", f"auto.commit.interval.ms={AUTO_COMMIT_MS}",
-                  "--property", "rebalance.backoff.ms=1000",
-                  "--property", "rebalance.max.retries=20",
-                  "--property", f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}")
 # Members of a group on Kafka's coordinator: the 0.9 broker's shortest session
 # (group.min.session.timeout.ms), which on 0.9 is the rebalance timeout too.
 KAFKA_SESSION_MS = 6000
+# A ZooKeeper-coordinated worker has the settings of both coordinations: a cutover moves it to
+# Kafka's in the same process, where it is known by its client id (the worker's name, as a
+# worker started there is).
+WORKER_OPTIONS = ("--property", f"auto.commit.interval.ms={AUTO_COMMIT_MS}",
+                  "--property", "rebalance.backoff.ms=1000",
+                  "--property", "rebalance.max.retries=20",
+                  "--property", f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}",
+                  "--property", f"session.timeout.ms={KAFKA_SESSION_MS}",
+                  "--property", "heartbeat.interval.ms=500")
 KAFKA_WORKER_OPTIONS = ("--property", f"auto.commit.interval.ms={AUTO_COMMIT_MS}",
                         "--property", "group.coordination=kafka",
                         "--property", f"session.timeout.ms={KAFKA_SESSION_MS}",
@@ -243,6 +255,11 @@ class Interruption:
 
     delivered: int  # records the worker had written by then
     committed: dict[TopicPartition, int]
+
+
+class GroupStranded(Exception):
+    """The group is not where the run keeps it (a cutover round could not bring it back):
+    later rounds would test something else than they say."""
 
 
 class Worker(ConsumeProcess):
@@ -328,6 +345,10 @@ class Run:
         # On Kafka's coordination, the group has no ZooKeeper: its members, their partitions
         # and offsets are the coordinator's.
         self.on_kafka = args.coordination == "kafka"
+        # Where the group is coordinated now: where it started, but for a cutover round's
+        # while on Kafka's coordinator. The samplers read who owns what, and which offsets are
+        # the group's, there.
+        self.group_on = args.coordination
         # Where the group lives: the ensemble if there is one, else the brokers' ZooKeeper.
         self.group_connect = ensemble.connect_string if ensemble else cluster.zookeeper_connect
         self._group_ports = ([server.client_port for server in ensemble.servers.values()]
@@ -338,6 +359,10 @@ class Run:
             "--property", f"bootstrap.servers={cluster.bootstrap_servers}",
             "--property", "kafka.api.version=0.9",
             "--property", "topic.metadata.refresh.interval.ms=1000")
+        # `group cutover` as an operator runs it: with the brokers' addresses when they are not
+        # registered in the group's ZooKeeper.
+        self._cutover_kafka = () if ensemble is None else (
+            "--bootstrap-server", cluster.bootstrap_servers)
         self.work = work
         self.args = args
         self.rng = random.Random(args.seed)
@@ -351,7 +376,9 @@ class Run:
         self.halted_brokers: list[str] = []  # see `restart_halted_brokers`
         self.faults: Counter = Counter()
         self.longest_unowned_s: dict[int, float] = defaultdict(float)
+        self._unowned_since: dict[int, float] = {}  # partition -> since when, as last sampled
         self.dead_session_s: list[float] = []  # per crash-then-failover: failover to expiry
+        self.cutover_pauses_ms: list[int] = []  # per cutover step: the longest pause reported
         self.committed: dict[TopicPartition, int] = {}
         self.kafka_committed: dict[TopicPartition, int] = {}  # as last sampled
         # partition -> owning thread (on Kafka's coordination: the member's client id, the
@@ -383,7 +410,8 @@ class Run:
         kafka_storage = program == CLI and \
             sum(w.kafka_storage for w in running) * 2 <= len(running)
         worker = Worker([TcpProxy(port) for port in self._group_ports], kafka_storage, GROUP,
-                        TOPIC, self.work, name, *WORKER_OPTIONS, *self._kafka_discovery,
+                        TOPIC, self.work, name, *WORKER_OPTIONS, "--property",
+                        f"client.id={name}", *self._kafka_discovery,
                         *(KAFKA_STORAGE if kafka_storage else ()), *handler, *extra,
                         from_beginning=from_beginning, program=program)
         self.workers.append(worker)
@@ -464,7 +492,6 @@ class Run:
 
     def sample(self) -> None:
         last_offsets: dict[TopicPartition, int] = {}
-        unowned_since: dict[int, float] = {}
         while not self._stop.is_set():
             try:
                 with zookeeper_session(self.group_connect, timeout_s=10) as zk:
@@ -475,24 +502,27 @@ class Run:
                         for tp, thread in owners.items():
                             if consumer_of_thread(thread) not in live:
                                 self.violations.append(f"{tp} owned by unregistered {thread}")
-                        self._note_unowned(owners, unowned_since)
-                        self.owners = owners
                         offsets = ZookeeperOffsetStore(zk, GROUP).fetch(
                             committed_partitions(zk, GROUP))
                         self._check_forward("committed offset", last_offsets, offsets)
-                        self.committed = dict(last_offsets)
+                        if self.group_on == "zookeeper":
+                            self._note_unowned(owners)
+                            self.owners = owners
+                            self.committed = dict(last_offsets)
                         time.sleep(0.1)
             except Exception:  # noqa: BLE001 - ZooKeeper is restarting: sample again after it
                 time.sleep(0.5)
 
     def sample_coordinator(self) -> None:
         """On Kafka's coordination: the group's members and their partitions as the coordinator
-        describes them (a group rebalancing shows none assigned)."""
+        describes them (a group rebalancing shows none assigned). A group started on ZooKeeper
+        is described only while a cutover round has it on Kafka's coordinator."""
         reader = GroupOffsetsReader(KafkaAccess(self.cluster.bootstrap_servers, (0, 9)), {},
                                     request_timeout_ms=3000, connect=open_groups_admin)
-        unowned_since: dict[int, float] = {}
         try:
             while not self._stop.wait(0.1):
+                if self.group_on != "kafka":
+                    continue
                 try:
                     group = read_coordinator_group(reader, GROUP)
                 except Exception:  # noqa: BLE001 - the coordinator is down or moving: later
@@ -501,20 +531,22 @@ class Run:
                     continue
                 members = () if group is None else group.members
                 owners = {tp: member.client_id for member in members for tp in member.assigned}
-                self._note_unowned(owners, unowned_since)
+                self._note_unowned(owners)
                 self.owners = owners
                 self.members = {member.client_id for member in members}
         finally:
             reader.close()
 
-    def _note_unowned(self, owners: dict[TopicPartition, str],
-                      unowned_since: dict[int, float]) -> None:
+    def _note_unowned(self, owners: dict[TopicPartition, str]) -> None:
+        """By the sampler of the coordination the group is on: a partition unowned through a
+        cutover's handover counts from its release on one side to its assignment on the
+        other."""
         now = time.monotonic()
         for p in range(self.partitions):
             if TopicPartition(TOPIC, p) in owners:
-                unowned_since.pop(p, None)
+                self._unowned_since.pop(p, None)
             else:
-                since = unowned_since.setdefault(p, now)
+                since = self._unowned_since.setdefault(p, now)
                 self.longest_unowned_s[p] = max(self.longest_unowned_s[p], now - since)
 
     def sample_kafka_offsets(self) -> None:
@@ -531,7 +563,7 @@ class Run:
                     offsets = {}
                 self._check_forward("Kafka-committed offset", last_offsets, offsets)
                 self.kafka_committed = dict(last_offsets)
-                if self.on_kafka:  # the group's only offsets
+                if self.group_on == "kafka":  # the group's only offsets
                     self.committed = self.kafka_committed
         finally:
             store.close()
@@ -728,6 +760,76 @@ class Run:
         time.sleep(max(0.0, SLOW_HANDLER_S - (time.monotonic() - began)) + NOTICE_S)
         victim.interrupted(committed)
 
+    def cutover(self) -> None:
+        """The group moved to Kafka's group coordinator by the real `group cutover --execute`
+        while it consumes, left there a while, and moved back the same way. Each move must end
+        `switched` with every running worker moved and every partition owned by one of them on
+        the new side; the samplers follow the group (who owns what, which offsets are its
+        own). A move that failed with the fence left draining is rolled back (`--to` where the
+        group came from switches the fence back, and the waiting workers rejoin there); a group
+        that cannot be brought back ends the run, as every later round would fault a group that
+        is not where the run has it."""
+        # Every running worker registered: one still starting when the fence is written waits
+        # without having drained anything, and is no moved member.
+        wait_for(lambda: all(w.rebalance_ms() for w in self.running()), SETTLE_S)
+        if self._cut_over("kafka"):
+            time.sleep(self.rng.uniform(1.0, OUTAGE_S))  # consuming on Kafka's coordinator
+        elif self._fence() is None:
+            return  # refused with nothing written: the group never left ZooKeeper
+        if self._cut_over("zookeeper"):
+            return
+        fence = self._fence()
+        if fence is not None and fence.to == "zookeeper" and not fence.switched:
+            self._cut_over("kafka")  # the way back's rollback: the workers go on consuming
+        raise GroupStranded("the group could not be brought back to ZooKeeper")
+
+    def _cut_over(self, target: str) -> bool:
+        """`zkconsumer group cutover --to TARGET --execute` run to its end: True once the group
+        is on `target` (switched, or a rollback that left it there), its report checked."""
+        command = [sys.executable, "-m", "zkconsumer", "--log-format", "json", "group",
+                   "cutover", "--zookeeper", self.group_connect, *self._cutover_kafka,
+                   "--group", GROUP, "--to", target, "--execute", "--json",
+                   "--timeout", f"{SETTLE_S:.0f}s"]
+        running = {w.name for w in self.running()}
+        done = subprocess.run(command, capture_output=True, stdin=subprocess.DEVNULL,
+                              timeout=3 * SETTLE_S, check=False)
+        errors = [line for line in done.stderr.decode(errors="replace").splitlines()
+                  if line.startswith("error: ")]
+        if done.returncode != 0:
+            self.violations.append(f"cutover --to {target} exited {done.returncode}: "
+                                   f"{(errors or ['(no error line)'])[-1][:300]}")
+            return False
+        report = json.loads(done.stdout)
+        print(f"  --to {target}: {report['outcome']}", file=sys.stderr, flush=True)
+        if report["outcome"] in ("rolled back", "already cut over"):
+            return True  # the group is where it was: after a failed move, nothing to check
+        self.group_on = target
+        pauses = [p["pause_ms"] for p in report["pauses"] if p["pause_ms"] is not None]
+        print(f"  moved {len(report['members_moved'])}, longest pause "
+              f"{max(pauses, default=0)} ms", file=sys.stderr, flush=True)
+        self.cutover_pauses_ms.append(max(pauses, default=0))
+        if report["outcome"] != "switched" or len(report["members_moved"]) != len(running):
+            self.violations.append(f"cutover --to {target}: {report['outcome']}, "
+                                   f"{len(report['members_moved'])} member(s) moved of "
+                                   f"{len(running)} running")
+        if not wait_for(lambda: {self._worker_name(owner) for owner in self.owners.values()}
+                        == running and len(self.owners) == self.partitions, SETTLE_S):
+            self.violations.append(f"after the cutover to {target}, the running workers did "
+                                   f"not own every partition within {SETTLE_S:.0f}s")
+        return True
+
+    def _worker_name(self, owner: str) -> str | None:
+        worker = self._worker_of(owner)
+        return None if worker is None else worker.name
+
+    def _fence(self) -> Fence | None:
+        """The group's cutover fence as it stands (None: there is none)."""
+        with zookeeper_session(self.group_connect, timeout_s=30) as zk:
+            try:
+                return Fence.decode(PATHS.fence, zk.get(PATHS.fence)[0])
+            except NoNodeError:
+                return None
+
     def leader_kill(self) -> None:
         """A partition's leader dies without a word: members fetching from it must find the
         follower the controller makes leader, from where they were."""
@@ -857,7 +959,7 @@ class Run:
         (the worker's name) on Kafka's coordinator."""
         if owner is None:
             return None
-        if self.on_kafka:
+        if self.group_on == "kafka":
             return next((w for w in self.running() if w.name == owner), None)
         consumer_id = consumer_of_thread(owner)
         return next((w for w in self.running() if w.consumer_id() == consumer_id), None)
@@ -958,9 +1060,10 @@ class Run:
             create_topic(brokers_zk, TOPIC, self.args.partitions, self.replication)
         for _ in range(self.args.workers):
             self.start_worker(from_beginning=True)
-        background = [threading.Thread(target=target, daemon=True) for target in (
-            self.produce, self.sample_coordinator if self.on_kafka else self.sample,
-            self.sample_kafka_offsets)]
+        samplers = (self.sample_coordinator,) if self.on_kafka else (
+            self.sample, *((self.sample_coordinator,) if "cutover" in self.kinds else ()))
+        background = [threading.Thread(target=target, daemon=True)
+                      for target in (self.produce, *samplers, self.sample_kafka_offsets)]
         for thread in background:
             thread.start()
         # From here on workers start at the log end when a partition has no offset.
@@ -982,6 +1085,9 @@ class Run:
             except (ClusterError, EnsembleError, TopicCreationError) as exc:
                 self.violations.append(f"round {round_number} ({kind}): the cluster did not "
                                        f"recover: {exc}")
+            except GroupStranded as exc:
+                self.violations.append(f"round {round_number} ({kind}): {exc}; no more rounds")
+                break
             print(f"  done in {time.monotonic() - injected:.1f}s", file=sys.stderr, flush=True)
         self.rounds = sum(self.faults.values())
         time.sleep(self.args.max_gap)
@@ -1082,6 +1188,8 @@ class Run:
              " ".join(f"{p}:{self.longest_unowned_s[p]:.1f}" for p in range(self.partitions))),
             ("dead member's session after a failover (s)",
              " ".join(f"{waited:.1f}" for waited in self.dead_session_s) or "-"),
+            ("longest pause per cutover step, as the command reported it (ms)",
+             " ".join(map(str, self.cutover_pauses_ms)) or "-"),
             ("rebalances", len(rebalances)),
             ("rebalance ms p50 / p99 / max", _percentiles(rebalances)),
             ("run time (s)", f"{seconds:.0f}"),

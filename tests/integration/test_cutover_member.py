@@ -1,10 +1,12 @@
 """Members honouring the cutover fence, against the real ZooKeeper and 0.9.0.1 broker.
 
-From ZooKeeper to Kafka, `group cutover` is not used: each test writes the fence itself and
-checks what the command would (the old coordination empty, every offset carried over) before it
-moves the fence on, so what is tested is the members' side of the contract alone: they stop
-delivering, carry their offsets to both storages, leave, and then follow the group, exit,
-refuse to start, or go back, as the fence and `cutover.on.fence` say.
+From ZooKeeper to Kafka, the members' side of the contract is tested alone first: each test
+writes the fence itself and checks what the command would (the old coordination empty, every
+offset carried over) before it moves the fence on; the members stop delivering, carry their
+offsets to both storages, leave, and then follow the group, exit, refuse to start, or go back,
+as the fence and `cutover.on.fence` say. Then the whole move, end to end: three workers under
+steady producing moved by the real command, which waits for them and reports what it saw, and a
+plain kafka-python member sharing the group with them afterwards.
 
 The way back is tested end to end: Kafka-coordinated workers with `zookeeper.connect` moved by
 the real command (run as an operator runs it, in a process of its own) and then a reference
@@ -22,12 +24,18 @@ import time
 from pathlib import Path
 
 import pytest
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KafkaTopicPartition
+from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.errors import CoordinatorNotAvailableError
 from support.coordinator_members import PollingMember
 from support.kafka import committed_in_kafka, log_positions, produce, steady_producer
 from support.legacy_groups import kafka_version_args
+from support.sessions import expire_session
 from support.waiting import wait_until
 
+from zkconsumer.assignment import consumer_of_thread
+from zkconsumer.assignment.group_assignors import range_assign
 from zkconsumer.fetch.brokers import KafkaAccess
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.coordinator_groups import open_groups_admin, read_coordinator_group
@@ -36,12 +44,17 @@ from zkconsumer.offsets.zookeeper_store import ZookeeperOffsetStore
 from zkconsumer.testing import delivery_log
 from zkconsumer.testing.consume_process import ConsumeProcess
 from zkconsumer.testing.delivery_overlap import overlaps
+from zkconsumer.zk.group_state import read_owners
 from zkconsumer.znodes.fence import Fence, FencePhase, marked_consumer_id
 from zkconsumer.znodes.paths import GroupPaths
 
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 4
+# Both coordinations' sessions: 6 s is the shortest a 0.9 broker takes
+# (group.min.session.timeout.ms), and on 0.9 it is the rebalance timeout as well.
+SESSION_TIMEOUT_MS = 6000
+HEARTBEAT_INTERVAL_MS = 1000
 STINT_GAP_S = 0.3
 OVERLAP_TOLERANCE_S = 0.1
 
@@ -54,9 +67,10 @@ def workers(cluster, tmp_path):
     def start(group: str, topic: str, name: str, *properties: str,
               zookeeper: bool = True) -> ConsumeProcess:
         """`zookeeper` False: no `--zookeeper` (a member on Kafka's coordinator alone)."""
-        settings = {"zookeeper.session.timeout.ms": "6000", "session.timeout.ms": "6000",
-                    "heartbeat.interval.ms": "1000", "auto.commit.interval.ms": "200",
-                    "rebalance.backoff.ms": "500"}
+        settings = {"zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+                    "session.timeout.ms": str(SESSION_TIMEOUT_MS),
+                    "heartbeat.interval.ms": str(HEARTBEAT_INTERVAL_MS),
+                    "auto.commit.interval.ms": "200", "rebalance.backoff.ms": "500"}
         if cluster.kafka_api_version:
             settings["kafka.api.version"] = ".".join(map(str, cluster.kafka_api_version))
         worker = ConsumeProcess(
@@ -220,6 +234,34 @@ def test_a_late_starter_on_a_switched_group_joins_through_kafka_or_refuses_in_on
     assert coordinator_members(cluster, group) == 1
 
 
+def test_a_member_whose_session_expired_promises_again_before_it_registers_again(
+        cluster, zk, topic_factory, unique_name, members):
+    """Its fence-aware znode is ephemeral, gone with the session: a member registered again
+    without it would be one the command refuses to fence (found by the fault runner's cutover
+    after an `expire` round)."""
+    topic = topic_factory(partitions=2)
+    produce(cluster, topic, [b"m-%02d" % i for i in range(8)], partitions=2)
+    group = unique_name("cutover-expired")
+    member = members(group, topics={topic: 1}, **{"auto.commit.interval.ms": "200"})
+    wait_until(lambda: len(member.values()) == 8 and fence_aware(zk, group) ==
+               registered(zk, group) == [member.consumer_id], timeout=60,
+               message="the member consuming, registered and fence-aware")
+    lost = member.connector.zookeeper_session
+
+    expire_session(cluster.zookeeper_connect, lost)
+
+    def promised_again() -> bool:
+        session = member.connector.zookeeper_session  # None while it has none
+        promise = zk.exists(GroupPaths(group).fence_aware_member(member.consumer_id))
+        return session is not None and session[0] != lost[0] and promise is not None and \
+            promise.ephemeralOwner == session[0] and registered(zk, group) == [member.consumer_id]
+    wait_until(promised_again, timeout=60,
+               message="the member registered again in a new session, with its promise")
+    dry_run = run_cutover(cluster, group, "--to", "kafka", "--json")
+    assert dry_run.returncode == 0, dry_run.stderr
+    assert json.loads(dry_run.stdout)["next_step"] == "write the fence (draining to kafka)"
+
+
 def test_a_fence_removed_while_draining_sends_the_worker_back_to_zookeeper(
         cluster, zk, topic_factory, unique_name, workers):
     topic = topic_factory(partitions=1)
@@ -233,6 +275,122 @@ def test_a_fence_removed_while_draining_sends_the_worker_back_to_zookeeper(
                == 2, timeout=60, message=f"the worker registered again: {worker.log_tail()}")
     assert worker.log_events("the group's cutover was rolled back; rejoining")
     assert worker.process.poll() is None
+
+
+# -- ZooKeeper to Kafka's coordinator, by the command, end to end -------------------------------
+
+LIVE_PARTITIONS = 6
+LIVE_WORKERS = 3
+# The longest pause the command may report for a partition: from its ZooKeeper owner letting
+# go to its assignment in a Stable group on Kafka's coordinator. Within it: the other workers
+# draining (in parallel, a commit each way), the command seeing ZooKeeper empty (polled every
+# 0.25 s), copying the offsets and reading them back, the workers seeing the fence switched (a
+# watch) and finding the coordinator, together well under 4 s on one machine; and one
+# rebalance. A 0.9 coordinator ends a rebalance once every member it knows has rejoined (each
+# learns of it at its next heartbeat), at the latest after the rebalance timeout, which on 0.9
+# is the session timeout: workers joining one after another cost one rebalance, not one each,
+# as each joins while the one the first began is still open.
+PAUSE_BOUND_MS = SESSION_TIMEOUT_MS + 4000
+KAFKA_PYTHON_CLIENT = "kafka-python-member"
+
+
+def stable_on_kafka(cluster, group: str, members: int) -> bool:
+    """The coordinator describes the group Stable with `members` members and every partition
+    assigned to exactly one of them."""
+    group_now = described(cluster, group)
+    if group_now is None or group_now.state != "Stable" or len(group_now.members) != members:
+        return False
+    assigned = [tp.partition for member in group_now.members for tp in member.assigned]
+    return sorted(assigned) == list(range(LIVE_PARTITIONS))
+
+
+def test_three_live_workers_are_moved_to_kafkas_coordinator_by_the_command(
+        cluster, zk, topic_factory, unique_name, workers):
+    topic = topic_factory(partitions=LIVE_PARTITIONS)
+    group = unique_name("cutover-live")
+    moving = tuple(workers(group, topic, f"worker-{n}") for n in range(LIVE_WORKERS))
+
+    def every_worker_owns_a_share() -> bool:
+        owners = read_owners(zk, group)
+        return len(owners) == LIVE_PARTITIONS and {consumer_of_thread(thread) for thread in
+                                                   owners.values()} == \
+            {worker.consumer_id() for worker in moving}
+
+    wait_until(every_worker_owns_a_share, timeout=60,
+               message="three workers sharing the partitions on ZooKeeper")
+    with steady_producer(cluster, topic, LIVE_PARTITIONS) as produced:
+        wait_until(lambda: all(len(deliveries(worker)) > 5 for worker in moving), timeout=30,
+                   message="every worker delivering")
+
+        done = run_cutover(cluster, group, "--to", "kafka", "--execute", "--json")
+
+        assert done.returncode == 0, done.stderr
+        report = json.loads(done.stdout)
+        assert report["outcome"] == "switched", report
+        assert report["members_moved"] == sorted(worker.consumer_id() for worker in moving)
+        assert (report["partitions"], report["offsets_verified"]) == \
+            (LIVE_PARTITIONS, LIVE_PARTITIONS)
+        assert sorted(p["partition"] for p in report["pauses"]) == list(range(LIVE_PARTITIONS))
+        assert all(p["since"] == "owner released" for p in report["pauses"]), report["pauses"]
+        assert max(p["pause_ms"] for p in report["pauses"]) <= PAUSE_BOUND_MS, report["pauses"]
+        # The command waited for every moved worker to join, not only for the first of them
+        # (whom the coordinator gives every partition, in a group Stable until the next one).
+        assert stable_on_kafka(cluster, group, LIVE_WORKERS), described(cluster, group)
+        more_produced(produced)
+    assert read_owners(zk, group) == {} and registered(zk, group) == []
+    followed_with_nothing_lost_and_no_overlap(produced, moving)
+
+    assert moving[0].terminate() == 0, moving[0].log_tail()
+    resumes_at_the_committed_offsets(cluster, group, topic, moving[1:])
+
+
+def resumes_at_the_committed_offsets(cluster, group: str, topic: str,
+                                     others: tuple[ConsumeProcess, ...]) -> None:
+    """A kafka-python member (range assignor) joins the group beside `others`: it is given the
+    share Java's RangeAssignor gives it among the members, and resumes each of its partitions
+    at the group's committed offset."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap_servers, group_id=group,
+        client_id=KAFKA_PYTHON_CLIENT, enable_auto_commit=False, auto_offset_reset="latest",
+        session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
+        partition_assignment_strategy=[RangePartitionAssignor],
+        **({"api_version": cluster.kafka_api_version} if cluster.kafka_api_version else {}))
+    first: dict[int, int] = {}
+
+    def poll() -> None:
+        for records in consumer.poll(200).values():
+            for record in records:
+                first.setdefault(record.partition, record.offset)
+
+    try:
+        consumer.subscribe([topic])
+
+        def joined() -> bool:
+            poll()
+            return bool(consumer.assignment()) and stable_on_kafka(cluster, group,
+                                                                   len(others) + 1)
+        wait_until(joined, timeout=30, message="the kafka-python member in the Stable group")
+        members = described(cluster, group).members
+        [mine] = [member for member in members if member.client_id == KAFKA_PYTHON_CLIENT]
+        share = range_assign({member.member_id: [topic] for member in members},
+                             {topic: LIVE_PARTITIONS})[mine.member_id]
+        assigned = sorted(tp.partition for tp in consumer.assignment())
+        assert assigned == [tp.partition for tp in share] == \
+            sorted(tp.partition for tp in mine.assigned)
+        committed = committed_in_kafka(cluster, group, topic, LIVE_PARTITIONS)
+        produce(cluster, topic, [b"after-%02d" % n for n in range(2 * LIVE_PARTITIONS)],
+                LIVE_PARTITIONS)
+
+        def a_record_of_each() -> bool:
+            poll()
+            return set(first) >= set(assigned)
+        wait_until(a_record_of_each, timeout=30, message="a record of each of its partitions")
+        assert {p: first[p] for p in assigned} == {p: committed[p] for p in assigned}
+        assert all(consumer.committed(KafkaTopicPartition(topic, p)) == committed[p]
+                   for p in assigned), "it committed nothing"
+    finally:
+        consumer.close(autocommit=False)
+    assert all(worker.process.poll() is None for worker in others)
 
 
 # -- the way back: Kafka's coordinator to ZooKeeper, by the command ------------------------------

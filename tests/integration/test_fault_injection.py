@@ -1,8 +1,9 @@
 """A short run of scripts/fault_run.py: every fault kind once (worker deaths, broker and
 ZooKeeper restarts, a member cut off from ZooKeeper, a Kafka offset-store outage during a
 rebalance, a failing rebalance callback, a restart before a reset partition got any message, a
-slow handler through a rebalance), every invariant held, nothing lost, no partition delivered
-by two workers at once; the same for a group on Kafka's group coordinator. The long runs the
+slow handler through a rebalance, the group cut over to Kafka's coordinator and back by the
+command), every invariant held, nothing lost, no partition delivered by two workers at once;
+the same for a group on Kafka's group coordinator (but the cutover). The long runs the
 issue asks for (100 rounds and more) are marked `long`."""
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from zkconsumer.admin.cutover_plan import (
     copy_plan,
     decide,
     moving_members,
+    not_yet_arrived,
     partition_pauses,
     unverified,
 )
@@ -269,3 +270,15 @@ def test_a_pause_runs_from_the_release_seen_or_else_from_the_fence():
     assert pauses == [Pause(TP("t", 0), 1000, FROM_OWNER_RELEASED),
                       Pause(TP("t", 1), 5500, FROM_FENCE),
                       Pause(TP("t", 2), None, FROM_FENCE)]
+
+
+def test_the_move_is_done_once_every_partition_is_assigned_and_every_moving_member_joined():
+    expected = frozenset({TP("t", 0), TP("t", 1)})
+    assert not_yet_arrived(expected, [TP("t", 1)], joined=3, moving=3) == \
+        "1 partition(s) still not assigned there, e.g. t-0"
+    # The first moved member to join is given every partition; two more are on their way.
+    assert not_yet_arrived(expected, expected, joined=1, moving=3) == \
+        "only 1 of the 3 member(s) moving there joined"
+    assert not_yet_arrived(expected, expected, joined=3, moving=3) is None
+    assert not_yet_arrived(expected, [*expected, TP("u", 0)], joined=4, moving=3) is None
+    assert not_yet_arrived(expected, expected, joined=0, moving=0) is None

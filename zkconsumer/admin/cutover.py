@@ -34,6 +34,7 @@ from zkconsumer.admin.cutover_plan import (
     copy_plan,
     decide,
     moving_members,
+    not_yet_arrived,
     partition_pauses,
     unverified,
 )
@@ -257,24 +258,27 @@ class _Run:
     def _await_new_owners(self, fence: Fence, expected: frozenset[TopicPartition]
                           ) -> list[Pause]:
         """Until every partition the members let go is assigned again on the new coordination
-        (on Kafka's, in a Stable group); bounded by the timeout."""
+        (on Kafka's, in a Stable group) and every moving member joined it; bounded by the
+        timeout. A partition's pause ends when it is first seen assigned there."""
         target = self._request.target
         assigned_ms: dict[TopicPartition, int] = {}
         deadline = self._clock() + self._timeout_s
         while True:
             look = self._look_now()
-            if target == ZOOKEEPER or look.kafka_stable:
+            settled = target == ZOOKEEPER or look.kafka_stable
+            if settled:
                 for tp in look.owned_on[target] & expected:
                     assigned_ms.setdefault(tp, self._now_ms())
-            if expected <= assigned_ms.keys():
+            lacking = not_yet_arrived(expected, assigned_ms.keys(),
+                                      len(look.view.members_on(target)) if settled else 0,
+                                      len(self._moving))
+            if lacking is None:
                 return partition_pauses(expected, fence, self._released_ms, assigned_ms)
             if self._clock() > deadline:
-                missing = sorted(expected - assigned_ms.keys())
                 raise CutoverInterrupted(
                     f"group {self._request.group} is switched to {target} (running the command "
-                    f"again says so), but {len(missing)} partition(s) were not assigned there "
-                    f"within {self._timeout_s:g}s, e.g. {missing[0]}: see `zkconsumer group "
-                    "describe`")
+                    f"again says so), but after {self._timeout_s:g}s {lacking}: see "
+                    "`zkconsumer group describe`")
             self._wait_for_change()
 
     # -- looking --------------------------------------------------------------------------------

@@ -261,6 +261,23 @@ def moving_members(fence_aware: Mapping[str, FenceAwareMember], source: str) -> 
                   if member.coordination == source and member.on_fence == OnFence.SWITCH)
 
 
+# -- the moved members' arrival -------------------------------------------------------------------
+
+def not_yet_arrived(expected: frozenset[TopicPartition], assigned: Iterable[TopicPartition],
+                    joined: int, moving: int) -> str | None:
+    """What the new coordination still lacks before the move is done, in words (None:
+    nothing): a partition the old coordination had that is not assigned there yet, or fewer
+    members there than were moving. Every partition assigned is not enough: the moved members
+    join one after another, and the first of them to join is given every partition, in a
+    group that rebalances again as each of the others arrives."""
+    missing = sorted(expected - set(assigned))
+    if missing:
+        return f"{len(missing)} partition(s) still not assigned there, e.g. {missing[0]}"
+    if joined < moving:
+        return f"only {joined} of the {moving} member(s) moving there joined"
+    return None
+
+
 # -- the pause each partition saw ------------------------------------------------------------------
 
 FROM_OWNER_RELEASED: Final = "owner released"

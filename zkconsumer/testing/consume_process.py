@@ -57,8 +57,10 @@ class ConsumeProcess:
 
     def consumer_id(self) -> str | None:
         """The member's consumer id, once it has registered in the group (a member on
-        ZooKeeper coordination; one on Kafka's has a member id per generation instead)."""
-        return next((line["consumer_id"] for line in self.log_events("registered")
+        ZooKeeper coordination; one on Kafka's has a member id per generation instead). The
+        latest: a worker that followed its group through a cutover and back registered again,
+        as a new member."""
+        return next((line["consumer_id"] for line in reversed(self.log_events("registered"))
                      if "consumer_id" in line), None)
 
     def has_rebalanced(self) -> bool:
