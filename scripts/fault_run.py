@@ -568,6 +568,30 @@ class Run:
         finally:
             store.close()
 
+    def watch_coordinator_moves(self) -> None:
+        """The group's coordinator moves without any fault of the runner's too: a 0.9 controller
+        moves leaders back to their preferred replicas seconds after a failover. A member then
+        loses its generation with no parting commit (its coordinator is gone), and what it
+        delivered since its last commit may come again: each such move is an interruption of
+        every member that commits to Kafka, as a fault's would be."""
+        leader = None
+        while not self._stop.wait(0.5):
+            try:
+                with zookeeper_session(self.cluster.zookeeper_connect, timeout_s=10) as zk:
+                    partition = offsets_partition(zk, GROUP)
+                    while not self._stop.wait(0.5):
+                        state = partition_state(zk, OFFSETS_TOPIC, partition)
+                        now = None if state is None else state.leader
+                        if leader is not None and now != leader:
+                            with self._commits_failing(self._commits_to_kafka):
+                                time.sleep(NOTICE_S)
+                        leader = now
+            except Exception:  # noqa: BLE001 - the brokers' ZooKeeper restarting, no offsets topic yet: later
+                continue
+
+    def _commits_to_kafka(self, worker: Worker) -> bool:
+        return self.on_kafka or worker.kafka_storage
+
     def _check_forward(self, what: str, last: dict[TopicPartition, int],
                        offsets: dict[TopicPartition, int]) -> None:
         for tp, offset in offsets.items():
@@ -1063,7 +1087,8 @@ class Run:
         samplers = (self.sample_coordinator,) if self.on_kafka else (
             self.sample, *((self.sample_coordinator,) if "cutover" in self.kinds else ()))
         background = [threading.Thread(target=target, daemon=True)
-                      for target in (self.produce, *samplers, self.sample_kafka_offsets)]
+                      for target in (self.produce, *samplers, self.sample_kafka_offsets,
+                                     self.watch_coordinator_moves)]
         for thread in background:
             thread.start()
         # From here on workers start at the log end when a partition has no offset.
@@ -1126,6 +1151,15 @@ class Run:
             return values
         finally:
             consumer.close()
+
+    def kill_every_worker(self) -> None:
+        """Whatever is still running once the run is over, or failed: nothing it started may
+        outlive it."""
+        self._stop.set()
+        for worker in self.workers:
+            if worker.process.poll() is None:
+                worker.kill()
+            worker.close_proxies()
 
     def consumed_ids(self) -> set[str]:
         return {r["value"] for w in self.workers for r in w.records()}
@@ -1197,7 +1231,7 @@ class Run:
         width = max(len(name) for name, _ in rows)
         for name, value in rows:
             print(f"{name:<{width}}  {value}")
-        for violation in self.violations[:20]:
+        for violation in self.violations:
             print(f"VIOLATION: {violation}")
         return not lost and not self.violations
 
@@ -1278,7 +1312,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.zookeepers > 1:
                 ensemble = ZookeeperEnsemble.start(work / "ensemble", args.zookeepers)
                 servers.callback(ensemble.stop, remove_data=args.keep is None)
-            ok = Run(cluster, ensemble, work, args).run()
+            run = Run(cluster, ensemble, work, args)
+            servers.callback(run.kill_every_worker)  # first: also when the run itself fails
+            ok = run.run()
     return 0 if ok else 1
 
 

@@ -380,6 +380,26 @@ def test_coordinator_trouble_looks_the_coordinator_up_again_after_a_backoff(api_
                                    version=0).member_id == expected_id
 
 
+def test_a_coordinator_that_fails_every_sync_is_asked_again_less_and_less_often():
+    """Found and joined each time, then the same trouble: the backoff grows until a
+    generation is reached, not from each coordinator found."""
+    member = in_group()
+    now = 0.0
+    for delay in (0.1, 0.2, 0.4, 0.8, 1.0, 1.0):
+        joined(member, sent(member, JOIN, now), now)
+        synced(member, sent(member, SYNC, now), now, error=15)
+        assert member.next_request(LEGACY_GROUP_VERSIONS, now + delay - 0.01) is None
+        now += delay
+        coordinator_found(member, sent(member, FIND, now), now)
+    joined(member, sent(member, JOIN, now), now)
+    synced(member, sent(member, SYNC, now), now)
+    member.next_events()
+    beat(member, sent(member, HEARTBEAT, now + HEARTBEAT_S), now + HEARTBEAT_S, error=15)
+    now += HEARTBEAT_S
+    assert member.next_request(LEGACY_GROUP_VERSIONS, now + BACKOFF_S - 0.01) is None
+    assert sent(member, FIND, now + BACKOFF_S) is not None
+
+
 @pytest.mark.parametrize("api_key", APIS)
 @pytest.mark.parametrize("error, kind, message", [
     (23, InconsistentGroupProtocolError, "it offers protocol type 'consumer' with assignors "

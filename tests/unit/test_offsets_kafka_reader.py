@@ -172,3 +172,30 @@ def test_a_failure_that_outlasts_the_retries_is_one_offset_store_error():
     with pytest.raises(OffsetStoreError, match="reading g failed after 3 attempts"):
         read_committed(_reader(opener), "g", [T0], RetryPolicy(2, 100), what="reading g",
                        sleep=lambda _s: None)
+
+
+def test_a_group_described_by_a_broker_no_longer_its_coordinator_is_found_at_the_next_read():
+    """0.9 answers DescribeGroups from a broker that stayed up after the group's coordinator
+    moved away with an error in the group's entry, which kafka-python does not raise: the
+    reader forgets the coordinators it knows, so the next read asks the new one."""
+    from zkconsumer.offsets.coordinator_groups import CoordinatorGroup, read_coordinator_group
+
+    moved = CoordinatorGroup("g", error="DescribeGroups error 16", coordinator_moved=True)
+    found = CoordinatorGroup("g", state="Stable")
+    answers = iter([moved, found])
+
+    class DescribingAdmin(FakeAdmin):
+        def describe_groups(self, names):
+            return {name: next(answers) for name in names}
+
+    opened: list[DescribingAdmin] = []
+
+    def open_admin(_settings):
+        opened.append(DescribingAdmin({}))
+        return opened[-1]
+
+    reader = GroupOffsetsReader(KafkaAccess("fake:9092", (0, 9)), {}, connect=open_admin)
+    assert read_coordinator_group(reader, "g") == moved
+    assert opened[0].closed
+    assert read_coordinator_group(reader, "g") == found
+    assert len(opened) == 2 and not opened[1].closed

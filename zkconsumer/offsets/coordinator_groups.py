@@ -67,6 +67,9 @@ class CoordinatorGroup:
     state: str = ""
     protocol_type: str = ""
     protocol: str = ""
+    # The broker asked is not (or no longer) the group's coordinator: kafka-python remembers
+    # coordinators for good, so the reader must forget them to find the new one.
+    coordinator_moved: bool = False
 
     def owners(self) -> dict[TopicPartition, str]:
         """Partition -> the member it is assigned to (its member id, unique in the group as a
@@ -84,7 +87,8 @@ def listed_groups(answer: Iterable[Mapping[str, Any]]) -> list[str]:
 def described_group(group: Any) -> CoordinatorGroup:
     """A DescribeGroups answer's group (kafka-python's DescribedGroup, assignments as bytes)."""
     if group.error_code:
-        return CoordinatorGroup(group.group_id, error=f"DescribeGroups error {group.error_code}")
+        return CoordinatorGroup(group.group_id, error=f"DescribeGroups error {group.error_code}",
+                                coordinator_moved=group.error_code in _COORDINATOR_MOVED)
     members = []
     malformed = None
     for member in group.members:
@@ -119,6 +123,10 @@ def _user_data(protocol_type: str, member: Any) -> bytes | None:
         return None
 
 
+# GROUP_COORDINATOR_NOT_AVAILABLE and NOT_COORDINATOR_FOR_GROUP.
+_COORDINATOR_MOVED = frozenset({15, 16})
+
+
 class GroupsAdmin(KafkaAdminClient):
     """kafka-python's admin client, whose DescribeGroups asks for no authorized operations and
     leaves the answer undecoded (see the module's doc)."""
@@ -145,12 +153,26 @@ def read_coordinator_groups(reader: GroupOffsetsReader,
              if wanted(name)]
     if not names:
         return {}
-    return dict(reader.ask(lambda admin: admin.describe_groups(names)))
+    return _forgetting_moved_coordinators(
+        reader, dict(reader.ask(lambda admin: admin.describe_groups(names))))
 
 
 def read_coordinator_group(reader: GroupOffsetsReader, name: str) -> CoordinatorGroup | None:
     """One group, described by its coordinator whether or not it is listed; None when the
     coordinator does not know it (Dead: never joined, or, on a 0.9 broker, its last member
     gone). Errors as `read_coordinator_groups`'."""
-    group = reader.ask(lambda admin: admin.describe_groups([name])).get(name)
+    group = _forgetting_moved_coordinators(
+        reader, reader.ask(lambda admin: admin.describe_groups([name]))).get(name)
     return None if group is None or group.state == DEAD else group
+
+
+def _forgetting_moved_coordinators(reader: GroupOffsetsReader,
+                                   groups: dict[str, CoordinatorGroup]
+                                   ) -> dict[str, CoordinatorGroup]:
+    """A group answered by a broker that is no longer its coordinator (a 0.9 broker answers
+    so, without an error kafka-python raises, once the offsets partition's leader moved away
+    while it stayed up) makes the reader forget every coordinator it knows, so that the next
+    read finds the new one instead of asking the old broker for good."""
+    if any(group.coordinator_moved for group in groups.values()):
+        reader.forget_coordinators()
+    return groups

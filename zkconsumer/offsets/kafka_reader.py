@@ -186,6 +186,12 @@ class GroupOffsetsReader:
             self._admin = self._connect(self._settings)
         return self._admin
 
+    def forget_coordinators(self) -> None:
+        """Drop the client, and with it the coordinators it remembers: the next read opens a
+        new one, which asks where each group's coordinator is now."""
+        with self._lock:
+            self._drop()
+
     def _drop(self) -> None:
         admin, self._admin = self._admin, None
         if admin is not None:

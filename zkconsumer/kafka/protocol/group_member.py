@@ -263,7 +263,7 @@ class GroupMember:
         self._coordinator: Coordinator | None = None
         self._member_id = ""
         self._round = 0
-        self._retries = 0  # transient failures in a row, for the backoff
+        self._retries = 0  # transient failures since the last generation reached, for the backoff
         self._not_before = 0.0  # no FindCoordinator or JoinGroup before this
         self._in_flight: dict[int, Request] = {}
         self._joined: codec.JoinAnswer | None = None  # this round's JoinGroup answer
@@ -581,7 +581,6 @@ class GroupMember:
         if answer.error:
             self._fatal(FIND_COORDINATOR, answer.error)
         self._coordinator = Coordinator(answer.node_id, answer.host, answer.port)
-        self._retries = 0
         self._transition(Event.COORDINATOR_FOUND)
         self._not_before = now
         log.info("found the group's coordinator", group=self._group_id,
@@ -610,7 +609,6 @@ class GroupMember:
                     for member, metadata in answer.members}
             except GroupMetadataError as exc:
                 self._fail(exc)
-        self._retries = 0
         leader = answer.leader == answer.member_id
         self._transition(Event.JOINED_AS_LEADER if leader else Event.JOINED_AS_FOLLOWER)
         self._sync_assignments = {}
@@ -632,6 +630,10 @@ class GroupMember:
                           if assignment else ())
         except GroupMetadataError as exc:
             self._fail(exc)
+        # Only a generation reached ends the backoff: a coordinator found, or a join
+        # answered, by one that then fails the same way every time (a 0.9 coordinator that
+        # cannot store the group) must not be asked again ten times a second.
+        self._retries = 0
         self._generation = Generation(self._joined.generation_id, self._member_id)
         self._assigned = frozenset(partitions)
         self._alive_since = request.sent_at
