@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 
 # Between two faults of the default run's single rounds: each kind waits for the group to
 # settle before it returns, so the gap only spreads the faults over the producer's stream.
-SHORT_GAPS = ("--min-gap", "0.2", "--max-gap", "0.6")
+SHORT_GAPS = ("--min-gap", "0.5", "--max-gap", "1")
 
 
 def test_every_fault_kind_is_survived_without_loss_or_double_ownership(capsys, tmp_path):
