@@ -19,7 +19,7 @@ from zkconsumer.records import columns
 
 HERE = Path(__file__).parent
 REGRESSIONS = sorted((HERE / "regressions").glob("*.bin"))
-IN_SUITE_SECONDS = 10
+IN_SUITE_SECONDS = 5
 
 
 def replayed(case: Case, tmp_path: Path) -> subprocess.CompletedProcess:

@@ -31,6 +31,9 @@ DECODE_READERS = ("kafka-python v2 (MemoryRecords)", "aiokafka v1 (MemoryRecords
                                  "compiled (arrow)")))
 
 
+# Among the long runs (`scripts/test -m long`): a check of the benchmark script, not of the
+# member, and 40 s of the default run's budget.
+@pytest.mark.long
 @pytest.mark.reference  # one of its contenders is the reference Scala consumer
 def test_the_benchmark_runs_every_scenario_and_prints_each_figure(work_root):
     require_java()
