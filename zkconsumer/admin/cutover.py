@@ -45,6 +45,7 @@ from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.coordinator_groups import CoordinatorGroup
 from zkconsumer.zk.group_state import read_fence, read_owners
+from zkconsumer.zk.registry import children
 from zkconsumer.znodes.fence import (
     Fence,
     FenceAwareMember,
@@ -91,7 +92,6 @@ class _Look:
     view: CutoverView
     fence_version: int | None
     owned_on: dict[str, frozenset[TopicPartition]]
-    kafka_stable: bool
 
 
 def cut_over(ctx: AdminContext, request: CutoverRequest, execute: bool,
@@ -265,7 +265,7 @@ class _Run:
         deadline = self._clock() + self._timeout_s
         while True:
             look = self._look_now()
-            settled = target == ZOOKEEPER or look.kafka_stable
+            settled = target == ZOOKEEPER or look.view.kafka_state == STABLE
             if settled:
                 for tp in look.owned_on[target] & expected:
                     assigned_ms.setdefault(tp, self._now_ms())
@@ -335,7 +335,7 @@ def _look(ctx: AdminContext, request: CutoverRequest) -> _Look:
     # Members before offsets: a member commits its last offsets before it leaves, so offsets
     # read after seeing it gone are its last (read before, they could be older, and a copy
     # made from them would move back what the member carried over itself).
-    zookeeper_members = tuple(_children(zk, paths.ids))
+    zookeeper_members = tuple(children(zk, paths.ids))
     coordinator, coordinator_error = None, None
     try:
         coordinator = ctx.coordinator_group(group)
@@ -359,8 +359,7 @@ def _look(ctx: AdminContext, request: CutoverRequest) -> _Look:
         coordinator_error, zookeeper_offsets, kafka_offsets, frozenset(topics - existing))
     return _Look(view, fence_version,
                  {"zookeeper": frozenset(read_owners(zk, group)) if in_zookeeper else frozenset(),
-                  "kafka": frozenset() if coordinator is None else frozenset(coordinator.owners())},
-                 coordinator is not None and coordinator.state == STABLE)
+                  "kafka": frozenset() if coordinator is None else frozenset(coordinator.owners())})
 
 
 def _kafka_offsets(ctx: AdminContext, group: str, of_zookeeper_topics: bool,
@@ -378,17 +377,10 @@ def _kafka_offsets(ctx: AdminContext, group: str, of_zookeeper_topics: bool,
     return answer.found.get(group, {})
 
 
-def _children(zk: KazooClient, path: str) -> list[str]:
-    try:
-        return sorted(zk.get_children(path))
-    except NoNodeError:
-        return []
-
-
 def _fence_aware(zk: KazooClient, paths: GroupPaths) -> dict[str, FenceAwareMember]:
     """Every fence-aware member's promise; one whose znode went while being read is gone."""
     found = {}
-    for consumer_id in _children(zk, paths.fence_aware):
+    for consumer_id in children(zk, paths.fence_aware):
         path = paths.fence_aware_member(consumer_id)
         try:
             data, _ = zk.get(path)

@@ -461,9 +461,9 @@ class ConsumerConnector:
         `offsets.storage` says) goes to both storages, Kafka's as a group with no Kafka-side
         members writes it (generation -1): the new coordination's members resume there.
         Never backwards, as it is the larger of the two already."""
-        held = sorted(self._member.held())
         if not self._member.delivering:
             return False
+        held = sorted(self._member.held())
         both = self._open_offset_store(
             dataclasses.replace(self.config, offsets_storage="kafka", dual_commit_enabled=True),
             self._zk, *self._access, observe_commit=self._metrics.observe_commit)

@@ -28,16 +28,17 @@ from zkconsumer.znodes.topics import PartitionState, TopicPartitions
 log = get_logger(__name__)
 
 
-def _children(zk: KazooClient, path: str) -> list[str]:
+def children(zk: KazooClient, path: str) -> list[str]:
+    """The children of `path`, sorted; none when it does not exist."""
     try:
-        return zk.get_children(path)
+        return sorted(zk.get_children(path))
     except NoNodeError:
         return []
 
 
 def read_brokers(zk: KazooClient) -> dict[int, BrokerRegistration]:
     brokers = {}
-    for name in _children(zk, BROKER_IDS):
+    for name in children(zk, BROKER_IDS):
         broker_id = parse_broker_id(name, f"{BROKER_IDS}/{name}")
         path = broker_path(broker_id)
         try:
@@ -71,7 +72,7 @@ def wait_for_brokers(zk: KazooClient, timeout_s: float) -> dict[int, BrokerRegis
 
 
 def list_topics(zk: KazooClient) -> list[str]:
-    return sorted(_children(zk, BROKER_TOPICS))
+    return children(zk, BROKER_TOPICS)
 
 
 def read_topic(zk: KazooClient, topic: str) -> TopicPartitions | None:

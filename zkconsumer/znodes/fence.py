@@ -26,7 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from zkconsumer.errors import ZnodeDataError
 from zkconsumer.znodes.json_fields import JsonObject, describe, dump_json
 
 FENCE_VERSION: Final = 1
@@ -57,9 +56,7 @@ def marked_consumer_id(user_data: bytes | None) -> str | None:
 
 def other_coordination(coordination: str) -> str:
     """The coordination a group on `coordination` would move to (or came from)."""
-    if coordination not in COORDINATIONS:
-        raise ValueError(f"coordination must be one of {', '.join(COORDINATIONS)}, "
-                         f"got {describe(coordination)}")
+    _one_of("coordination", coordination, COORDINATIONS)
     return COORDINATIONS[1 - COORDINATIONS.index(coordination)]
 
 
@@ -90,12 +87,8 @@ class Fence:
     started_ms: int
 
     def __post_init__(self) -> None:
-        if self.to not in COORDINATIONS:
-            raise ValueError(f"a fence goes to one of {', '.join(COORDINATIONS)}, "
-                             f"got {describe(self.to)}")
-        if self.phase not in _PHASES:
-            raise ValueError(f"a fence's phase is one of {', '.join(_PHASES)}, "
-                             f"got {describe(self.phase)}")
+        _one_of("to", self.to, COORDINATIONS)
+        _one_of("phase", self.phase, _PHASES)
 
     @property
     def switched(self) -> bool:
@@ -116,15 +109,12 @@ class Fence:
         if version != FENCE_VERSION:
             raise fields.fail(f"fence version {version} is not one this zkconsumer knows "
                               f"({FENCE_VERSION}); upgrade it before it joins this group")
-        to = fields.string("to")
-        phase = fields.string("phase")
-        if to not in COORDINATIONS:
-            raise fields.fail(f"field 'to' must be one of {', '.join(COORDINATIONS)}, "
-                              f"got {describe(to)}")
-        if phase not in _PHASES:
-            raise fields.fail(f"field 'phase' must be one of {', '.join(_PHASES)}, "
-                              f"got {describe(phase)}")
-        return cls(to, phase, fields.integer("started", minimum=0, maximum=LONG_MAX))
+        to, phase = fields.string("to"), fields.string("phase")
+        started = fields.integer("started", minimum=0, maximum=LONG_MAX)
+        try:
+            return cls(to, phase, started)
+        except ValueError as exc:
+            raise fields.fail(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -135,12 +125,8 @@ class FenceAwareMember:
     on_fence: str
 
     def __post_init__(self) -> None:
-        if self.coordination not in COORDINATIONS:
-            raise ValueError(f"coordination must be one of {', '.join(COORDINATIONS)}, "
-                             f"got {describe(self.coordination)}")
-        if self.on_fence not in ON_FENCE_CHOICES:
-            raise ValueError(f"on_fence must be one of {', '.join(ON_FENCE_CHOICES)}, "
-                             f"got {describe(self.on_fence)}")
+        _one_of("coordination", self.coordination, COORDINATIONS)
+        _one_of("on_fence", self.on_fence, ON_FENCE_CHOICES)
 
     def encode(self) -> bytes:
         return dump_json({"version": FENCE_VERSION, "coordination": self.coordination,
@@ -155,4 +141,9 @@ class FenceAwareMember:
         try:
             return cls(coordination, on_fence)
         except ValueError as exc:
-            raise ZnodeDataError(path, str(exc)) from None
+            raise fields.fail(str(exc)) from None
+
+
+def _one_of(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {describe(value)}")
