@@ -207,6 +207,8 @@ OUTAGE_S = 5.0
 REVOKED = "partitions revoked; delivery and commits stopped for them"
 # What the Python-API worker logs as its callback raises.
 RAISING = "on_partitions_assigned raising on purpose"
+# What a member logs as it stops without having done every step of leaving (`not_done`).
+UNFINISHED_LEAVE = "stopped without finishing with "
 # Loggers of the client libraries, whose errors (a lost connection) are not zkconsumer's.
 LIBRARY_LOGGERS = ("kafka", "kazoo")
 # Bounds on waiting for the group; reaching one is reported, never waited past.
@@ -281,9 +283,9 @@ class Worker(ConsumeProcess):
     def delivered(self) -> int:
         return len(self.records())
 
-    def delivery_times(self) -> list[tuple[int, float]]:
-        return [(partition, at) for partition, _offset, at
-                in delivery_log.read_delivery_times(self.deliveries)]
+    def delivery_times(self) -> list[tuple[int, int, float]]:
+        """(partition, offset, time) of each delivery."""
+        return delivery_log.read_delivery_times(self.deliveries)
 
     def slow_down(self, seconds: float) -> Path:
         """Its handler's next message takes `seconds`; the trigger is gone once it began."""
@@ -452,7 +454,11 @@ class Run:
         return [w for w in self.running() if w.rebalance_ms()] or self.running()
 
     def stop_worker(self, worker: Worker) -> None:
-        """A clean stop (SIGTERM), which must end with status 0."""
+        """A clean stop (SIGTERM), which must end with status 0. One whose coordinator did not
+        answer in time for its last commit (it says so as it stops) is an interruption: what it
+        delivered since its last commit comes again."""
+        committed = dict(self.committed)
+        unfinished = len(_commits_left_undone(worker))
         try:
             code = worker.terminate(timeout=EXIT_S)
         except subprocess.TimeoutExpired:
@@ -462,6 +468,8 @@ class Run:
         if code != 0:
             self.violations.append(f"{worker.name} exited {code} on SIGTERM: "
                                    f"{worker.log_tail(1)[:300]}")
+        if len(_commits_left_undone(worker)) > unfinished:
+            worker.interrupted(committed)
         worker.ended("stopped")
 
     # -- background: producer and invariant samplers ------------------------------------------
@@ -1239,6 +1247,13 @@ class Run:
 def _unix_time(iso: str) -> float:
     """A log line's timestamp (ISO 8601, UTC) as seconds since the epoch."""
     return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def _commits_left_undone(worker: Worker) -> list[dict]:
+    """Each time the worker stopped without its last commit (see UNFINISHED_LEAVE)."""
+    return [line for line in worker.log_lines()
+            if str(line.get("event", "")).startswith(UNFINISHED_LEAVE)
+            and "commit" in str(line.get("not_done", ""))]
 
 
 def _spans(numbers: list[int]) -> str:

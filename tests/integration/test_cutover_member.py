@@ -169,8 +169,8 @@ def followed_with_nothing_lost_and_no_overlap(produced: list[bytes],
         assert worker.log_events("fenced"), worker.log_tail()
         assert worker.log_events("drained: committed to both offset storages")
         assert worker.log_events("joined the group through its new coordination")
-    found = overlaps({worker.name: [(p, at) for p, _offset, at in deliveries(worker)]
-                      for worker in workers}, STINT_GAP_S, OVERLAP_TOLERANCE_S)
+    found = overlaps({worker.name: deliveries(worker) for worker in workers}, STINT_GAP_S,
+                     OVERLAP_TOLERANCE_S)
     assert found == [], found
 
 

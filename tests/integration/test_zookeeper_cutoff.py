@@ -11,6 +11,7 @@ in Kafka its commits would not even need ZooKeeper, so both storages are checked
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import defaultdict
@@ -19,6 +20,7 @@ from collections.abc import Callable
 import pytest
 from kazoo.exceptions import NoNodeError
 from support.kafka import committed_in_kafka, produce
+from support.offsets import zookeeper_offsets
 from support.waiting import wait_until
 
 from zkconsumer.assignment import consumer_of_thread
@@ -234,3 +236,37 @@ def test_a_member_cut_off_from_zookeeper_pauses_then_rejoins_and_nothing_is_lost
         broken.append(f"a member failed: {cut.failure or peer.failure}")
     broken += watch.broken()
     assert not broken, "\n".join(broken)
+
+
+def test_a_member_stopped_while_cut_off_commits_once_its_session_is_back(
+        cluster, zk, topic_factory, unique_name, zookeeper_proxy, members, caplog):
+    """A stop that meets a ZooKeeper blip: the final commit waits for the connection to come
+    back in the same session, so what was consumed is not delivered again (the fault runner
+    found a stop that gave up on it at once)."""
+    topic = topic_factory(partitions=1)
+    group = unique_name("cutoff-stop")
+    produce(cluster, topic, [b"m%d" % i for i in range(20)], partitions=1)
+    caplog.set_level(logging.INFO, logger="zkconsumer")
+    member = members(group, topics={topic: 1}, **{
+        "auto.commit.interval.ms": "600000",  # only the final commit commits
+        "zookeeper.connect": zookeeper_proxy.address, "zookeeper.session.timeout.ms": "20000"})
+    wait_until(lambda: len(member.values()) == 20, timeout=60,
+               message="the member to consume every message")
+
+    def logged(words: str) -> bool:
+        return any(words in record.getMessage() for record in caplog.records)
+
+    zookeeper_proxy.cut()
+    stopping = threading.Thread(target=member.stop, daemon=True)
+    try:
+        wait_until(lambda: logged("ZooKeeper connection lost"), timeout=30,
+                   message="the member to notice the cut")
+        stopping.start()
+        wait_until(lambda: logged("the final commit waits for the ZooKeeper connection"),
+                   timeout=30, message="the stop's final commit to wait for ZooKeeper")
+    finally:
+        zookeeper_proxy.restore()
+    stopping.join(timeout=30)
+    assert not stopping.is_alive()
+    assert not logged("stopped without finishing"), caplog.text
+    assert zookeeper_offsets(zk, group) == {TopicPartition(topic, 0): 20}

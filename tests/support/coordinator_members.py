@@ -84,7 +84,7 @@ class PollingMember(PollingThread):
                  assignor: type = RangePartitionAssignor, **options) -> None:
         super().__init__()
         self.rebalances = _Recorded()
-        self.delivery_times: list[tuple[int, float]] = []  # (partition, time.time()) each
+        self.delivery_times: list[tuple[int, int, float]] = []  # (partition, offset, time.time())
         version = {"api_version": cluster.kafka_api_version} if cluster.kafka_api_version else {}
         self._consumer = KafkaConsumer(
             bootstrap_servers=cluster.bootstrap_servers, group_id=group, client_id=client_id,
@@ -100,7 +100,7 @@ class PollingMember(PollingThread):
         records = [record for batch in self._consumer.poll(timeout_ms=100).values()
                    for record in batch]
         now = time.time()
-        self.delivery_times.extend((record.partition, now) for record in records)
+        self.delivery_times.extend((record.partition, record.offset, now) for record in records)
         return [record.value for record in records]
 
     def _close_client(self) -> None:

@@ -447,6 +447,35 @@ def test_a_leaving_member_still_learns_what_its_session_does():
     assert not member.delivering and member.owned() == {}
 
 
+def test_a_leaving_member_waits_for_its_suspended_connection_to_come_back_in_the_session():
+    """A stop during a ZooKeeper blip: the final commit waits for the same session's return."""
+    member = stable()
+    member.handle(Event.CLOSE_REQUESTED)
+    member.session_event(Event.CONNECTION_SUSPENDED, None)
+    assert not member.wait_until_trusted(timeout=0)
+    answers = []
+    waiting = threading.Thread(target=lambda: answers.append(member.wait_until_trusted(30)))
+    waiting.start()
+    member.session_event(Event.CONNECTED, S1)
+    waiting.join(timeout=30)
+    assert answers == [True]
+
+
+@pytest.mark.parametrize("lost", [Event.SESSION_EXPIRED, Event.CONNECTED])
+def test_a_leaving_member_stops_waiting_once_its_session_is_gone(lost):
+    """Expired, or a connection in another session: its owner znodes are gone, and no wait
+    would bring them back; the answer comes at once, not after the timeout."""
+    member = stable()
+    member.handle(Event.CLOSE_REQUESTED)
+    member.session_event(Event.CONNECTION_SUSPENDED, None)
+    answers = []
+    waiting = threading.Thread(target=lambda: answers.append(member.wait_until_trusted(3600)))
+    waiting.start()
+    member.session_event(lost, S2 if lost is Event.CONNECTED else None)
+    waiting.join(timeout=30)
+    assert not waiting.is_alive() and answers == [False]
+
+
 def test_the_first_failure_is_recorded_and_fails_the_member_once():
     member = stable()
     assert member.fail(ValueError("first"))

@@ -450,7 +450,8 @@ class ConsumerConnector:
         if commit and self.moved is not None:
             steps.insert(0, ("the commit to both offset storages", self._carry_offsets_over))
         if commit and self.config.auto_commit_enable:
-            steps.insert(0, ("the final commit", lambda: self._final_commit(retry=not failed)))
+            steps.insert(0, ("the final commit",
+                             lambda: self._final_commit(retry=not failed, deadline=deadline)))
         if self._fence is not None:
             steps.append(("the fence-aware znode's removal", self._fence.withdraw))
         return steps
@@ -475,8 +476,16 @@ class ConsumerConnector:
         self._log.info("drained: committed to both offset storages", partitions=len(committed))
         return True
 
-    def _final_commit(self, retry: bool) -> bool:
-        """False when the session cannot be trusted, so nothing could be committed."""
+    def _final_commit(self, retry: bool, deadline: float | None = None) -> bool:
+        """False when the session cannot be trusted, so nothing could be committed. With a
+        `deadline`, a suspended connection has until then to come back in the same session: a
+        stop during a ZooKeeper blip still commits what was consumed, rather than leaving it
+        to be delivered again."""
+        if deadline is not None and not self._may_commit():
+            self._log.info("the final commit waits for the ZooKeeper connection "
+                           "to come back in the same session",
+                           for_s=round(max(0.0, deadline - time.monotonic()), 1))
+            self._member.wait_until_trusted(max(0.0, deadline - time.monotonic()))
         if not self._may_commit():
             return False
         self._committer.commit(retry=retry)

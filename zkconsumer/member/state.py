@@ -464,6 +464,14 @@ class MemberState:
             self._rebalance_due = False
             return Work.REBALANCE
 
+    def wait_until_trusted(self, timeout: float) -> bool:
+        """Whether delivering and committing became safe within `timeout`: a suspended
+        connection may come back in the same session; once the session is gone (its owner
+        znodes with it) it never will, and the answer is False at once."""
+        with self._lock:
+            self._lock.wait_for(lambda: self._gate.delivering or self._session is None, timeout)
+            return self._gate.delivering
+
     def wait_for(self, states: set[State], timeout: float | None = None) -> State | None:
         with self._lock:
             if self._lock.wait_for(lambda: self._state in states, timeout):

@@ -4,11 +4,17 @@ A member delivering a partition does so in stints: deliveries no further apart t
 (a fetch's wait, a quiet producer) belong to one stint, from its first delivery to its last.
 A handover ends one member's stint before the next member's begins, however quickly it goes
 and whatever the next member delivers again; two members' stints of one partition that
-intersect mean both handed it out at once. `gap_s` only has to be shorter than a rebalance, so
-that no handover is taken for an overlap; what it cannot see is two members each delivering a
+intersect mean both handed it out at once. `gap_s` only has to be longer than a fetch's wait
+and shorter than most rebalances; what it cannot see is two members each delivering a
 partition more sparsely than `gap_s` (every stint a single delivery, never inside another's),
 so the deliveries judged must come more often than that: the fault runner's producer writes
 every partition many times a second.
+
+A partition can also go to another member and come back quicker than `gap_s` (two rebalances
+in a row, as members arrive one by one). The offsets tell that apart from two members at once:
+the member it came back to resumes after what the other delivered meanwhile (its own offsets
+skip the other's), where a member still holding the partition would have delivered those
+offsets itself. Such a skip ends a stint as a gap does.
 
 A delivery is timed a moment after it was handed out (by the handler it is given to; for a
 client that polls, when its poll returns a whole batch), so a quick handover can look a few
@@ -18,6 +24,7 @@ briefly, or a delivery that close to an end of the other's span) are not counted
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -44,34 +51,59 @@ class Overlap:
         return self.end - self.start
 
 
-def stints(member: str, deliveries: Iterable[tuple[int, float]], gap_s: float) -> list[Stint]:
-    """`deliveries`: (partition, time) of one member's deliveries."""
-    times: dict[int, list[float]] = defaultdict(list)
-    for partition, at in deliveries:
-        times[partition].append(at)
+Delivery = tuple[int, int, float]  # (partition, offset, time) of one delivery
+
+
+def stints(deliveries: Mapping[str, Iterable[Delivery]], gap_s: float) -> list[Stint]:
+    """Every member's stints of every partition; `deliveries`: member -> its deliveries."""
+    by_partition: dict[int, list[tuple[float, int, str]]] = defaultdict(list)
+    for member, theirs in deliveries.items():
+        for partition, offset, at in theirs:
+            by_partition[partition].append((at, offset, member))
     found = []
-    for partition, moments in times.items():
-        moments.sort()
-        start = previous = moments[0]
-        count = 0
-        for at in moments:
-            if at - previous > gap_s:
-                found.append(Stint(member, partition, start, previous, count))
-                start, count = at, 0
-            previous = at
-            count += 1
-        found.append(Stint(member, partition, start, previous, count))
+    for partition, everyones in sorted(by_partition.items()):
+        everyones.sort()
+        by_member: dict[str, list[tuple[float, int]]] = defaultdict(list)
+        for at, offset, member in everyones:
+            by_member[member].append((at, offset))
+        for member, moments in by_member.items():
+            found.extend(_stints_of(member, partition, moments, everyones, gap_s))
     return found
 
 
-def overlaps(deliveries: Mapping[str, Iterable[tuple[int, float]]], gap_s: float,
+def _stints_of(member: str, partition: int, moments: list[tuple[float, int]],
+               everyones: list[tuple[float, int, str]], gap_s: float) -> list[Stint]:
+    """One member's (time, offset) deliveries of one partition, in time order, cut into
+    stints wherever they pause longer than `gap_s` or the partition went elsewhere and back
+    (`everyones`: every member's (time, offset, member) deliveries of it, in time order)."""
+    times = [at for at, _offset, _member in everyones]
+
+    def handed_back(before: tuple[float, int], after: tuple[float, int]) -> bool:
+        """Whether another member delivered, between two consecutive deliveries of this
+        member's, an offset this member skipped."""
+        first, last = bisect_left(times, before[0]), bisect_right(times, after[0])
+        return any(other != member and before[1] < offset < after[1]
+                   for _at, offset, other in everyones[first:last])
+
+    found = []
+    start, previous, count = moments[0][0], moments[0], 0
+    for moment in moments:
+        if moment[0] - previous[0] > gap_s or handed_back(previous, moment):
+            found.append(Stint(member, partition, start, previous[0], count))
+            start, count = moment[0], 0
+        previous = moment
+        count += 1
+    found.append(Stint(member, partition, start, previous[0], count))
+    return found
+
+
+def overlaps(deliveries: Mapping[str, Iterable[Delivery]], gap_s: float,
              tolerance_s: float = 0.0) -> list[Overlap]:
     """Every intersection of two members' stints of a partition deeper than `tolerance_s`,
-    by time; `deliveries`: member -> its (partition, time) deliveries."""
+    by time; `deliveries`: member -> its deliveries."""
     by_partition: dict[int, list[Stint]] = defaultdict(list)
-    for member, theirs in deliveries.items():
-        for stint in stints(member, theirs, gap_s):
-            by_partition[stint.partition].append(stint)
+    for stint in stints(deliveries, gap_s):
+        by_partition[stint.partition].append(stint)
     found = []
     for partition, all_stints in sorted(by_partition.items()):
         all_stints.sort(key=lambda stint: stint.start)
