@@ -66,17 +66,19 @@ def stints(deliveries: Mapping[str, Iterable[Delivery]], gap_s: float) -> list[S
         by_member: dict[str, list[tuple[float, int]]] = defaultdict(list)
         for at, offset, member in everyones:
             by_member[member].append((at, offset))
+        times = [at for at, _offset, _member in everyones]
         for member, moments in by_member.items():
-            found.extend(_stints_of(member, partition, moments, everyones, gap_s))
+            found.extend(_stints_of(member, partition, moments, everyones, times, gap_s))
     return found
 
 
 def _stints_of(member: str, partition: int, moments: list[tuple[float, int]],
-               everyones: list[tuple[float, int, str]], gap_s: float) -> list[Stint]:
+               everyones: list[tuple[float, int, str]], times: list[float],
+               gap_s: float) -> list[Stint]:
     """One member's (time, offset) deliveries of one partition, in time order, cut into
     stints wherever they pause longer than `gap_s` or the partition went elsewhere and back
-    (`everyones`: every member's (time, offset, member) deliveries of it, in time order)."""
-    times = [at for at, _offset, _member in everyones]
+    (`everyones`: every member's (time, offset, member) deliveries of it, in time order;
+    `times`: their times)."""
 
     def handed_back(before: tuple[float, int], after: tuple[float, int]) -> bool:
         """Whether another member delivered, between two consecutive deliveries of this
