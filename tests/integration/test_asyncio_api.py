@@ -42,14 +42,18 @@ def test_two_streams_consumed_by_coroutines_while_a_timer_keeps_ticking(
                 partitions=2)
 
     halfway = {topic: threading.Event() for topic in topics}
+    producer_failed: list[BaseException] = []
 
     def produce_second_halves() -> None:
         """On a thread of its own: a stream holding up the event loop cannot hold this up."""
         for half in halfway.values():
             half.wait(timeout=30)
         time.sleep(IDLE_S)  # the streams wait on empty topics meanwhile: the case judged
-        for topic in topics:
-            produce_half(topic, HALF)
+        try:
+            for topic in topics:
+                produce_half(topic, HALF)
+        except Exception as exc:  # noqa: BLE001 - reported by the test, which then fails
+            producer_failed.append(exc)
 
     for topic in topics:
         produce_half(topic, 0)
@@ -82,7 +86,12 @@ def test_two_streams_consumed_by_coroutines_while_a_timer_keeps_ticking(
         config = {**_config(cluster, unique_name("aio")), **LONG_POLL}
         async with AsyncConsumerConnector(config) as connector:
             streams = await connector.create_message_streams({topic: 1 for topic in topics})
-            counts = await asyncio.gather(*(consume(streams[t][0], t) for t in topics))
+            try:
+                counts = await asyncio.wait_for(
+                    asyncio.gather(*(consume(streams[t][0], t) for t in topics)), timeout=120)
+            except asyncio.TimeoutError:
+                raise AssertionError(f"the streams stopped short; the second halves' "
+                                     f"production: {producer_failed or 'done'}") from None
         done.set()
         await ticker
         return dict(zip(topics, counts, strict=True)), max(lateness)

@@ -454,7 +454,8 @@ def test_a_leaving_member_waits_for_its_suspended_connection_to_come_back_in_the
     member.session_event(Event.CONNECTION_SUSPENDED, None)
     assert not member.wait_until_trusted(timeout=0)
     answers = []
-    waiting = threading.Thread(target=lambda: answers.append(member.wait_until_trusted(30)))
+    waiting = threading.Thread(target=lambda: answers.append(member.wait_until_trusted(30)),
+                               daemon=True)
     waiting.start()
     member.session_event(Event.CONNECTED, S1)
     waiting.join(timeout=30)
@@ -469,7 +470,8 @@ def test_a_leaving_member_stops_waiting_once_its_session_is_gone(lost):
     member.handle(Event.CLOSE_REQUESTED)
     member.session_event(Event.CONNECTION_SUSPENDED, None)
     answers = []
-    waiting = threading.Thread(target=lambda: answers.append(member.wait_until_trusted(3600)))
+    waiting = threading.Thread(target=lambda: answers.append(member.wait_until_trusted(60)),
+                               daemon=True)
     waiting.start()
     member.session_event(lost, S2 if lost is Event.CONNECTED else None)
     waiting.join(timeout=30)

@@ -477,15 +477,16 @@ class ConsumerConnector:
         return True
 
     def _final_commit(self, retry: bool, deadline: float | None = None) -> bool:
-        """False when the session cannot be trusted, so nothing could be committed. With a
-        `deadline`, a suspended connection has until then to come back in the same session: a
-        stop during a ZooKeeper blip still commits what was consumed, rather than leaving it
-        to be delivered again."""
+        """False when the session cannot be trusted, so nothing could be committed. With the
+        leave's `deadline`, a suspended connection has half the time left to come back in the
+        same session (the release and deregistration after it need the rest): a stop during a
+        ZooKeeper blip still commits what was consumed, rather than leaving it to be delivered
+        again."""
         if deadline is not None and not self._may_commit():
+            wait_s = max(0.0, deadline - time.monotonic()) / 2
             self._log.info("the final commit waits for the ZooKeeper connection "
-                           "to come back in the same session",
-                           for_s=round(max(0.0, deadline - time.monotonic()), 1))
-            self._member.wait_until_trusted(max(0.0, deadline - time.monotonic()))
+                           "to come back in the same session", for_s=round(wait_s, 1))
+            self._member.wait_until_trusted(wait_s)
         if not self._may_commit():
             return False
         self._committer.commit(retry=retry)
