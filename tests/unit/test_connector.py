@@ -14,6 +14,7 @@ import time
 import pytest
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss
 from kazoo.protocol.states import KazooState
+from support.fake_fence import FakeFence
 from support.log_capture import captured_logs
 from support.memory_store import MemoryStore
 from support.record_columns import fetched
@@ -118,41 +119,6 @@ class FakeMembership:
 
     def owner_checks(self, tokens):
         return {tp: OwnerCheck(f"/owners/{tp}", 1, 1) for tp in tokens if tp in self.owners}
-
-
-class FakeFence:
-    """The group's fence in an attribute; `change` calls the member's watch as kazoo would.
-    `events` records the fence-aware znode's life, with whether the member was registered."""
-
-    def __init__(self, fence: Fence | None = None) -> None:
-        self.fence = fence
-        self.events: list[tuple[str, bool]] = []
-        self.membership: FakeMembership | None = None
-        self._on_fence = None
-
-    def __call__(self, _zk, _group, _consumer_id, promise) -> FakeFence:
-        self.promise = promise
-        return self
-
-    def read(self) -> Fence | None:
-        return self.fence
-
-    def declare(self) -> None:
-        self.events.append(("declared", self._registered()))
-
-    def withdraw(self) -> None:
-        self.events.append(("withdrawn", self._registered()))
-
-    def watch(self, on_fence) -> None:
-        self._on_fence = on_fence
-        on_fence(self.fence)
-
-    def change(self, fence: Fence | None) -> None:
-        self.fence = fence
-        self._on_fence(fence)
-
-    def _registered(self) -> bool:
-        return self.membership is not None and self.membership.registered
 
 
 class BothStorages(MemoryStore):

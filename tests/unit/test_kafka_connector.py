@@ -5,6 +5,7 @@ joins."""
 from __future__ import annotations
 
 import pytest
+from support.fake_fence import FakeFence
 
 from zkconsumer.errors import ConfigError
 from zkconsumer.fetch.brokers import KafkaAccess
@@ -55,26 +56,8 @@ class Fetcher:
         pass
 
 
-class StartingFence:
-    """The fence a member reads as it starts, and the promises it made (none expected)."""
-
-    def __init__(self, fence: Fence | None) -> None:
-        self.fence = fence
-        self.declared = 0
-
-    def __call__(self, _zk, _group, _consumer_id, promise) -> StartingFence:
-        self.promise = promise
-        return self
-
-    def read(self) -> Fence | None:
-        return self.fence
-
-    def declare(self) -> None:
-        self.declared += 1
-
-
 def fenced_member(fence: Fence | None, **settings: str):
-    session, watched = Session(), StartingFence(fence)
+    session, watched = Session(), FakeFence(fence)
     connector = ConsumerConnector(
         {**KAFKA, "zookeeper.connect": "zk1:2181", **settings},
         connect_zookeeper=lambda _settings: session, open_fetcher=lambda *_: Fetcher(),
