@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from zkconsumer.admin.plans import Plan, PlanRow
-from zkconsumer.model import TopicPartition
+from zkconsumer.model import TopicPartition, never_backwards
 from zkconsumer.znodes.fence import (
     Fence,
     FenceAwareMember,
@@ -240,7 +240,7 @@ def copy_plan(view: CutoverView, request: CutoverRequest) -> Plan:
     it. Offsets of deleted topics stay where they are (with `--skip-missing-topics`)."""
     source = view.offsets_in(other_coordination(request.target))
     target = view.offsets_in(request.target)
-    rows = tuple(PlanRow(view.group, tp, target.get(tp), max(offset, target.get(tp, offset)))
+    rows = tuple(PlanRow(view.group, tp, target.get(tp), never_backwards(target.get(tp), offset))
                  for tp, offset in sorted(source.items())
                  if tp.topic not in view.missing_topics)
     return Plan(rows, allow_rewind=False)

@@ -10,7 +10,7 @@ from zkconsumer.admin.context import AdminContext, storages_named
 from zkconsumer.admin.group_view import offsets_differ
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.kafka.protocol.codec import EARLIEST, LATEST
-from zkconsumer.model import TopicPartition
+from zkconsumer.model import TopicPartition, furthest
 from zkconsumer.zk.group_state import list_groups
 
 
@@ -58,9 +58,7 @@ def spark_starting_offsets(ctx: AdminContext, group: str, topics: Iterable[str],
     `topics`): the larger offset of the storages read, as a member with dual commit resumes;
     for a partition with none, Kafka's marker for the earliest (`reset` smallest) or latest."""
     chosen_topics, partitions = ctx.group_partitions(group, topics)
-    found: dict[TopicPartition, int] = {}
-    for chosen in storages_named(storage):
-        for tp, offset in ctx.read_offsets(chosen, group, chosen_topics).items():
-            found[tp] = max(offset, found.get(tp, offset))
+    found = furthest(*(ctx.read_offsets(chosen, group, chosen_topics)
+                       for chosen in storages_named(storage)))
     missing = EARLIEST if reset == "smallest" else LATEST
     return {tp: found.get(tp, missing) for tp in partitions}

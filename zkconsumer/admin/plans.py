@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.model import TopicPartition
+from zkconsumer.model import OffsetMove, TopicPartition, offset_move
 
 
 class Change(str, Enum):
@@ -59,9 +59,10 @@ class Plan:
 
 
 def _classify(current: int | None, new: int, allow_rewind: bool) -> Change:
-    if current is None or new > current:
+    move = offset_move(current, new)
+    if move is OffsetMove.FORWARD:
         return Change.WRITE
-    if new == current:
+    if move is OffsetMove.SAME:
         return Change.UNCHANGED
     return Change.REWIND if allow_rewind else Change.REFUSED
 

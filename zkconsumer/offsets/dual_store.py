@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from zkconsumer.model import TopicPartition
+from zkconsumer.model import TopicPartition, furthest
 from zkconsumer.offsets.store import OffsetStore, OwnerCheck
 
 
@@ -23,11 +23,7 @@ class DualOffsetStore:
 
     def fetch(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         wanted = list(dict.fromkeys(partitions))
-        offsets = self._kafka.fetch(wanted)
-        for tp, offset in self._zookeeper.fetch(wanted).items():
-            if offset > offsets.get(tp, -1):
-                offsets[tp] = offset
-        return offsets
+        return furthest(self._kafka.fetch(wanted), self._zookeeper.fetch(wanted))
 
     def commit(self, offsets: Mapping[TopicPartition, int], *,
                refresh: Mapping[TopicPartition, int] | None = None, retry: bool = True,

@@ -9,16 +9,12 @@ again what was consumed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
-from zkconsumer.model import TopicPartition
+from zkconsumer.model import TopicPartition, ahead_of
 from zkconsumer.offsets.store import OffsetStore
 
-
-def ahead_of(offsets: Mapping[TopicPartition, int], already: Mapping[TopicPartition, int]
-             ) -> dict[TopicPartition, int]:
-    """The `offsets` that are further than what `already` holds (or that it lacks)."""
-    return {tp: offset for tp, offset in offsets.items() if offset > already.get(tp, -1)}
+__all__ = ["ahead_of", "carry_forward"]
 
 
 def carry_forward(source: OffsetStore, target: OffsetStore,
