@@ -13,6 +13,7 @@ from types import MappingProxyType
 
 from zkconsumer.assignment.identity import consumer_of_thread, java_string_sort_key, thread_ids
 from zkconsumer.assignment.java_hash import java_string_hash
+from zkconsumer.assignment.range_deal import deal_ranges
 from zkconsumer.assignment.topic_filter import topic_filter_for
 from zkconsumer.errors import AssignmentError
 from zkconsumer.model import TopicPartition
@@ -63,11 +64,8 @@ def range_assign(members: Iterable[MemberSubscription],
         partitions = sorted(partitions_for_topic.get(topic, ()))
         if not partitions:
             continue
-        per_thread, extra = divmod(len(partitions), len(threads))
-        for index, thread in enumerate(threads):
-            start = per_thread * index + min(index, extra)
-            count = per_thread + (1 if index < extra else 0)
-            for partition in partitions[start:start + count]:
+        for thread, run in deal_ranges(partitions, threads):
+            for partition in run:
                 assignment[TopicPartition(topic, partition)] = thread
     return assignment
 

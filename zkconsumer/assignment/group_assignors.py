@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from zkconsumer.assignment.identity import java_string_sort_key
+from zkconsumer.assignment.range_deal import deal_ranges
 from zkconsumer.errors import AssignmentError
 from zkconsumer.model import TopicPartition
 
@@ -33,14 +34,10 @@ def range_assign(subscriptions: Mapping[str, Collection[str]],
     assignment: GroupAssignment = {member: [] for member in subscriptions}
     members = _members_in_order(subscriptions)
     for topic in sorted({topic for topics in subscriptions.values() for topic in topics}):
-        count = partition_counts.get(topic, 0)
+        partitions = range(partition_counts.get(topic, 0))
         subscribed = [member for member in members if topic in subscriptions[member]]
-        per_member, extra = divmod(count, len(subscribed))
-        for index, member in enumerate(subscribed):
-            start = per_member * index + min(index, extra)
-            length = per_member + (1 if index < extra else 0)
-            assignment[member].extend(TopicPartition(topic, partition)
-                                      for partition in range(start, start + length))
+        for member, run in deal_ranges(partitions, subscribed):
+            assignment[member].extend(TopicPartition(topic, partition) for partition in run)
     return assignment
 
 

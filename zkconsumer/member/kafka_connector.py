@@ -52,7 +52,7 @@ from zkconsumer.member.fetch_loop import FetchLoop
 from zkconsumer.member.kafka_coordination import GroupCommits, KafkaCoordination
 from zkconsumer.member.rebalancer import PartitionCallback, RebalanceCallbacks, call_back
 from zkconsumer.member.state import Event, MemberState, StaleClaimError
-from zkconsumer.member.stream_threads import thread_ids
+from zkconsumer.member.stream_threads import deal_to_stream_threads
 from zkconsumer.metrics import MemberMetrics
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import open_offset_store
@@ -244,7 +244,7 @@ class KafkaCoordinatedConnector(ConsumerConnector):
         held = self._member.held()
         streams = self._streams_per_topic(assigned.partitions)
         threads = {tp: thread for tp, thread in
-                   thread_ids(assigned.partitions, streams, self.consumer_id).items()
+                   deal_to_stream_threads(assigned.partitions, streams, self.consumer_id).items()
                    if tp not in held}
         generation = assigned.generation
         try:
