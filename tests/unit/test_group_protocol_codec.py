@@ -35,8 +35,9 @@ from kafka.protocol.metadata.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
 )
+from support.kafka_answers import api_versions_answer
 
-from zkconsumer.kafka.errors import GroupMetadataError
+from zkconsumer.kafka.errors import ChannelError, GroupMetadataError
 from zkconsumer.kafka.protocol import codec as protocol
 from zkconsumer.kafka.protocol import group_codec as group
 from zkconsumer.kafka.protocol.consumer_protocol import (
@@ -46,6 +47,12 @@ from zkconsumer.kafka.protocol.consumer_protocol import (
     decode_subscription,
     encode_assignment,
     encode_subscription,
+)
+from zkconsumer.kafka.protocol.sasl import (
+    LEGACY_SASL,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    SaslVersions,
 )
 from zkconsumer.kafka.protocol.versions import NoCommonVersion
 from zkconsumer.model import TopicPartition as TP
@@ -176,6 +183,24 @@ def test_a_broker_keeping_offsets_only_in_zookeeper_has_no_version_in_common():
                                               "zkconsumer v2-v8: no version in common"):
         group.group_versions("b:9092", {**dict.fromkeys(group.GROUP_IMPLEMENTED, (0, 0)),
                                         protocol.OFFSET_COMMIT: (0, 1)})
+
+
+def test_the_coordinators_connection_asks_versions_unless_told_the_brokers_predate_them():
+    """What `kafka.io.opener` is told for a connection to a group coordinator: the legacy
+    versions without asking for 0.9 settings or a question left unanswered until the timeout,
+    the negotiated ones otherwise, and any other failure of the question is the connection's."""
+    legacy = (group.LEGACY_GROUP_VERSIONS, LEGACY_SASL)
+    assert group.GroupNegotiation((0, 9)).known("b:9092") == legacy
+    asking = group.GroupNegotiation(None)
+    assert asking.known("b:9092") is None
+    assert asking.unanswered("b:9092", ChannelError("silent", timed_out=True)) == legacy
+    with pytest.raises(ChannelError, match="reset"):
+        asking.unanswered("b:9092", ChannelError("reset", closed_by_broker=True))
+    offered = {**dict.fromkeys(group.GROUP_IMPLEMENTED, (0, 9)), SASL_HANDSHAKE: (0, 1),
+               SASL_AUTHENTICATE: (0, 2)}
+    versions = asking.answered("b:9092", api_versions_answer(offered))
+    assert versions == (group.group_versions("b:9092", offered), SaslVersions(1, 1))
+    assert asking.sasl(versions) == SaslVersions(1, 1)
 
 
 # -- requests and answers against kafka-python ------------------------------------------------

@@ -48,6 +48,7 @@ from support.log_capture import captured_logs
 from zkconsumer.fetch import wire_fetcher
 from zkconsumer.fetch.wire_fetcher import WireFetcher
 from zkconsumer.kafka.errors import ChannelError, FetchError
+from zkconsumer.kafka.io import opener
 from zkconsumer.kafka.io.channel import BrokerChannel
 from zkconsumer.model import TopicPartition
 
@@ -158,7 +159,7 @@ class FakeChannel:
 @pytest.fixture
 def broker(monkeypatch) -> FakeBroker:
     fake = FakeBroker()
-    monkeypatch.setattr(wire_fetcher, "BrokerChannel", partial(FakeChannel, fake))
+    monkeypatch.setattr(opener, "BrokerChannel", partial(FakeChannel, fake))
     return fake
 
 

@@ -15,21 +15,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from zkconsumer.kafka.errors import ChannelError, FetchError
-from zkconsumer.kafka.io.channel import BrokerChannel, sasl_login
 from zkconsumer.kafka.io.connect import parse_servers, ssl_context_for
+from zkconsumer.kafka.io.opener import API_VERSIONS_TIMEOUT_S, Dialer, open_broker
 from zkconsumer.kafka.protocol import codec as protocol
 from zkconsumer.kafka.protocol.sasl import (
     LEGACY_SASL,
     WIRE_MECHANISMS,
     Credentials,
-    SaslExchange,
+    SaslVersions,
     credentials_from,
     sasl_versions,
 )
 from zkconsumer.kafka.protocol.versions import asks_api_versions
 
-# 0.9 leaves ApiVersions unanswered: this long, not kafka-python's whole bootstrap timeout.
-API_VERSIONS_TIMEOUT_S = 5.0
 PRE_API_VERSIONS_BROKER = (0, 9)
 
 
@@ -49,40 +47,29 @@ def checked_options(options: Mapping[str, Any]) -> dict[str, Any]:
     credentials = _wire_credentials(options)
     if credentials is None and api_version is not None:
         return checked
-    timeout_s = min(options.get("request_timeout_ms", 30000) / 1000.0, API_VERSIONS_TIMEOUT_S)
     try:
         context = ssl_context_for(options)
     except (OSError, ValueError) as exc:
         raise FetchError(f"cannot set up TLS for Kafka: {exc}") from exc
+    # Every request of the first contact waits as long as ApiVersions may: it is one look.
+    dialer = Dialer(client_id=options.get("client_id", "zkconsumer"),
+                    timeout_s=min(options.get("request_timeout_ms", 30000) / 1000.0,
+                                  API_VERSIONS_TIMEOUT_S),
+                    ssl_context=context, credentials=credentials)
+    versions = _FirstContactVersions(api_version)
     failures = []
     connected = False
     for host, port in parse_servers(options["bootstrap_servers"]):
-        def connect(host: str = host, port: int = port) -> BrokerChannel:
-            return BrokerChannel(host, port, client_id=options.get("client_id", "zkconsumer"),
-                                 timeout_s=timeout_s, ssl_context=context)
         try:
-            channel = connect()
+            opened = open_broker(dialer, host, port, versions)
         except ChannelError as exc:
             failures.append(str(exc))
+            connected = connected or versions.reached
             continue
-        connected = True
-        try:
-            sasl = LEGACY_SASL
-            if asks_api_versions(api_version):
-                offered = _offered_versions(channel)
-                if offered is not None:
-                    sasl = sasl_versions(offered)
-                else:  # a 0.9 broker: the question stays unanswered on this connection
-                    if api_version is None:
-                        checked["api_version"] = PRE_API_VERSIONS_BROKER
-                    channel = connect()
-            if credentials is not None:
-                sasl_login(channel, SaslExchange(channel.address, credentials, sasl))
-            return checked
-        except ChannelError as exc:
-            failures.append(str(exc))
-        finally:
-            channel.close()
+        opened.channel.close()
+        if versions.unanswered_seen and api_version is None:
+            checked["api_version"] = PRE_API_VERSIONS_BROKER
+        return checked
     if api_version is not None:
         # kafka-python, told the version, does not block on the brokers: it retries them in
         # the background as it always did, and only a refused login had to be found first.
@@ -102,19 +89,37 @@ def _wire_credentials(options: Mapping[str, Any]) -> Credentials | None:
     return credentials_from(options)
 
 
-def _offered_versions(channel: BrokerChannel) -> dict[int, tuple[int, int]] | None:
-    """The broker's ApiVersions answer; None when it left the question unanswered until the
-    timeout (0.9 does). FetchError when the answer does not parse; ChannelError otherwise."""
-    try:
-        return protocol.decode_api_versions(bytes(channel.request(
-            protocol.API_VERSIONS, 0, protocol.API_VERSIONS_REQUEST)))
-    except protocol.ProtocolError as exc:
-        raise FetchError(f"broker {channel.address} answered ApiVersions in a form that does "
-                         f"not parse ({exc}); set kafka.api.version to its version") from None
-    except ChannelError as exc:
-        if exc.timed_out:
-            return None
-        if exc.closed_by_broker:
-            raise ChannelError(f"{exc} when asked ApiVersions (a broker older than 0.9 does "
-                               "that: set kafka.api.version to its version)") from None
-        raise
+class _FirstContactVersions:
+    """What the first contact learns of a broker through the opener: only the login's
+    versions, and whether the broker left ApiVersions unanswered (0.9) or was reached at all."""
+
+    def __init__(self, api_version: tuple[int, ...] | None) -> None:
+        self._asks = asks_api_versions(api_version)
+        self.reached = False
+        self.unanswered_seen = False
+
+    def known(self, address: str) -> SaslVersions | None:
+        self.reached = True
+        return None if self._asks else LEGACY_SASL
+
+    def answered(self, address: str, payload: bytearray) -> SaslVersions:
+        """FetchError when the answer does not parse."""
+        try:
+            return sasl_versions(protocol.decode_api_versions(bytes(payload)))
+        except protocol.ProtocolError as exc:
+            raise FetchError(f"broker {address} answered ApiVersions in a form that does "
+                             f"not parse ({exc}); set kafka.api.version to its version") from None
+
+    def unanswered(self, address: str, failure: ChannelError) -> SaslVersions:
+        """A question left unanswered until the timeout is a 0.9 broker's; a connection the
+        broker closes at it, one older still."""
+        if failure.timed_out:
+            self.unanswered_seen = True
+            return LEGACY_SASL
+        if failure.closed_by_broker:
+            raise ChannelError(f"{failure} when asked ApiVersions (a broker older than 0.9 "
+                               "does that: set kafka.api.version to its version)") from None
+        raise failure
+
+    def sasl(self, known: SaslVersions) -> SaslVersions:
+        return known

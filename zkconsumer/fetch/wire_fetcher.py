@@ -30,16 +30,15 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from zkconsumer.kafka.errors import ChannelError, FetchError
-from zkconsumer.kafka.io.channel import BrokerChannel, sasl_login
-from zkconsumer.kafka.io.connect import parse_servers, ssl_context_for
-from zkconsumer.kafka.protocol import codec as protocol
+from zkconsumer.kafka.io.channel import BrokerChannel
+from zkconsumer.kafka.io.connect import parse_servers
+from zkconsumer.kafka.io.opener import Dialer, open_broker
 from zkconsumer.kafka.protocol.broker_versions import Link
 from zkconsumer.kafka.protocol.fetch_session import FetchSession, Received, Request
 from zkconsumer.kafka.protocol.sasl import (
     SASL_SECURITY_PROTOCOLS,
     WIRE_MECHANISMS,
-    SaslExchange,
-    credentials_from,
+    SaslVersions,
 )
 from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
@@ -57,9 +56,6 @@ WIRE_OPTIONS = frozenset({
     "sasl_mechanism", "sasl_plain_username", "sasl_plain_password",
 })
 WIRE_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", *SASL_SECURITY_PROTOCOLS)
-# A broker that speaks ApiVersions answers it at once; 0.9 never does, so waiting for it is
-# bounded by this rather than by `request_timeout_ms`.
-_API_VERSIONS_TIMEOUT_S = 5.0
 # kafka-python's default: below the broker's own connections.max.idle.ms (10 minutes).
 _MAX_IDLE_MS = 540_000
 
@@ -74,6 +70,25 @@ class _Connection:
         self.channel = channel
         self.link = link
         self.used_at = now
+
+
+class _SessionVersions:
+    """The fetch session's knowledge of each broker's versions, as the opener asks for it."""
+
+    def __init__(self, session: FetchSession) -> None:
+        self._session = session
+
+    def known(self, address: str) -> Link | None:
+        return self._session.link(address)
+
+    def answered(self, address: str, payload: bytearray) -> Link:
+        return self._session.api_versions_answered(address, payload)
+
+    def unanswered(self, address: str, failure: ChannelError) -> Link:
+        return self._session.api_versions_failed(address, failure)
+
+    def sasl(self, known: Link) -> SaslVersions:
+        return self._session.sasl_versions(known.address)
 
 
 class WireFetcher:
@@ -92,16 +107,12 @@ class WireFetcher:
         tests can move it instead of waiting it out."""
         self._clock = clock
         self._session = FetchSession(settings, parse_servers(settings["bootstrap_servers"]))
-        self._client_id = settings["client_id"]
-        self._timeout_s = settings["request_timeout_ms"] / 1000.0
-        self._api_versions_timeout_s = min(self._timeout_s, _API_VERSIONS_TIMEOUT_S)
         self._max_idle_s = settings.get("connections_max_idle_ms", _MAX_IDLE_MS) / 1000.0
-        self._receive_buffer_bytes = settings.get("receive_buffer_bytes") or 0
         try:
-            self._ssl_context = ssl_context_for(settings)
+            self._dialer = Dialer.from_settings(settings)
         except (OSError, ValueError) as exc:
             raise FetchError(f"cannot set up TLS for Kafka: {exc}") from exc
-        self._credentials = credentials_from(settings)
+        self._versions = _SessionVersions(self._session)
         self._fetch_connections: dict[int, _Connection] = {}
         self._control_connections: dict[int, _Connection] = {}
         # One selector for the fetcher's life: making one per poll cost more CPU than everything
@@ -293,47 +304,12 @@ class WireFetcher:
         return connection
 
     def _open(self, host: str, port: int) -> _Connection:
-        """A connection to the broker, in the versions known for its address or else in those
-        its ApiVersions answer gives, logged in if SASL is set. ChannelError: the connection
-        failed, that answer included; SaslLoginError (a FetchError): the login was refused."""
-        channel = self._connect(host, port)
-        try:
-            link = self._session.link(channel.address)
-            connection = (_Connection(channel, link, self._clock()) if link is not None
-                          else self._ask_versions(channel, host, port))
-        except (ChannelError, FetchError):
-            channel.close()
-            raise
-        if self._credentials is not None:
-            address = connection.link.address
-            try:
-                sasl_login(connection.channel, SaslExchange(
-                    address, self._credentials, self._session.sasl_versions(address)))
-            except (ChannelError, FetchError):
-                connection.channel.close()
-                raise
-            log.debug("logged in", broker=address, mechanism=self._credentials.mechanism,
-                      user=self._credentials.username)
-        return connection
-
-    def _ask_versions(self, channel: BrokerChannel, host: str, port: int) -> _Connection:
-        """Ask the broker which versions it speaks. One that leaves the question unanswered
-        (0.9) is connected to again and spoken to as a pre-0.10 broker: one more connection
-        per broker, not per request."""
-        try:
-            payload = channel.request(protocol.API_VERSIONS, 0, protocol.API_VERSIONS_REQUEST,
-                                      timeout_s=self._api_versions_timeout_s)
-        except ChannelError as exc:
-            link = self._session.api_versions_failed(channel.address, exc)
-            channel.close()
-            return _Connection(self._connect(host, port), link, self._clock())
-        return _Connection(channel, self._session.api_versions_answered(channel.address, payload),
-                           self._clock())
-
-    def _connect(self, host: str, port: int) -> BrokerChannel:
-        return BrokerChannel(host, port, client_id=self._client_id, timeout_s=self._timeout_s,
-                             ssl_context=self._ssl_context,
-                             receive_buffer_bytes=self._receive_buffer_bytes)
+        """A connection to the broker (`open_broker`), in the versions known for its address or
+        else in those its ApiVersions answer gives, logged in if SASL is set. ChannelError: the
+        connection failed, that answer included; SaslLoginError (a FetchError): the login was
+        refused."""
+        opened = open_broker(self._dialer, host, port, self._versions)
+        return _Connection(opened.channel, opened.known, self._clock())
 
     def _lose_node(self, node: int, reason: str) -> None:
         """A broker failed us: close its connections and set its partitions aside."""

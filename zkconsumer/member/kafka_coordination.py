@@ -34,9 +34,9 @@ from typing import Any, NamedTuple
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.kafka.errors import ChannelError, ProtocolRefusedError
-from zkconsumer.kafka.io.channel import BrokerChannel, sasl_login
-from zkconsumer.kafka.io.connect import parse_servers, ssl_context_for
-from zkconsumer.kafka.protocol import codec
+from zkconsumer.kafka.io.channel import BrokerChannel
+from zkconsumer.kafka.io.connect import parse_servers
+from zkconsumer.kafka.io.opener import Dialer, open_broker
 from zkconsumer.kafka.protocol.codec import (
     DESCRIBE_GROUPS,
     JOIN_GROUP,
@@ -45,12 +45,11 @@ from zkconsumer.kafka.protocol.codec import (
 )
 from zkconsumer.kafka.protocol.group_codec import (
     DESCRIBE_GROUPS_VERSION,
-    LEGACY_GROUP_VERSIONS,
     DescribedGroup,
+    GroupNegotiation,
     GroupVersions,
     decode_describe_groups,
     describe_groups_request,
-    group_versions,
 )
 from zkconsumer.kafka.protocol.group_member import (
     Assigned,
@@ -63,13 +62,6 @@ from zkconsumer.kafka.protocol.group_member import (
     Revoked,
     State,
 )
-from zkconsumer.kafka.protocol.sasl import (
-    LEGACY_SASL,
-    SaslExchange,
-    credentials_from,
-    sasl_versions,
-)
-from zkconsumer.kafka.protocol.versions import asks_api_versions
 from zkconsumer.logs import get_logger
 from zkconsumer.member.claims import Token
 from zkconsumer.member.state import Event, MemberState, StaleClaimError
@@ -78,8 +70,6 @@ from zkconsumer.offsets.store import OffsetStoreError
 
 log = get_logger(__name__)
 
-# 0.9 leaves ApiVersions unanswered: this long, not a whole request timeout.
-API_VERSIONS_TIMEOUT_S = 5.0
 # A refused member asks what the others use this long at the most before it reports.
 DESCRIBE_TIMEOUT_S = 5.0
 # The longest the thread waits before it looks at its calls, the clock and a stop again.
@@ -125,11 +115,9 @@ class KafkaCoordination:
         self._group = group
         self._member = member
         self._bootstrap = parse_servers(settings["bootstrap_servers"])
-        self._api_version = settings.get("api_version")
-        self._ssl_context = ssl_context_for(settings)
-        self._credentials = credentials_from(settings)
-        self._client_id = settings.get("client_id", "zkconsumer")
-        self._timeout_s = settings.get("request_timeout_ms", 30000) / 1000.0
+        self._dialer = Dialer.from_settings(settings)
+        self._negotiation = GroupNegotiation(settings.get("api_version"))
+        self._timeout_s = self._dialer.timeout_s
         self._partition_counts = partition_counts
         self._withdraw = withdraw
         self._forget = forget
@@ -498,33 +486,11 @@ class KafkaCoordination:
             opened[0].close()
 
     def _open(self, host: str, port: int) -> tuple[BrokerChannel, GroupVersions]:
-        """A connection as the wire fetcher makes one: TLS, the versions from ApiVersions (a
-        broker leaving it unanswered is a 0.9 one, connected to again), then the SASL login."""
-        channel = self._connect(host, port)
-        try:
-            versions, sasl = LEGACY_GROUP_VERSIONS, LEGACY_SASL
-            if asks_api_versions(self._api_version):
-                try:
-                    offered = codec.decode_api_versions(channel.request(
-                        codec.API_VERSIONS, 0, codec.API_VERSIONS_REQUEST,
-                        timeout_s=API_VERSIONS_TIMEOUT_S))
-                    versions, sasl = group_versions(channel.address, offered), \
-                        sasl_versions(offered)
-                except ChannelError as exc:
-                    if not exc.timed_out:
-                        raise
-                    channel.close()
-                    channel = self._connect(host, port)
-            if self._credentials is not None:
-                sasl_login(channel, SaslExchange(channel.address, self._credentials, sasl))
-        except BaseException:
-            channel.close()
-            raise
-        return channel, versions
-
-    def _connect(self, host: str, port: int) -> BrokerChannel:
-        return BrokerChannel(host, port, client_id=self._client_id, timeout_s=self._timeout_s,
-                             ssl_context=self._ssl_context)
+        """A connection as every Kafka path opens one (`open_broker`): TLS, the versions from
+        ApiVersions (a broker leaving it unanswered is a 0.9 one, connected to again), then
+        the SASL login."""
+        opened = open_broker(self._dialer, host, port, self._negotiation)
+        return opened.channel, opened.known[0]
 
 
 class GroupCommits:

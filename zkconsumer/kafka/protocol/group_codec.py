@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import NamedTuple
 
+from zkconsumer.kafka.errors import ChannelError
 from zkconsumer.kafka.protocol.codec import (
     FIND_COORDINATOR,
     HEARTBEAT,
@@ -42,10 +43,12 @@ from zkconsumer.kafka.protocol.codec import (
     ProtocolError,
     Reader,
     Writer,
+    decode_api_versions,
     is_flexible,
 )
 from zkconsumer.kafka.protocol.consumer_protocol import PROTOCOL_TYPE
-from zkconsumer.kafka.protocol.versions import newest_common
+from zkconsumer.kafka.protocol.sasl import LEGACY_SASL, SaslVersions, sasl_versions
+from zkconsumer.kafka.protocol.versions import asks_api_versions, newest_common
 from zkconsumer.model import TopicPartition
 
 GROUP_IMPLEMENTED = {FIND_COORDINATOR: (0, 3), JOIN_GROUP: (0, 7), SYNC_GROUP: (0, 5),
@@ -80,6 +83,33 @@ def group_versions(address: str, offered: Mapping[int, tuple[int, int]]) -> Grou
     request without one."""
     return GroupVersions(*(newest_common(address, api_key, ours, offered)
                            for api_key, ours in GROUP_IMPLEMENTED.items()))
+
+
+class GroupNegotiation:
+    """What a connection to a group coordinator speaks, as `kafka.io.opener` learns it: the
+    group requests' versions and the login's. Settings that say the brokers predate 0.10
+    (`kafka.api.version`) skip the question; a broker that leaves it unanswered until the
+    timeout is one of those (0.9), and any other failure of it is the connection's."""
+
+    def __init__(self, api_version: tuple[int, ...] | None) -> None:
+        self._asks = asks_api_versions(api_version)
+
+    def known(self, address: str) -> tuple[GroupVersions, SaslVersions] | None:
+        return None if self._asks else (LEGACY_GROUP_VERSIONS, LEGACY_SASL)
+
+    def answered(self, address: str, payload: bytes | bytearray
+                 ) -> tuple[GroupVersions, SaslVersions]:
+        offered = decode_api_versions(payload)
+        return group_versions(address, offered), sasl_versions(offered)
+
+    def unanswered(self, address: str, failure: ChannelError
+                   ) -> tuple[GroupVersions, SaslVersions]:
+        if not failure.timed_out:
+            raise failure
+        return LEGACY_GROUP_VERSIONS, LEGACY_SASL
+
+    def sasl(self, known: tuple[GroupVersions, SaslVersions]) -> SaslVersions:
+        return known[1]
 
 
 # -- FindCoordinator (GroupCoordinator in 0.9) ----------------------------------------------
