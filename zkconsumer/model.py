@@ -1,4 +1,5 @@
-"""Small value types shared by every layer."""
+"""Small value types shared by every layer, and the rule every writer of committed offsets
+keeps: they never move backwards unless a rewind is asked for."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Opening a connection to a broker, said once: TCP (and TLS) with the user's settings, the
 versions the broker speaks (ApiVersions, with the 0.9 reconnect), then the SASL login.
 
-The wire fetcher, the coordination's connections to the group coordinator and the readers of
-offsets kept in Kafka all open theirs here. What versions mean to each of them differs (fetch
+The wire fetcher, the coordination's connections to the group coordinator and the first contact
+with a cluster (`fetch/first_contact.py`) all open theirs here. What versions mean to each of them differs (fetch
 and metadata versions, or the group requests'): that part is the caller's `VersionsPort`, pure
 and told only what the broker answered, while the order of the steps, the timeouts and the
 closing of a connection that failed half-way are this module's.
