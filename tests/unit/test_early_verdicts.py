@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from zkconsumer.lag.history import OffsetHistory
-from zkconsumer.lag.status import Observation, Status, WindowRules, partition_status
+from zkconsumer.lag.status import Commit, Observation, Status, WindowRules, partition_status
 from zkconsumer.model import TopicPartition
 
 KEY = ("g", TopicPartition("t", 0))
@@ -33,7 +33,7 @@ def verdicts(scans: Iterable[Scan], *, owned: bool = True, written_at: float | N
         history.record(at, seen, {KEY[0]})
         window = history.window(KEY) if history.read_last_scan(KEY) else ()
         found.append((at, partition_status(window, rules, now=at, owned=owned,
-                                           changes=history.changes(KEY))))
+                                           commits=history.commits(KEY))))
     return found
 
 
@@ -137,10 +137,10 @@ def test_an_unreadable_offset_keeps_the_window_until_it_holds_only_empty_places(
     history.record(0.0, {KEY: (5, 9, 0.0)}, {"g"})
     history.record(10.0, {}, {"g"})
     history.record(20.0, {}, {"g"})
-    assert [o.offset for o in history.window(KEY)] == [5] and history.changes(KEY) == (0.0,)
+    assert [o.offset for o in history.window(KEY)] == [5] and [c.at for c in history.commits(KEY)] == [0.0]
     assert not history.read_last_scan(KEY)
     history.record(30.0, {}, {"g"})
-    assert history.window(KEY) == () and history.changes(KEY) == ()
+    assert history.window(KEY) == () and history.commits(KEY) == ()
 
 
 def test_one_observation_after_a_long_unread_spell_is_never_stop():
@@ -148,8 +148,9 @@ def test_one_observation_after_a_long_unread_spell_is_never_stop():
     observation is left in the window: one look meeting a rebalance (no owner for a moment) is
     no evidence of a stop, whatever the early rule's silence says."""
     window = [Observation(1000.0, 40, 90, 700.0)]
+    commits = (Commit(600.0, 30, 20), Commit(650.0, 35, 30), Commit(700.0, 40, 40))
     assert partition_status(window, RULES, now=1000.0, owned=False,
-                            changes=(600.0, 650.0, 700.0)) is Status.OK
+                            commits=commits) is Status.OK
     two = [Observation(990.0, 40, 90, 700.0), *window]
     assert partition_status(two, RULES, now=1000.0, owned=False,
-                            changes=(600.0, 650.0, 700.0)) is Status.STOP
+                            commits=commits) is Status.STOP

@@ -96,6 +96,16 @@ class Observation:
 
 
 @dataclass(frozen=True)
+class Commit:
+    """One commit of a partition's offset as Burrow keeps it in its ring: when it was made,
+    the offset, and the lag at that moment (the log end then, less the offset)."""
+
+    at: float
+    offset: int
+    lag: int
+
+
+@dataclass(frozen=True)
 class WindowRules:
     """A full window holds `samples` observations, one per scan, and covers `span_s` seconds
     (the scan interval times the samples): the most an offset may stay silent, with lag, before
@@ -122,9 +132,9 @@ class WindowRules:
 
 
 def partition_status(window: Sequence[Observation], rules: WindowRules, *, now: float,
-                     owned: bool, changes: Sequence[float] = ()) -> Status:
-    """The status of one partition from its window, oldest observation first, and `changes`,
-    when each of its last offsets seen arriving was written (`OffsetHistory.changes`)."""
+                     owned: bool, commits: Sequence[Commit] = ()) -> Status:
+    """The status of one partition from its window, oldest observation first, and `commits`,
+    its last commits seen, oldest first (`OffsetHistory.commits`)."""
     if not window:
         return Status.NOTFOUND
     if any(observation.lag == 0 for observation in window):
@@ -133,13 +143,16 @@ def partition_status(window: Sequence[Observation], rules: WindowRules, *, now: 
     if any(later < earlier for earlier, later in pairwise(offsets)):
         return Status.REWIND
     latest = window[-1]
-    early = len(changes) >= EARLY_SILENCE_CHANGES
-    quiet_limit = min(rules.span_s, changes[-1] - changes[0]) if early else rules.span_s
-    silent = latest.committed_at is not None and now - latest.committed_at > quiet_limit
+    early = len(commits) >= EARLY_SILENCE_CHANGES
+    quiet_limit = min(rules.span_s, commits[-1].at - commits[0].at) if early else rules.span_s
+    last_commit = commits[-1].at if commits else latest.committed_at
+    silent = last_commit is not None and now - last_commit > quiet_limit
     if silent and not owned:
         if len(window) >= min(2, rules.samples):  # one look may meet a rebalance
             return Status.STOP
     elif silent and (early or (rules.is_full(window) and len(set(offsets)) == 1)):
+        return Status.STALL
+    if _committing_without_moving(commits, latest.offset):
         return Status.STALL
     if rules.is_full(window) and _lag_never_shrank(window) and offsets[-1] > offsets[0]:
         return Status.WARN
@@ -156,6 +169,13 @@ def group_status(partitions: Iterable[Status]) -> Status:
 def burrow_group_status(worst: Status) -> Status:
     """What Burrow itself answers for a group: OK, WARN, or ERR for anything worse."""
     return min(worst, Status.ERR)
+
+
+def _committing_without_moving(commits: Sequence[Commit], offset: int) -> bool:
+    """Burrow's stall: two commits or more, every one of the same offset and with lag (a
+    consumer there, committing, and not moving)."""
+    return len(commits) >= 2 and all(commit.offset == offset and commit.lag > 0
+                                     for commit in commits)
 
 
 def _lag_never_shrank(window: Sequence[Observation]) -> bool:
