@@ -16,23 +16,32 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from zkconsumer.lag.status import Commit, Status
+from zkconsumer.lag.status import Status
 
 MOMENT_S = 0.001
+
+
+@dataclass(frozen=True)
+class ConsumerOffset:
+    """An entry of Burrow's ring (its `protocol.ConsumerOffset`), in seconds."""
+
+    at: float
+    offset: int
+    lag: int
 
 
 @dataclass
 class BurrowPartition:
     intervals: int
     min_distance_s: float
-    ring: list[Commit] = field(default_factory=list)
+    ring: list[ConsumerOffset] = field(default_factory=list)
 
     def commit(self, at: float, offset: int, log_end: int) -> None:
         lag = max(0, log_end - offset)
         if self.ring and at - self.ring[-1].at < self.min_distance_s:
-            self.ring[-1] = Commit(self.ring[-1].at, offset, lag)
+            self.ring[-1] = ConsumerOffset(self.ring[-1].at, offset, lag)
         else:
-            self.ring = [*self.ring, Commit(at, offset, lag)][-self.intervals:]
+            self.ring = [*self.ring, ConsumerOffset(at, offset, lag)][-self.intervals:]
 
     def status(self, now: float, log_end: int) -> Status:
         ring = self.ring
