@@ -9,6 +9,9 @@ ZooKeeper group does show is who is alive: the owner znodes of registered member
 - the offset has been silent too long (below), with lag, and nobody owns the partition: STOP
   (no consumer is there to move it);
 - the same, but a registered member owns it: STALL (a consumer is there and does not move);
+- a consumer that does write the same number again is seen doing it (each write changes the
+  znode's mtime, read with the offset): two commits or more of one offset, with lag at each,
+  are STALL as in Burrow's rule, at the first scan after the second commit, owner or not;
 - an idle topic never gets either: with no lag the partition is OK whatever the offset's age,
   and lag that was zero at some point of the window (a burst on an idle topic being worked
   through) is OK as well.
@@ -23,12 +26,14 @@ with these amounts of evidence:
 - REWIND from two observations: an offset lower than an earlier one is a fact at once, and
   observations a scan could not read (a malformed offset znode) leave no gap in the comparison;
 - silent too long (Burrow's "stopped": no commit for longer than its kept commits span): once
-  the scans have seen three of the partition's offsets arrive, longer than the time from the
-  first of its last `samples` offsets to the latest, as Burrow measures over its ring: two
+  the scans have seen three of the partition's commits, longer than the time from the
+  first of its last `samples` commits to the latest, as Burrow measures over its ring: two
   waits between commits at least, so a consumer that commits in big jumps every few seconds
   is never silent between two of them. Before three are seen, longer than the window
   (`span_s`), and STALL then also needs a full window with one offset throughout. Never
   longer than `span_s` either way;
+- STALL from the commits (above): Burrow's rule 4, from two commits, as Burrow judges a ring
+  that is not full yet;
 - WARN over a full window when the offset moved and the lag never shrank (Burrow's rule); from
   three observations on, when the lag grew at every scan and by more in all than the offset
   moved in any one scan. A consumer that keeps up but commits in jumps shows a lag that rises
