@@ -131,27 +131,35 @@ def test_an_idle_group_moves_to_kafka_where_a_kafka_member_resumes_exactly_and_b
     assert zookeeper_offsets(zk, group) == original
 
 
-def test_a_member_that_honours_the_fence_is_waited_for_and_its_last_commit_carried(
-        cluster, zk, topic_factory, unique_name, cutover):
-    """A member simulated with its real znodes: fence-aware, registered, owning partition 0;
-    on the fence it commits once more, releases, deregisters, and exits (on_fence=exit)."""
-    group, topic = _idle_group(cluster, zk, topic_factory, unique_name, offsets=(3, 7))
+def _cut_over_while_a_member_drains(zk, group: str, topic: str, cutover, last_commit: int,
+                                    before=lambda: True):
+    """`--to kafka --execute --json` while a member simulated with its real znodes (fence-aware,
+    registered, owning partition 0) drains on the fence: commits `last_commit` once more,
+    releases, deregisters, and exits (on_fence=exit). `before` is checked once it is there."""
     paths = GroupPaths(group)
     consumer_id = _fence_aware_member(zk, group, topic)
     zk.create(paths.owner(topic, 0), f"{consumer_id}-0".encode(), ephemeral=True,
               makepath=True)
+    assert before()
 
     def drain() -> None:
         wait_until(lambda: _fence(zk, group), timeout=60, message="the fence")
-        write_offsets(zk, group, topic, {0: 12})
+        write_offsets(zk, group, topic, {0: last_commit})
         zk.delete(paths.owner(topic, 0))
         zk.delete(paths.member(consumer_id))
         zk.delete(paths.fence_aware_member(consumer_id))
 
     member = threading.Thread(target=drain, daemon=True)
     member.start()
-    code, out, err = cutover(group, "--to", "kafka", "--execute", "--json")
+    result = cutover(group, "--to", "kafka", "--execute", "--json")
     member.join(timeout=10)
+    return result
+
+
+def test_a_member_that_honours_the_fence_is_waited_for_and_its_last_commit_carried(
+        cluster, zk, topic_factory, unique_name, cutover):
+    group, topic = _idle_group(cluster, zk, topic_factory, unique_name, offsets=(3, 7))
+    code, out, err = _cut_over_while_a_member_drains(zk, group, topic, cutover, last_commit=12)
     assert code == 0, err
     assert "waiting up to 120s for 1 member(s) to leave zookeeper" in err
     assert json.loads(out)["offsets_verified"] == 2
@@ -166,23 +174,9 @@ def test_a_member_that_honours_the_fence_needs_no_offsets_before_its_drain(
     topic = topic_factory(partitions=1)
     produce(cluster, topic, [b"m-%02d" % i for i in range(10)], partitions=1)
     group = unique_name("cutover-fresh")
-    paths = GroupPaths(group)
-    consumer_id = _fence_aware_member(zk, group, topic)
-    zk.create(paths.owner(topic, 0), f"{consumer_id}-0".encode(), ephemeral=True,
-              makepath=True)
-    assert zookeeper_offsets(zk, group) == {}
-
-    def drain() -> None:
-        wait_until(lambda: _fence(zk, group), timeout=60, message="the fence")
-        write_offsets(zk, group, topic, {0: 6})
-        zk.delete(paths.owner(topic, 0))
-        zk.delete(paths.member(consumer_id))
-        zk.delete(paths.fence_aware_member(consumer_id))
-
-    member = threading.Thread(target=drain, daemon=True)
-    member.start()
-    code, out, err = cutover(group, "--to", "kafka", "--execute", "--json")
-    member.join(timeout=10)
+    code, out, err = _cut_over_while_a_member_drains(
+        zk, group, topic, cutover, last_commit=6,
+        before=lambda: zookeeper_offsets(zk, group) == {})
     assert code == 0, err
     assert json.loads(out)["outcome"] == "switched"
     assert committed_in_kafka(cluster, group, topic, 1) == {0: 6}
