@@ -1,8 +1,9 @@
 """`zkconsumer group cutover` on the real cluster: an idle legacy group moved to Kafka's group
 coordinator (where a plain kafka-python consumer resumes exactly at its offsets) and back; a
-member that honours the fence, simulated with its real znodes, waited for; a reference Scala
-member refused; bad input refused in one line with nothing written; and a run killed after each
-step finished by the next one."""
+member that honours the fence, simulated with its real znodes, waited for (and its drain's
+commit carried over, the group's first one too); a reference Scala member refused, named
+before the offsets its group has not committed yet; bad input refused in one line with nothing
+written; and a run killed after each step finished by the next one."""
 
 from __future__ import annotations
 
@@ -130,53 +131,84 @@ def test_an_idle_group_moves_to_kafka_where_a_kafka_member_resumes_exactly_and_b
     assert zookeeper_offsets(zk, group) == original
 
 
-def test_a_member_that_honours_the_fence_is_waited_for_and_its_last_commit_carried(
-        cluster, zk, topic_factory, unique_name, cutover):
-    """A member simulated with its real znodes: fence-aware, registered, owning partition 0;
-    on the fence it commits once more, releases, deregisters, and exits (on_fence=exit)."""
-    group, topic = _idle_group(cluster, zk, topic_factory, unique_name, offsets=(3, 7))
+def _cut_over_while_a_member_drains(zk, group: str, topic: str, cutover, last_commit: int,
+                                    before=lambda: True):
+    """`--to kafka --execute --json` while a member simulated with its real znodes (fence-aware,
+    registered, owning partition 0) drains on the fence: commits `last_commit` once more,
+    releases, deregisters, and exits (on_fence=exit). `before` is checked once it is there."""
     paths = GroupPaths(group)
     consumer_id = _fence_aware_member(zk, group, topic)
     zk.create(paths.owner(topic, 0), f"{consumer_id}-0".encode(), ephemeral=True,
               makepath=True)
+    assert before()
 
     def drain() -> None:
         wait_until(lambda: _fence(zk, group), timeout=60, message="the fence")
-        write_offsets(zk, group, topic, {0: 12})
+        write_offsets(zk, group, topic, {0: last_commit})
         zk.delete(paths.owner(topic, 0))
         zk.delete(paths.member(consumer_id))
         zk.delete(paths.fence_aware_member(consumer_id))
 
     member = threading.Thread(target=drain, daemon=True)
     member.start()
-    code, out, err = cutover(group, "--to", "kafka", "--execute", "--json")
+    result = cutover(group, "--to", "kafka", "--execute", "--json")
     member.join(timeout=10)
+    return result
+
+
+def test_a_member_that_honours_the_fence_is_waited_for_and_its_last_commit_carried(
+        cluster, zk, topic_factory, unique_name, cutover):
+    group, topic = _idle_group(cluster, zk, topic_factory, unique_name, offsets=(3, 7))
+    code, out, err = _cut_over_while_a_member_drains(zk, group, topic, cutover, last_commit=12)
     assert code == 0, err
     assert "waiting up to 120s for 1 member(s) to leave zookeeper" in err
     assert json.loads(out)["offsets_verified"] == 2
     assert committed_in_kafka(cluster, group, topic, 2) == {0: 12, 1: 7}
 
 
+def test_a_member_that_honours_the_fence_needs_no_offsets_before_its_drain(
+        cluster, zk, topic_factory, unique_name, cutover):
+    """The group has not committed yet, but its one member honours the fence: the fence goes
+    out (no refusal for the missing offsets), the member's drain commits, and that commit is
+    what is carried over to Kafka."""
+    topic = topic_factory(partitions=1)
+    produce(cluster, topic, [b"m-%02d" % i for i in range(10)], partitions=1)
+    group = unique_name("cutover-fresh")
+    code, out, err = _cut_over_while_a_member_drains(
+        zk, group, topic, cutover, last_commit=6,
+        before=lambda: zookeeper_offsets(zk, group) == {})
+    assert code == 0, err
+    assert json.loads(out)["outcome"] == "switched"
+    assert committed_in_kafka(cluster, group, topic, 1) == {0: 6}
+    fence = _fence(zk, group)
+    assert fence is not None and fence.to == "kafka" and fence.switched
+
+
 @pytest.mark.reference
-def test_a_reference_member_is_named_and_nothing_is_written(
+def test_a_reference_member_is_named_before_the_missing_offsets_and_nothing_is_written(
         cluster, zk, topic_factory, unique_name, cutover, reference_consumers):
-    group, topic = _idle_group(cluster, zk, topic_factory, unique_name)
+    """Its only member a reference consumer that has not committed yet: one refusal names the
+    member that can never honour the fence, first, and the offsets there are none of."""
+    topic = topic_factory(partitions=3)
+    group = unique_name("cutover")
     reference = reference_consumers(group, topic=topic,
                                     properties={"auto.commit.enable": "false"})
     [consumer_id] = wait_until(lambda: zk.exists(GroupPaths(group).ids) and
                                zk.get_children(GroupPaths(group).ids),
                                timeout=60, message="the reference member")
-    before = zookeeper_offsets(zk, group)
+    assert zookeeper_offsets(zk, group) == {}
 
     code, out, err = cutover(group, "--to", "kafka", "--execute")
 
     assert code == 1 and out == ""
     [line] = err.splitlines()
-    assert line.startswith(f"error: 1 member(s) of group {group} on ZooKeeper cannot honour "
-                           f"the fence: {consumer_id};")
-    assert "may be delivered twice" in line and line.endswith("nothing was written")
+    assert line.startswith(f"error: 2 things stand in the way: (1) 1 member(s) of group "
+                           f"{group} on ZooKeeper cannot honour the fence: {consumer_id};")
+    assert "may be delivered twice. (2) group " in line
+    assert f"(2) group {group} has no committed offsets in ZooKeeper or Kafka" in line
+    assert line.endswith("nothing was written")
     assert reference.is_running()
-    assert _fence(zk, group) is None and zookeeper_offsets(zk, group) == before
+    assert _fence(zk, group) is None and zookeeper_offsets(zk, group) == {}
     assert committed_in_kafka(cluster, group, topic, 3) == {0: None, 1: None, 2: None}
 
 

@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 from kazoo.client import KazooState
 from support import burrow_shapes as shapes
+from support.burrow_rules import first_burrow_stall
 from support.burrow_shapes import mismatches
 from support.exporter import get, lag_of
 from support.kafka import produce
@@ -38,6 +39,7 @@ from zkconsumer.model import TopicPartition
 from zkconsumer.topology import open_topic_source
 from zkconsumer.zk.group_state import read_group_state
 from zkconsumer.zk.session import connect
+from zkconsumer.znodes.consumers import encode_offset
 from zkconsumer.znodes.paths import GroupPaths
 
 pytestmark = pytest.mark.integration
@@ -236,6 +238,64 @@ def test_statuses_over_a_short_window(cluster, zk, topic_factory, members,
     assert burrow["status"]["status"] == "ERR"
     assert [p["status"] for p in burrow["status"]["partitions"]] == ["STALL"]
     assert exporter.reports()[stopped].partitions[0].status == Status.STOP
+
+
+def test_a_member_rewriting_one_offset_is_stall_within_a_scan_of_burrows_rules(
+        cluster, zk, topic_factory, unique_name):
+    """A registered member owns the partition and rewrites offset 5 every 1.5 s or so while
+    the log grows: Burrow's rules (a ring of 6, min-distance 1 s) say STALL at its second
+    commit, as its `kafka_zk` module reads each write with the znode's mtime. The exporter (a scan every
+    second over 6) says so at every scan from then on, allowing half a second for the cache to
+    hear the write, and at none before; a full window of silence would take 6 s."""
+    group = unique_name("rewrite")
+    topic = topic_factory(partitions=1)
+    produce(cluster, topic, [b"x"] * 10, partitions=1)
+    register_member(zk, group, topic, owned=[0])
+    write_offsets(zk, group, topic, {0: 5})
+    groups = GroupsCache(zk, re.escape(group))
+    groups.start(60)
+    access = KafkaAccess(cluster.bootstrap_servers, cluster.kafka_api_version)
+    reads = ClusterReads(access, open_topic_source(zk, None, cluster.kafka_api_version, {}), {})
+    judged: list[tuple[float, Status]] = []  # (when a scan judged, the partition's status)
+
+    def after_scan(reports, _ended) -> None:
+        for report in reports:
+            if report.group == group and report.partitions[0].window:
+                judged.append((report.partitions[0].window[-1].observed_at,
+                               report.partitions[0].status))
+
+    exporter = LagExporter(groups, reads, ExporterSettings(1.0, WindowRules(6, 6.0)),
+                           after_scan=after_scan)
+    path = GroupPaths(group).offset(topic, 0)
+    log_end = 10
+    # Burrow's view of each commit, the first write included: (mtime, offset, log end then).
+    commits = [(zk.get(path)[1].mtime / 1000, 5, log_end)]
+    paced = threading.Event()  # never set: the member's commit interval
+    try:
+        wait_until(lambda: offsets_in(groups, group) == {0: 5}, timeout=20,
+                   message="the offset in the cache")
+        exporter.start()
+        wait_until(lambda: judged, timeout=20, message="the first scan")
+        for _ in range(3):
+            paced.wait(1.5)
+            produce(cluster, topic, [b"y"], partitions=1)
+            log_end += 1
+            stat = zk.set(path, encode_offset(5))
+            commits.append((stat.mtime / 1000, 5, log_end))
+        last_write = commits[-1][0]
+        wait_until(lambda: judged and judged[-1][0] > last_write + 1.0, timeout=30,
+                   message="a scan after the last rewrite")
+    finally:
+        exporter.stop()
+        reads.close()
+        groups.close()
+    burrow = first_burrow_stall(commits, intervals=6, min_distance_s=1.0)
+    assert burrow == commits[1][0], commits
+    before = [(at, status) for at, status in judged if at < burrow]
+    after = [(at, status) for at, status in judged if at >= burrow + 0.5]
+    assert before and Status.STALL not in {status for _, status in before}, judged
+    assert after and {status for _, status in after} == {Status.STALL}, (burrow, judged)
+    assert after[0][0] <= burrow + 1.5, "the first scan after Burrow's verdict said it"
 
 
 def test_a_rewind_after_a_malformed_offset_is_seen(cluster, zk, topic_factory,

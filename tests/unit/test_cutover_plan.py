@@ -137,8 +137,48 @@ def test_a_group_only_on_kafka_is_known():
     assert isinstance(decide(view, TO_ZOOKEEPER, NOW), WriteFence)
 
 
-def test_a_group_without_offsets_is_refused():
-    assert "no committed offsets in ZooKeeper or Kafka" in refusal(idle(zookeeper_offsets={}))
+def test_a_group_without_offsets_or_a_member_to_drain_is_refused():
+    assert refusal(idle(zookeeper_offsets={})) == (
+        "group g has no committed offsets in ZooKeeper or Kafka and no member that drains to "
+        "commit them: there is nothing to carry over; nothing was written")
+
+
+def test_a_member_that_cannot_honour_the_fence_is_named_before_the_missing_offsets():
+    """The group's one member is a reference consumer that has not committed yet: both in one
+    line, the member first, so the operator does not learn of it only after committing."""
+    reference = "g_build-host-1700000000000-0a1b2c3d"
+    line = refusal(idle(zookeeper_offsets={}, zookeeper_members=(reference,)))
+    assert line.startswith(f"2 things stand in the way: (1) 1 member(s) of group g on "
+                           f"ZooKeeper cannot honour the fence: {reference}; stop them")
+    assert ". (2) group g has no committed offsets in ZooKeeper or Kafka" in line
+    assert line.endswith("nothing to carry over; nothing was written")
+    forced = decide(idle(zookeeper_offsets={}, zookeeper_members=(reference,)),
+                    replace(TO_KAFKA, force=True), NOW)
+    assert isinstance(forced, Refuse) and forced.line.startswith("group g has no committed")
+
+
+def test_every_blocker_is_named_members_by_consumer_id_first():
+    later, earlier = "g_b-1700000000000-00000002", "g_a-1700000000000-00000001"
+    view = idle(zookeeper_members=(later, earlier), zookeeper_offsets={TP("gone", 0): 4},
+                missing_topics=frozenset({"gone"}), kafka_state="Stable",
+                kafka_members=(kafka_member(),))
+    line = refusal(view)
+    assert line.startswith(f"3 things stand in the way: (1) 2 member(s) of group g on "
+                           f"ZooKeeper cannot honour the fence: {earlier}, {later}; ")
+    assert line.index("(2) group g is already live on Kafka's group coordinator") < \
+        line.index("(3) topic gone no longer exists")
+    assert len(line.splitlines()) == 1
+
+
+def test_a_live_group_whose_members_honour_the_fence_needs_no_offsets_yet():
+    """Their drain commits to both storages before anything is copied; once drained, a group
+    that consumed nothing has an empty copy to make and is switched."""
+    view = idle(zookeeper_offsets={}, zookeeper_members=(ZK_MEMBER,), fence_aware=AWARE_ZK)
+    assert decide(view, TO_KAFKA, NOW) == WriteFence(Fence("kafka", FencePhase.DRAINING, NOW),
+                                                     None)
+    drained = idle(zookeeper_offsets={}, fence=DRAINING_TO_KAFKA)
+    decision = decide(drained, TO_KAFKA, NOW)
+    assert isinstance(decision, CopyOffsets) and decision.plan.rows == ()
 
 
 @pytest.mark.parametrize("in_zookeeper", [True, False])

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from support.burrow_rules import first_burrow_stall
+
 from zkconsumer.lag.history import OffsetHistory
-from zkconsumer.lag.status import Observation, Status, WindowRules, partition_status
+from zkconsumer.lag.status import Commit, Observation, Status, WindowRules, partition_status
 from zkconsumer.model import TopicPartition
 
 KEY = ("g", TopicPartition("t", 0))
@@ -33,7 +35,7 @@ def verdicts(scans: Iterable[Scan], *, owned: bool = True, written_at: float | N
         history.record(at, seen, {KEY[0]})
         window = history.window(KEY) if history.read_last_scan(KEY) else ()
         found.append((at, partition_status(window, rules, now=at, owned=owned,
-                                           changes=history.changes(KEY))))
+                                           commits=history.commits(KEY))))
     return found
 
 
@@ -137,10 +139,10 @@ def test_an_unreadable_offset_keeps_the_window_until_it_holds_only_empty_places(
     history.record(0.0, {KEY: (5, 9, 0.0)}, {"g"})
     history.record(10.0, {}, {"g"})
     history.record(20.0, {}, {"g"})
-    assert [o.offset for o in history.window(KEY)] == [5] and history.changes(KEY) == (0.0,)
+    assert [o.offset for o in history.window(KEY)] == [5] and [c.at for c in history.commits(KEY)] == [0.0]
     assert not history.read_last_scan(KEY)
     history.record(30.0, {}, {"g"})
-    assert history.window(KEY) == () and history.changes(KEY) == ()
+    assert history.window(KEY) == () and history.commits(KEY) == ()
 
 
 def test_one_observation_after_a_long_unread_spell_is_never_stop():
@@ -148,8 +150,87 @@ def test_one_observation_after_a_long_unread_spell_is_never_stop():
     observation is left in the window: one look meeting a rebalance (no owner for a moment) is
     no evidence of a stop, whatever the early rule's silence says."""
     window = [Observation(1000.0, 40, 90, 700.0)]
+    commits = (Commit(600.0, 30, 20), Commit(650.0, 35, 30), Commit(700.0, 40, 40))
     assert partition_status(window, RULES, now=1000.0, owned=False,
-                            changes=(600.0, 650.0, 700.0)) is Status.OK
+                            commits=commits) is Status.OK
     two = [Observation(990.0, 40, 90, 700.0), *window]
     assert partition_status(two, RULES, now=1000.0, owned=False,
-                            changes=(600.0, 650.0, 700.0)) is Status.STOP
+                            commits=commits) is Status.STOP
+
+
+# -- commits as Burrow takes them: a rewrite of the same offset is one ---------------------------
+
+# The setup Burrow was compared in by hand: a scan every 10 s over 6 samples beside Burrow's
+# ring of 6 intervals with a min-distance of 9 s.
+SIDE_BY_SIDE = WindowRules(6, 60.0)
+BURROW_INTERVALS, BURROW_MIN_DISTANCE = 6, 9.0
+
+
+def log_grows(t: float) -> int:
+    return 200 + 5 * int(t)
+
+
+def side_by_side(commits: list[tuple[float, int]], log_end: Callable[[float], int] = log_grows,
+                 until: float = 150.0) -> tuple[list[tuple[float, Status]], float | None]:
+    """The exporter's verdict at each scan, each reading the last commit written before it
+    (its offset, and its mtime, which the cache reads with it), and when Burrow's rules first
+    say STALL on the same commits."""
+    history = OffsetHistory(SIDE_BY_SIDE)
+    found = []
+    for n in range(int(until // INTERVAL) + 1):
+        at = n * INTERVAL
+        written = [commit for commit in commits if commit[0] <= at]
+        if written:
+            mtime, offset = written[-1]
+            history.record(at, {KEY: (offset, log_end(at), mtime)}, {KEY[0]})
+            found.append((at, partition_status(history.window(KEY), SIDE_BY_SIDE, now=at,
+                                               owned=True, commits=history.commits(KEY))))
+    burrow = first_burrow_stall([(at, offset, log_end(at)) for at, offset in commits],
+                                BURROW_INTERVALS, BURROW_MIN_DISTANCE)
+    return found, burrow
+
+
+def rewrites_every_11_s(offset: int, start: float = 3.0, count: int = 14
+                        ) -> list[tuple[float, int]]:
+    return [(start + 11.0 * n, offset) for n in range(count)]
+
+
+def test_a_member_rewriting_one_offset_is_stall_within_a_scan_of_burrow():
+    """The log grows while the member rewrites offset 100 every 11 s: Burrow says STALL at the
+    second commit (14 s); so does the exporter at the first scan after it, not after a full
+    window of silence, and never before Burrow."""
+    found, burrow = side_by_side(rewrites_every_11_s(100))
+    assert burrow == 14.0
+    stall = first(Status.STALL, found)
+    assert stall is not None and burrow <= stall <= burrow + INTERVAL
+    assert {seen for at, seen in found if at >= stall} == {Status.STALL}
+
+
+def test_a_member_that_stops_moving_but_keeps_committing_is_stall_once_burrows_ring_is():
+    """It keeps up 10 behind until 47 s, then rewrites the same offset: Burrow's ring holds only
+    that offset at its sixth commit of it, and the exporter says STALL within a scan of that."""
+    commits = [(at, log_grows(at) - 10 if at <= 47.0 else log_grows(47.0) - 10)
+               for at, _ in rewrites_every_11_s(0, count=14)]
+    found, burrow = side_by_side(commits)
+    assert burrow == 3.0 + 11.0 * 9  # the commit at 47 s, then 5 more of the same offset
+    stall = first(Status.STALL, found)
+    assert stall is not None and burrow <= stall <= burrow + INTERVAL
+
+
+def test_rewrites_with_no_lag_or_a_moving_offset_are_never_stall():
+    """Caught up on an idle topic and committing the same offset, or moving at every commit:
+    Burrow says no STALL, nor does the exporter."""
+    caught_up, burrow = side_by_side(rewrites_every_11_s(200), log_end=lambda t: 200)
+    assert burrow is None and {seen for _, seen in caught_up} == {Status.OK}
+    moving = [(at, log_grows(at) - 10) for at, _ in rewrites_every_11_s(0)]
+    found, burrow = side_by_side(moving)
+    assert burrow is None and first(Status.STALL, found) is None
+
+
+def test_a_rewrite_is_a_commit_dated_by_its_mtime_within_the_scans():
+    history = OffsetHistory(RULES)
+    for at, mtime in ((10.0, 3.0), (20.0, 3.0), (30.0, 24.0), (40.0, 99.0)):
+        history.record(at, {KEY: (7, 50, mtime)}, {KEY[0]})
+    assert history.commits(KEY) == (Commit(3.0, 7, 43), Commit(24.0, 7, 43),
+                                    Commit(40.0, 7, 43))
+    assert [o.committed_at for o in history.window(KEY)] == [3.0, 3.0, 24.0, 40.0]

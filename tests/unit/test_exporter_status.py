@@ -153,7 +153,7 @@ def test_history_dates_a_change_by_its_mtime_within_the_scans_around_it():
     history.record(130.0, {("g", TP): (7, 10, 1.0), ("h", TP): (3, 10, 117.0)}, both)
     assert [o.committed_at for o in history.window(("g", TP))] == [42.0, 42.0, 120.0, 120.0]
     assert [o.committed_at for o in history.window(("h", TP))] == [100.0, 105.0, 117.0, 117.0]
-    assert history.changes(("g", TP)) == (42.0, 120.0, 120.0)
+    assert [c.at for c in history.commits(("g", TP))] == [42.0, 120.0, 120.0]
 
 
 def test_history_forgets_the_groups_a_scan_did_not_see():

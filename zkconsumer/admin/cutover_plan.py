@@ -13,10 +13,12 @@ phase is where a move stands (see `zkconsumer.znodes.fence`):
   an older fence cannot overwrite a newer one);
 - `switched` to the target: already cut over, nothing to do.
 
-Before any of that, anything that would make the move unsafe is a refusal in one line: an
-unknown group, no offsets to carry, a coordinator that cannot be asked, members already live
-on the target, a deleted topic in the offsets, and members that cannot honour the fence (the
-reference consumer, an older zkconsumer) unless forced.
+Before any of that, anything that would make the move unsafe is a refusal in one line that
+names every such thing found, members that cannot honour the fence (the reference consumer, an
+older zkconsumer) first unless forced, then a coordinator that cannot be asked, no offsets to
+carry, members already live on the target, a deleted topic in the offsets; an unknown group is
+refused on its own. No offsets block only a group with no member that drains: a member that
+honours the fence commits to both storages as it drains, before anything is copied.
 """
 
 from __future__ import annotations
@@ -162,10 +164,10 @@ def decide(view: CutoverView, request: CutoverRequest, now_ms: int) -> Decision:
     if fence is not None and fence.to == source and not fence.switched:
         return RollBack(fence, Fence(target, FencePhase.SWITCHED, now_ms))
     moving = fence is not None and fence.to == target  # draining, written by an earlier run
-    refusal = _refusal(view, request, moving)
-    if refusal is not None:
-        return Refuse(refusal + (_RESUME_HINT.format(target=target, source=source)
-                                 if moving else "; nothing was written"))
+    blockers = _blockers(view, request, moving)
+    if blockers:
+        return Refuse(_one_line(blockers) + (_RESUME_HINT.format(target=target, source=source)
+                                             if moving else "; nothing was written"))
     if fence is None or not moving:
         return WriteFence(Fence(target, FencePhase.DRAINING, now_ms), fence)
     members = view.members_on(source)
@@ -184,39 +186,57 @@ _RESUME_HINT = ("; the fence (draining to {target}) is left as it is: run the co
                 "resume, or with --to {source} to roll back")
 
 
-def _refusal(view: CutoverView, request: CutoverRequest, moving: bool) -> str | None:
+def _blockers(view: CutoverView, request: CutoverRequest, moving: bool) -> list[str]:
+    """Everything that makes the move unsafe now, all of it at once so that the operator
+    fixes it in one go: members that can never honour the fence first (by consumer id), as
+    the one thing no second run cures by itself."""
     target, source, group = request.target, other_coordination(request.target), view.group
+    members = view.members_on(source)
+    blockers = []
+    unfenced = sorted((m for m in members if view.judged(m) and not view.honours_fence(m)),
+                      key=_name)
+    if unfenced and not request.force:
+        names = ", ".join(_name(m) for m in unfenced[:5])
+        blockers.append(
+            f"{len(unfenced)} member(s) of group {group} on {_coordination_name(source)} "
+            f"cannot honour the fence: {names}; stop them (or restart them as zkconsumer "
+            f"members), or --force to leave them consuming on {_coordination_name(source)}, "
+            "where their partitions may be delivered twice")
     if view.coordinator_error is not None:
-        return _unreachable(view)
-    if not view.zookeeper_offsets and not view.kafka_offsets:
-        return (f"group {group} has no committed offsets in ZooKeeper or Kafka: there is "
-                "nothing to carry over")
+        blockers.append(_unreachable(view))
+    # A member that honours the fence commits to both storages as it drains, before anything
+    # is copied: a group with one has offsets by then (or, having consumed nothing, needs none).
+    drains = any(view.honours_fence(m) for m in members)
+    if not view.zookeeper_offsets and not view.kafka_offsets and not drains and not moving \
+            and view.coordinator_error is None:  # else Kafka's offsets are unknown
+        blockers.append(f"group {group} has no committed offsets in ZooKeeper or Kafka and no "
+                        "member that drains to commit them: there is nothing to carry over")
     live = view.members_on(target)
     if live:
         names = ", ".join(_name(m) for m in live[:5])
-        return (f"group {group} is already live on {_coordination_name(target)} with "
-                f"{len(live)} member(s) ({names}); a group is on one coordination at a time: "
-                "stop them first")
+        blockers.append(
+            f"group {group} is already live on {_coordination_name(target)} with {len(live)} "
+            f"member(s) ({names}); a group is on one coordination at a time: stop them first")
     if view.missing_topics and not request.skip_missing_topics:
         topics = ", ".join(sorted(view.missing_topics)[:5])
-        return (f"topic {topics} no longer exists but group {group} has offsets for it; "
-                "they are left where they are and not carried over: run again with "
-                "--skip-missing-topics to cut over without them")
-    unjudged = [m for m in view.members_on(source) if not view.judged(m)]
-    if unjudged and not moving and not request.force:
-        return (f"group {group} is rebalancing on Kafka's group coordinator (state "
-                f"{view.kafka_state}), which describes its members' subscriptions only once "
-                "Stable: whether they honour the fence cannot be told now; run the command "
-                "again in a moment")
-    unfenced = [m for m in view.members_on(source)
-                if view.judged(m) and not view.honours_fence(m)]
-    if unfenced and not request.force:
-        names = ", ".join(_name(m) for m in unfenced[:5])
-        return (f"{len(unfenced)} member(s) of group {group} on {_coordination_name(source)} "
-                f"cannot honour the fence: {names}; stop them (or restart them as zkconsumer "
-                "members), or --force to leave them consuming on "
-                f"{_coordination_name(source)}, where their partitions may be delivered twice")
-    return None
+        blockers.append(f"topic {topics} no longer exists but group {group} has offsets for it; "
+                        "they are left where they are and not carried over: run again with "
+                        "--skip-missing-topics to cut over without them")
+    if any(not view.judged(m) for m in members) and not moving and not request.force:
+        blockers.append(
+            f"group {group} is rebalancing on Kafka's group coordinator (state "
+            f"{view.kafka_state}), which describes its members' subscriptions only once "
+            "Stable: whether they honour the fence cannot be told now; run the command again "
+            "in a moment")
+    return blockers
+
+
+def _one_line(blockers: list[str]) -> str:
+    """One blocker as it is; several numbered, in one line (a refusal is one `error:` line)."""
+    if len(blockers) == 1:
+        return blockers[0]
+    numbered = [f"({n}) {blocker}" for n, blocker in enumerate(blockers, 1)]
+    return f"{len(blockers)} things stand in the way: " + ". ".join(numbered)
 
 
 def _unreachable(view: CutoverView) -> str:

@@ -149,7 +149,7 @@ def _judge(state: GroupState, partitions: list[TopicPartition], inputs: ScanInpu
         zookeeper = state.zookeeper_offsets.get(tp)
         owner = state.owners.get(tp)
         status = partition_status(window, history.rules, now=now, owned=owner is not None,
-                                  changes=history.changes(key))
+                                  commits=history.commits(key))
         seen = history.rules.completeness(window)
         reports.append(PartitionReport(
             tp.topic, tp.partition, None if zookeeper is None else zookeeper.offset,

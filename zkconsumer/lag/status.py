@@ -9,6 +9,9 @@ ZooKeeper group does show is who is alive: the owner znodes of registered member
 - the offset has been silent too long (below), with lag, and nobody owns the partition: STOP
   (no consumer is there to move it);
 - the same, but a registered member owns it: STALL (a consumer is there and does not move);
+- a consumer that does write the same number again is seen doing it (each write changes the
+  znode's mtime, read with the offset): two commits or more of one offset, with lag at each,
+  are STALL as in Burrow's rule, at the first scan after the second commit, owner or not;
 - an idle topic never gets either: with no lag the partition is OK whatever the offset's age,
   and lag that was zero at some point of the window (a burst on an idle topic being worked
   through) is OK as well.
@@ -23,12 +26,14 @@ with these amounts of evidence:
 - REWIND from two observations: an offset lower than an earlier one is a fact at once, and
   observations a scan could not read (a malformed offset znode) leave no gap in the comparison;
 - silent too long (Burrow's "stopped": no commit for longer than its kept commits span): once
-  the scans have seen three of the partition's offsets arrive, longer than the time from the
-  first of its last `samples` offsets to the latest, as Burrow measures over its ring: two
+  the scans have seen three of the partition's commits, longer than the time from the
+  first of its last `samples` commits to the latest, as Burrow measures over its ring: two
   waits between commits at least, so a consumer that commits in big jumps every few seconds
   is never silent between two of them. Before three are seen, longer than the window
   (`span_s`), and STALL then also needs a full window with one offset throughout. Never
   longer than `span_s` either way;
+- STALL from the commits (above): Burrow's rule 4, from two commits, as Burrow judges a ring
+  that is not full yet;
 - WARN over a full window when the offset moved and the lag never shrank (Burrow's rule); from
   three observations on, when the lag grew at every scan and by more in all than the offset
   moved in any one scan. A consumer that keeps up but commits in jumps shows a lag that rises
@@ -96,6 +101,16 @@ class Observation:
 
 
 @dataclass(frozen=True)
+class Commit:
+    """One commit of a partition's offset as Burrow keeps it in its ring: when it was made,
+    the offset, and the lag at that moment (the log end then, less the offset)."""
+
+    at: float
+    offset: int
+    lag: int
+
+
+@dataclass(frozen=True)
 class WindowRules:
     """A full window holds `samples` observations, one per scan, and covers `span_s` seconds
     (the scan interval times the samples): the most an offset may stay silent, with lag, before
@@ -122,9 +137,9 @@ class WindowRules:
 
 
 def partition_status(window: Sequence[Observation], rules: WindowRules, *, now: float,
-                     owned: bool, changes: Sequence[float] = ()) -> Status:
-    """The status of one partition from its window, oldest observation first, and `changes`,
-    when each of its last offsets seen arriving was written (`OffsetHistory.changes`)."""
+                     owned: bool, commits: Sequence[Commit] = ()) -> Status:
+    """The status of one partition from its window, oldest observation first, and `commits`,
+    its last commits seen, oldest first (`OffsetHistory.commits`)."""
     if not window:
         return Status.NOTFOUND
     if any(observation.lag == 0 for observation in window):
@@ -133,13 +148,16 @@ def partition_status(window: Sequence[Observation], rules: WindowRules, *, now: 
     if any(later < earlier for earlier, later in pairwise(offsets)):
         return Status.REWIND
     latest = window[-1]
-    early = len(changes) >= EARLY_SILENCE_CHANGES
-    quiet_limit = min(rules.span_s, changes[-1] - changes[0]) if early else rules.span_s
-    silent = latest.committed_at is not None and now - latest.committed_at > quiet_limit
+    early = len(commits) >= EARLY_SILENCE_CHANGES
+    quiet_limit = min(rules.span_s, commits[-1].at - commits[0].at) if early else rules.span_s
+    last_commit = commits[-1].at if commits else latest.committed_at
+    silent = last_commit is not None and now - last_commit > quiet_limit
     if silent and not owned:
         if len(window) >= min(2, rules.samples):  # one look may meet a rebalance
             return Status.STOP
     elif silent and (early or (rules.is_full(window) and len(set(offsets)) == 1)):
+        return Status.STALL
+    if _committing_without_moving(commits, latest.offset):
         return Status.STALL
     if rules.is_full(window) and _lag_never_shrank(window) and offsets[-1] > offsets[0]:
         return Status.WARN
@@ -156,6 +174,13 @@ def group_status(partitions: Iterable[Status]) -> Status:
 def burrow_group_status(worst: Status) -> Status:
     """What Burrow itself answers for a group: OK, WARN, or ERR for anything worse."""
     return min(worst, Status.ERR)
+
+
+def _committing_without_moving(commits: Sequence[Commit], offset: int) -> bool:
+    """Burrow's stall: two commits or more, every one of the same offset and with lag (a
+    consumer there, committing, and not moving)."""
+    return len(commits) >= 2 and all(commit.offset == offset and commit.lag > 0
+                                     for commit in commits)
 
 
 def _lag_never_shrank(window: Sequence[Observation]) -> bool:
