@@ -9,6 +9,10 @@ those named by --kinds):
   kill            SIGKILL of a worker
   restart         a graceful restart of one (SIGTERM, then a new worker)
   expire          a worker frozen (SIGSTOP) past its session timeout, then thawed
+  freeze          a worker whose application is slow (12 ms a message) and holds a backlog
+                  frozen (SIGSTOP) for more than twice its session while the others take its
+                  partitions, then thawed: it must hand out none of the messages the others
+                  delivered while it was frozen (its lease lapsed); then it is replaced
   broker          a broker restart (one of them, with several)
   zookeeper       a restart of the brokers' ZooKeeper server
   zk-cut          one worker's ZooKeeper connection cut (it keeps running and fetching) until its
@@ -143,8 +147,8 @@ from zkconsumer.zk.session import zookeeper_session
 from zkconsumer.znodes.fence import Fence
 from zkconsumer.znodes.paths import GroupPaths
 
-FAULTS = ("kill", "restart", "expire", "broker", "zookeeper", "zk-cut", "offsets-outage",
-          "callback-raise", "fresh-restart", "slow-handler", "cutover")
+FAULTS = ("kill", "restart", "expire", "freeze", "broker", "zookeeper", "zk-cut",
+          "offsets-outage", "callback-raise", "fresh-restart", "slow-handler", "cutover")
 # Kinds that need the group on ZooKeeper (see the module's doc); the ensemble's too. A cutover
 # moves a ZooKeeper-coordinated group: workers started on Kafka's coordinator without
 # zookeeper.connect, as the runner starts them, cannot be fenced.
@@ -195,6 +199,10 @@ KAFKA_STORAGE = ("--property", "offsets.storage=kafka", "--property", "dual.comm
                  "--property", "offsets.commit.max.retries=1",
                  "--property", "offsets.channel.backoff.ms=200",
                  "--property", "offsets.channel.socket.timeout.ms=2000")
+# A frozen worker's application (freeze), per message, and the burst produced over every
+# partition so that it holds more than a session's worth when it is frozen.
+FREEZE_DELAY_S = 0.012
+FREEZE_BURST = 1200
 # How long a worker may still hand out what it holds after it was cut off or thawed: a cut
 # drops its ZooKeeper connection, which its client notices at once.
 NOTICE_S = 1.5
@@ -269,11 +277,14 @@ class Worker(ConsumeProcess):
     coordination), when it delivered what, and how it ended."""
 
     def __init__(self, proxies: list[TcpProxy], kafka_storage: bool, group: str, topic: str,
-                 work: Path, name: str, *args: str, **options: object) -> None:
+                 work: Path, name: str, *args: str, delay_s: float = 0.0,
+                 **options: object) -> None:
+        """`delay_s`: its application takes this long over every message."""
         self.deliveries = work / f"{name}.deliveries"
         super().__init__(",".join(proxy.address for proxy in proxies) or None, group, topic,
                          work, name, *args,
-                         environment={delivery_log.ENVIRONMENT_VARIABLE: str(self.deliveries)},
+                         environment={delivery_log.ENVIRONMENT_VARIABLE: str(self.deliveries),
+                                      delivery_log.DELAY_VARIABLE: str(delay_s)},
                          **options)
         self.proxies = proxies
         self.kafka_storage = kafka_storage
@@ -396,7 +407,7 @@ class Run:
     # -- workers ----------------------------------------------------------------------------
 
     def start_worker(self, *extra: str, from_beginning: bool = False,
-                     program: tuple[str, ...] = CLI) -> Worker:
+                     program: tuple[str, ...] = CLI, delay_s: float = 0.0) -> Worker:
         self._sequence += 1
         name = f"w{self._sequence}"
         handler = DELIVERY_HANDLER if program == CLI else ()
@@ -404,7 +415,7 @@ class Run:
             worker = Worker([], True, GROUP, TOPIC, self.work, name, *KAFKA_WORKER_OPTIONS,
                             "--property", f"bootstrap.servers={self.cluster.bootstrap_servers}",
                             "--property", f"client.id={name}", *handler, *extra,
-                            from_beginning=from_beginning, program=program)
+                            from_beginning=from_beginning, program=program, delay_s=delay_s)
             self.workers.append(worker)
             return worker
         running = self.running()
@@ -415,7 +426,7 @@ class Run:
                         TOPIC, self.work, name, *WORKER_OPTIONS, "--property",
                         f"client.id={name}", *self._kafka_discovery,
                         *(KAFKA_STORAGE if kafka_storage else ()), *handler, *extra,
-                        from_beginning=from_beginning, program=program)
+                        from_beginning=from_beginning, program=program, delay_s=delay_s)
         self.workers.append(worker)
         return worker
 
@@ -629,6 +640,71 @@ class Run:
         victim.process.send_signal(signal.SIGCONT)
         time.sleep(NOTICE_S)
         victim.interrupted(committed)
+
+    def freeze(self) -> None:
+        """A worker whose application takes FREEZE_DELAY_S a message (it replaces a victim)
+        holds a burst's backlog when it is frozen for more than twice its session; the others
+        take its partitions and deliver them meanwhile. Thawed, its streams run before its
+        coordination learns anything: it must hand out none of what the others delivered
+        while it was frozen, judged from the delivery times and offsets. Then it is replaced
+        by a worker of the usual speed."""
+        self.stop_worker(self._pick_victim())
+        slow = self.start_worker(delay_s=FREEZE_DELAY_S)
+        print(f"  frozen: {slow.name}", file=sys.stderr, flush=True)
+        if not wait_for(lambda: slow.rebalance_ms() and slow.delivery_times(), SETTLE_S):
+            self.violations.append(f"{slow.name} delivered nothing within {SETTLE_S:.0f}s")
+            return
+        self.burst(FREEZE_BURST)
+        burst = f"b-{self.faults['freeze']}-"
+        if not wait_for(lambda: any(r["value"].startswith(burst) for r in slow.records()),
+                        SETTLE_S):
+            self.violations.append(f"{slow.name} handed out none of the burst within "
+                                   f"{SETTLE_S:.0f}s")
+        committed = dict(self.committed)
+        session_s = (KAFKA_SESSION_MS if self.group_on == "kafka" else SESSION_TIMEOUT_MS) / 1000
+        frozen_at = time.time()
+        slow.process.send_signal(signal.SIGSTOP)
+        try:
+            self._wait_until_gone(slow, "frozen")
+            time.sleep(max(0.0, frozen_at + 2 * session_s + 1.0 - time.time()))
+            thawed_at = time.time()
+        finally:
+            slow.process.send_signal(signal.SIGCONT)
+        slow.interrupted(committed)
+        # Until it delivers again (its partitions given anew), or gives up trying.
+        wait_for(lambda: any(t > thawed_at for _p, _o, t in slow.delivery_times()), SETTLE_S)
+        during = {(p, o) for w in self.workers if w is not slow
+                  for p, o, t in w.delivery_times() if frozen_at < t < thawed_at}
+        stale = [(p, o) for p, o, t in slow.delivery_times()
+                 if t >= thawed_at and (p, o) in during]
+        print(f"  others delivered {len(during)} messages during the freeze; "
+              f"{len(stale)} of them handed out again by {slow.name} after the thaw",
+              file=sys.stderr, flush=True)
+        if stale:
+            self.violations.append(
+                f"{slow.name} handed out {len(stale)} messages after its thaw that others had "
+                f"delivered while it was frozen (first: partition {stale[0][0]} offset "
+                f"{stale[0][1]})")
+        self.stop_worker(slow)
+        self.start_worker()
+
+    def burst(self, count: int) -> None:
+        """`count` messages at once over the partitions produced to, counted as produced."""
+        producer = KafkaProducer(bootstrap_servers=self.cluster.bootstrap_servers,
+                                 api_version=(0, 9), acks="all" if self.replication > 1 else 1,
+                                 retries=10, linger_ms=5)
+        try:
+            sent = []
+            for i in range(count):
+                message_id = f"b-{self.faults['freeze']}-{i:05d}"
+                partition = self.producing[i % len(self.producing)]
+                sent.append((message_id, partition,
+                             producer.send(TOPIC, message_id.encode(), partition=partition)))
+            for message_id, partition, future in sent:
+                future.get(timeout=30)
+                self.produced[message_id] = partition
+        finally:
+            producer.close(timeout=10)
 
     def broker(self) -> None:
         with self.brokers_down([self.rng.choice(sorted(self.cluster.brokers))]):

@@ -7,9 +7,11 @@ the token its claims are made under (`MemberState`). An assignment comes as a ne
 the member's worker claims it, reading the committed offsets through the coordinator
 (`fetch_offsets`); the generation passing (a rebalance began, the coordinator forgot the
 member or moved, no heartbeat was answered for a session) comes as the session's expiry, which
-closes the gate and drops every claim in one step, before anything else is done. Commits go
-through the group member too, in the generation their claims were made in, and never in
-another (`commit`).
+closes the gate and drops every claim in one step, before anything else is done. Every answer
+that proves the generation still the member's renews the gate's lease (`GroupMember.
+lease_deadline`), whose deadline stops the streams by itself, whether or not this thread runs
+to notice the session passing (a frozen process). Commits go through the group member too, in
+the generation their claims were made in, and never in another (`commit`).
 
 A refusal of the member's protocol (INCONSISTENT_GROUP_PROTOCOL) names nothing of the other
 members', so the coordinator that sent it is asked what they use (DescribeGroups, on the same
@@ -156,6 +158,8 @@ class KafkaCoordination:
         self._next_bootstrap = 0
         self._thread = threading.Thread(target=self._run, name="zkconsumer-coordination",
                                         daemon=True)
+        self._lease = group.lease_deadline  # what the gate was last told
+        member.gate.lease(self._lease)
 
     # -- other threads ------------------------------------------------------------------------
 
@@ -317,6 +321,7 @@ class KafkaCoordination:
             group.receive(request, payload, self._clock())
         except ProtocolRefusedError:
             raise group.refusal(self._their_protocol(channel)) from None
+        self._renew_lease()
 
     def _answer(self, channel: BrokerChannel, request) -> bytearray | None:
         """The answer to `request`; None when it is overdue, when the generation passed on
@@ -433,7 +438,16 @@ class KafkaCoordination:
         assert call.generation is not None  # a fetch names its generation
         self._fetch = (call.generation, call.outcome)
 
+    def _renew_lease(self) -> None:
+        """Tell the gate the lease the coordinator's last answers prove (see
+        `GroupMember.lease_deadline`): the streams stop at its deadline by themselves."""
+        deadline = self._group.lease_deadline
+        if deadline != self._lease:
+            self._lease = deadline
+            self._member.gate.lease(deadline)
+
     def _learn(self, events: list[GroupEvent], now: float) -> None:
+        self._renew_lease()
         for event in events:
             if isinstance(event, Revoked):
                 self._revoked(event, now)
