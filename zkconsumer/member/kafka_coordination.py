@@ -97,6 +97,11 @@ class GenerationPassed(StaleClaimError):
     """The generation a claim or a commit was made in passed before it was done."""
 
 
+class UnexpectedGroupEvent(ZkConsumerError):
+    """The group member reported what this driver never asked for: a defect, which fails the
+    member rather than being dropped."""
+
+
 class _Call(NamedTuple):
     kind: str  # "commit", "fetch" or "close"
     offsets: Mapping[TopicPartition, int]
@@ -456,7 +461,8 @@ class KafkaCoordination:
                 self._member.session_event(Event.CONNECTED, event.generation)
             elif isinstance(event, Committed | CommitFailed):
                 if not self._commits:
-                    continue
+                    raise UnexpectedGroupEvent(f"a commit's outcome with no commit sent: "
+                                               f"{event!r}")
                 outcome, refused = self._commits.popleft()
                 if outcome is None:
                     _parting_outcome(event)
@@ -467,9 +473,14 @@ class KafkaCoordination:
                     outcome.set_exception(_not_in_generation(refused))
                 else:
                     outcome.set_result(None)
-            elif isinstance(event, OffsetsFetched) and self._fetch is not None:
+            elif isinstance(event, OffsetsFetched):
+                if self._fetch is None:
+                    raise UnexpectedGroupEvent(f"offsets read with no read asked: {event!r}")
                 self._fetch[1].set_result(event.offsets)
                 self._fetch = None
+            else:
+                raise UnexpectedGroupEvent(f"an event the coordination does not know: "
+                                           f"{event!r}")
 
     def _revoked(self, event: Revoked, now: float) -> None:
         """First the gate: its claims stop being delivered from. Then their last offsets are

@@ -278,9 +278,10 @@ class GroupMember:
         self._sync_assignments: dict[str, bytes] = {}
         self._generation: Generation | None = None
         self._assigned: frozenset[TopicPartition] = frozenset()
-        # When the last JoinGroup, SyncGroup or Heartbeat the coordinator answered (counting the
-        # member in) was sent: its session there runs from no earlier than that.
-        self._alive_since = 0.0
+        # When the last JoinGroup, SyncGroup, Heartbeat or OffsetCommit the coordinator
+        # answered (counting the member in) was sent: its session there runs from no earlier
+        # than that. Minus infinity before the first.
+        self._alive_since = -math.inf
         self._heartbeat_at = 0.0
         self._commits: list[dict[TopicPartition, int]] = []
         # The generation a rebalance just ended, and the revoked partitions' last commits in
@@ -323,13 +324,13 @@ class GroupMember:
 
     @property
     def lease_deadline(self) -> float:
-        """Until when the member's generation is proven its (monotonic seconds; minus infinity
-        outside one): the last JoinGroup, SyncGroup, Heartbeat or OffsetCommit of the
-        generation the coordinator answered was sent at `alive_since`, so the coordinator
-        counts the member in at least a session after it; less `LEASE_MARGIN_SHARE` of the
-        session, for the time between a check and its hand-out."""
-        if self._state is not State.STABLE or self._generation is None:
-            return -math.inf
+        """Until when the coordinator is proven to count the member in (monotonic seconds;
+        minus infinity before it ever answered): the last JoinGroup, SyncGroup, Heartbeat or
+        OffsetCommit it answered was sent at `alive_since`, so it counts the member in at
+        least a session after that; less `LEASE_MARGIN_SHARE` of the session, for the time
+        between a check and its hand-out. It outlasts a generation that a rebalance ended: the
+        coordinator still takes the parting commit in it, and what is delivered is the
+        generation's to stop (`generation`, `may_deliver`)."""
         return self._alive_since + self._session_s * (1.0 - LEASE_MARGIN_SHARE)
 
     def may_deliver(self, tp: TopicPartition, now: float) -> bool:
