@@ -24,10 +24,13 @@ partitions with the reference producer, then measures, on that same data:
    over N Kafka-coordinated groups where the exporter watches them (bench_exporter.py);
 6. decoding alone, in this process and with no cluster (`--only decode` takes under a
    minute): the readers of fetched records on the same --records records of 100 bytes (see
-   `decode`).
+   `decode`);
+7. handing out alone, in this process and with no cluster (`--only handout`): a stream's
+   per-record and batch iteration over decoded records, its checks before each hand-out
+   included, against iterating the same records directly (see `handout`).
 
     scripts/bench [--records 1000000] [--partitions 8]
-                  [--only throughput,sasl,commit,rebalance,exporter,decode]
+                  [--only throughput,sasl,commit,rebalance,exporter,decode,handout]
                   [--coordination-rounds 3] [--members 10] [--rebalance-partitions 120]
                   [--events 20] [--reference-events 20] [--process-events 0]
                   [--kafka-events EVENTS] [--groups 500] [--group-partitions 10]
@@ -74,7 +77,7 @@ from zkconsumer.testing.reference import produce_test_data
 from zkconsumer.zk.session import zookeeper_session
 
 CLUSTER_SCENARIOS = ("throughput", "sasl", "commit", "rebalance", "exporter")
-SCENARIOS = (*CLUSTER_SCENARIOS, "decode")
+SCENARIOS = (*CLUSTER_SCENARIOS, "decode", "handout")
 
 
 # -- contenders, each run in a fresh process by `--contender NAME` --------------------------
@@ -814,6 +817,62 @@ def _decode_arrow(response: bytes):
     return decode_records(response, TOPIC, 0, 0).messages.record_batch()
 
 
+def handout(args) -> None:
+    """Records/s (of CPU time) of a stream handing out records already decoded and queued:
+    what the member adds between the fetch and the application (the checks before each
+    hand-out: the partition's claim, the delivery gate and its lease), per record and per
+    batch (every record of a batch iterated), best of 5 passes; against the same records
+    iterated straight from the decoded chunks, which is all the work a hand-out must do."""
+    from zkconsumer.member.claims import Claim, DeliveryGate
+    from zkconsumer.member.streams import Chunk, KafkaStream
+    from zkconsumer.model import TopicPartition
+
+    partition = TopicPartition(TOPIC, 0)
+    chunks = [decode_records(response, TOPIC, 0, 0).messages
+              for response in _fetch_responses(_v2_batches(args.records))]
+
+    def direct(_batches: bool) -> int:
+        count = 0
+        for chunk in chunks:
+            for _message in chunk.messages():
+                count += 1
+        return count
+
+    def streamed(batches: bool) -> int:
+        claim = Claim(partition, "bench-0")
+        stream = KafkaStream("bench", len(chunks) + 1, 0, {partition: claim}, DeliveryGate())
+        for chunk in chunks:
+            stream.offer(Chunk(partition, chunk, claim), lambda: True)
+        count = 0
+        if batches:
+            for batch in stream.batches():
+                for _message in batch:
+                    count += 1
+                if count >= args.records:
+                    break
+        else:
+            for _message in stream:
+                count += 1
+                if count >= args.records:
+                    break
+        return count
+
+    print(f"{'hand-out':<34} {'records/s':>12} {'vs direct':>10}")
+    for batches in (False, True):
+        rates = {}
+        for name, run in (("direct", direct), ("stream", streamed)):
+            seconds = []
+            for _ in range(5):
+                started = time.process_time()
+                count = run(batches)
+                seconds.append(time.process_time() - started)
+                assert count == args.records, f"{name}: {count} of {args.records} records"
+            rates[name] = args.records / min(seconds)
+        kind = "batches" if batches else "per record"
+        for name, rate in rates.items():
+            print(f"{f'{name} ({kind})':<34} {rate:>12,.0f} {rate / rates['direct']:>9.3f}x")
+
+
 def produce(cluster: LocalCluster, records: int, partitions: int, work: Path) -> None:
     with zookeeper_session(cluster.zookeeper_connect) as zk:
         create_topic(zk, TOPIC, partitions)
@@ -869,6 +928,10 @@ def main() -> None:
         print(f"== decode: {args.records:,} records of 100 bytes, in this process, CPU time, "
               "best of 3")
         decode(args)
+    if "handout" in chosen:
+        print(f"== handout: {args.records:,} decoded records handed out by a stream, CPU time, "
+              "best of 5")
+        handout(args)
 
 
 def run_on_a_cluster(chosen: list[str], args) -> None:

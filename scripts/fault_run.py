@@ -9,6 +9,10 @@ those named by --kinds):
   kill            SIGKILL of a worker
   restart         a graceful restart of one (SIGTERM, then a new worker)
   expire          a worker frozen (SIGSTOP) past its session timeout, then thawed
+  freeze          a worker whose application is made slow (12 ms a message) and given a backlog
+                  frozen (SIGSTOP) for more than twice its session while the others take its
+                  partitions, then thawed: it must hand out none of the messages the others
+                  delivered while it was frozen (its lease lapsed); then it is quick again
   broker          a broker restart (one of them, with several)
   zookeeper       a restart of the brokers' ZooKeeper server
   zk-cut          one worker's ZooKeeper connection cut (it keeps running and fetching) until its
@@ -143,8 +147,8 @@ from zkconsumer.zk.session import zookeeper_session
 from zkconsumer.znodes.fence import Fence
 from zkconsumer.znodes.paths import GroupPaths
 
-FAULTS = ("kill", "restart", "expire", "broker", "zookeeper", "zk-cut", "offsets-outage",
-          "callback-raise", "fresh-restart", "slow-handler", "cutover")
+FAULTS = ("kill", "restart", "expire", "freeze", "broker", "zookeeper", "zk-cut",
+          "offsets-outage", "callback-raise", "fresh-restart", "slow-handler", "cutover")
 # Kinds that need the group on ZooKeeper (see the module's doc); the ensemble's too. A cutover
 # moves a ZooKeeper-coordinated group: workers started on Kafka's coordinator without
 # zookeeper.connect, as the runner starts them, cannot be fenced.
@@ -195,6 +199,10 @@ KAFKA_STORAGE = ("--property", "offsets.storage=kafka", "--property", "dual.comm
                  "--property", "offsets.commit.max.retries=1",
                  "--property", "offsets.channel.backoff.ms=200",
                  "--property", "offsets.channel.socket.timeout.ms=2000")
+# A frozen worker's application (freeze), per message, and the burst produced over every
+# partition so that it holds more than a session's worth when it is frozen.
+FREEZE_DELAY_S = 0.012
+FREEZE_BURST = 1200
 # How long a worker may still hand out what it holds after it was cut off or thawed: a cut
 # drops its ZooKeeper connection, which its client notices at once.
 NOTICE_S = 1.5
@@ -290,6 +298,14 @@ class Worker(ConsumeProcess):
     def slow_down(self, seconds: float) -> Path:
         """Its handler's next message takes `seconds`; the trigger is gone once it began."""
         trigger = Path(f"{self.deliveries}{delivery_log.SLOW_SUFFIX}")
+        written = trigger.with_suffix(".writing")
+        written.write_text(str(seconds))
+        written.rename(trigger)
+        return trigger
+
+    def slow_down_steadily(self, seconds: float) -> Path:
+        """Its handler takes `seconds` over every message until the file returned is gone."""
+        trigger = Path(f"{self.deliveries}{delivery_log.STEADY_SUFFIX}")
         written = trigger.with_suffix(".writing")
         written.write_text(str(seconds))
         written.rename(trigger)
@@ -629,6 +645,73 @@ class Run:
         victim.process.send_signal(signal.SIGCONT)
         time.sleep(NOTICE_S)
         victim.interrupted(committed)
+
+    def freeze(self) -> None:
+        """A worker's application is made to take FREEZE_DELAY_S a message and given a burst,
+        so that it holds a backlog when it is frozen for more than twice its session; the
+        others take its partitions and deliver them meanwhile. Thawed, its streams run before
+        its coordination learns anything: it must hand out none of what the others delivered
+        while it was frozen, judged from the delivery times and offsets. Then its application
+        is quick again."""
+        owning = [w for w in (self._worker_of(owner) for owner in self.owners.values()) if w]
+        victim = self.rng.choice(sorted(set(owning), key=lambda w: w.name) or self.victims())
+        print(f"  victim: {victim.name}", file=sys.stderr, flush=True)
+        slow = victim.slow_down_steadily(FREEZE_DELAY_S)
+        try:
+            self._freeze_slow(victim)
+        finally:
+            slow.unlink(missing_ok=True)
+
+    def _freeze_slow(self, victim: Worker) -> None:
+        self.burst(FREEZE_BURST)
+        burst = f"b-{self.faults['freeze']}-"
+        if not wait_for(lambda: any(r["value"].startswith(burst) for r in victim.records()),
+                        SETTLE_S):
+            self.violations.append(f"{victim.name} handed out none of the burst within "
+                                   f"{SETTLE_S:.0f}s")
+        committed = dict(self.committed)
+        session_s = (KAFKA_SESSION_MS if self.group_on == "kafka" else SESSION_TIMEOUT_MS) / 1000
+        frozen_at = time.time()
+        victim.process.send_signal(signal.SIGSTOP)
+        try:
+            self._wait_until_gone(victim, "frozen")
+            time.sleep(max(0.0, frozen_at + 2 * session_s + 1.0 - time.time()))
+            thawed_at = time.time()
+        finally:
+            victim.process.send_signal(signal.SIGCONT)
+        victim.interrupted(committed)
+        # Until it delivers again (its partitions given anew).
+        wait_for(lambda: any(t > thawed_at for _p, _o, t in victim.delivery_times()), SETTLE_S)
+        during = {(p, o) for w in self.workers if w is not victim
+                  for p, o, t in w.delivery_times() if frozen_at < t < thawed_at}
+        stale = [(p, o) for p, o, t in victim.delivery_times()
+                 if t >= thawed_at and (p, o) in during]
+        print(f"  others delivered {len(during)} messages during the freeze; "
+              f"{len(stale)} of them handed out again by {victim.name} after the thaw",
+              file=sys.stderr, flush=True)
+        if stale:
+            self.violations.append(
+                f"{victim.name} handed out {len(stale)} messages after its thaw that others "
+                f"had delivered while it was frozen (first: partition {stale[0][0]} offset "
+                f"{stale[0][1]})")
+
+    def burst(self, count: int) -> None:
+        """`count` messages at once over the partitions produced to, counted as produced."""
+        producer = KafkaProducer(bootstrap_servers=self.cluster.bootstrap_servers,
+                                 api_version=(0, 9), acks="all" if self.replication > 1 else 1,
+                                 retries=10, linger_ms=5)
+        try:
+            sent = []
+            for i in range(count):
+                message_id = f"b-{self.faults['freeze']}-{i:05d}"
+                partition = self.producing[i % len(self.producing)]
+                sent.append((message_id, partition,
+                             producer.send(TOPIC, message_id.encode(), partition=partition)))
+            for message_id, partition, future in sent:
+                future.get(timeout=30)
+                self.produced[message_id] = partition
+        finally:
+            producer.close(timeout=10)
 
     def broker(self) -> None:
         with self.brokers_down([self.rng.choice(sorted(self.cluster.brokers))]):
@@ -1186,8 +1269,11 @@ class Run:
         lost_by_brokers = undelivered - in_log
         duplicates = {key: ds for key, ds in deliveries.items() if len(ds) > 1}
         unexplained = defaultdict(list)  # (partition, the workers) -> offsets
+        handed_over = _in_hand_at_handovers({w.name: w.delivery_times() for w in self.workers})
         for (partition, offset), ds in sorted(duplicates.items()):
             tp = TopicPartition(TOPIC, partition)
+            if (partition, offset) in handed_over:
+                continue
             if not any(w.may_be_redelivered(tp, offset, index)
                        or w.in_hand_at_a_revocation(partition, offset) for w, index in ds):
                 names = ", ".join(dict.fromkeys(w.name for w, _ in ds))
@@ -1242,6 +1328,28 @@ class Run:
         for violation in self.violations:
             print(f"VIOLATION: {violation}")
         return not lost and not self.violations
+
+
+def _in_hand_at_handovers(times: dict[str, list[tuple[int, int, float]]]
+                          ) -> set[tuple[int, int]]:
+    """(partition, offset) of each message a worker delivered last of a partition before
+    another worker delivered it again: the message it still had in hand when the partition
+    moved (a message counts as consumed when the next is asked for), which its next owner
+    delivers again, on either coordination."""
+    by_partition: dict[int, list[tuple[float, int, str]]] = defaultdict(list)
+    for name, deliveries in times.items():
+        for partition, offset, at in deliveries:
+            by_partition[partition].append((at, offset, name))
+    found = set()
+    for partition, everyones in by_partition.items():
+        everyones.sort()
+        last_of: dict[str, tuple[float, int]] = {}  # worker -> its latest delivery so far
+        for at, offset, name in everyones:
+            if any(other != name and their_offset == offset
+                   for other, (_t, their_offset) in last_of.items()):
+                found.add((partition, offset))
+            last_of[name] = (at, offset)
+    return found
 
 
 def _unix_time(iso: str) -> float:

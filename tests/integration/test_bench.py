@@ -100,3 +100,16 @@ def assert_decode_rows(output: str) -> None:
         assert reader in rows, output
         assert int(rows[reader]["rate"].replace(",", "")) > 0, rows[reader][0]
     assert rows["kafka-python v2 (MemoryRecords)"]["ratio"] == "1.00"
+
+
+def test_the_handout_part_runs_without_a_cluster():
+    result = subprocess.run(
+        [sys.executable, str(SCRIPTS / "bench.py"), "--only", "handout", "--records", "3000"],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = {match["name"]: match for match in DECODE_ROW.finditer(result.stdout)}
+    for way in ("per record", "batches"):
+        for name in (f"direct ({way})", f"stream ({way})"):
+            assert name in rows, result.stdout
+            assert int(rows[name]["rate"].replace(",", "")) > 0, rows[name][0]
+        assert rows[f"direct ({way})"]["ratio"] == "1.000"

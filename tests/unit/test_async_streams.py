@@ -4,6 +4,7 @@ off the event loop, and a cancelled wait that loses nothing."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from support.record_columns import fetched
@@ -156,3 +157,23 @@ def test_a_commit_does_not_count_what_a_pending_wait_took():
     counted, next_offset = asyncio.run(scenario())
     assert next_offset == 1
     assert counted <= 1, "offset 1 reached no coroutine: it cannot be committed past"
+
+
+def test_a_lapsed_lease_stops_the_event_loop_s_hand_out_of_the_message_in_hand():
+    """The loop thread's fast path checks the lease as the synchronous one does: with the rest
+    of a chunk in hand and the deadline passed, `async for` waits instead of handing it out."""
+    stream, _claim = claimed_stream(messages(0, 5), timeout_ms=50)
+    gate = stream._gate
+
+    async def scenario() -> list[int]:
+        iterator = aiter(stream)
+        offsets = [(await anext(iterator)).offset]
+        gate.lease(time.monotonic() - 0.001)
+        with pytest.raises(ConsumerTimeout):
+            await anext(iterator)
+        gate.lease(time.monotonic() + 60.0)
+        offsets.append((await anext(iterator)).offset)
+        return offsets
+
+    assert asyncio.run(scenario()) == [0, 1]
+    assert stream.positions == {TP: 1}

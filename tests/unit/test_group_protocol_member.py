@@ -43,6 +43,7 @@ from zkconsumer.kafka.protocol.group_codec import (
     GroupVersions,
 )
 from zkconsumer.kafka.protocol.group_member import (
+    LEASE_MARGIN_SHARE,
     Assigned,
     CommitFailed,
     Committed,
@@ -301,6 +302,29 @@ def test_an_answered_heartbeat_extends_the_session_from_when_it_was_sent():
     beat(member, sent(member, HEARTBEAT, 3.0), 3.5)
     assert member.may_deliver(A, 3.0 + SESSION_S - 0.01)
     assert not member.may_deliver(A, 3.0 + SESSION_S)
+
+
+def test_the_lease_runs_from_the_last_answered_request_s_sending_less_a_margin():
+    """The member's lease: a session after the last JoinGroup, SyncGroup, Heartbeat or
+    OffsetCommit the coordinator answered was sent, less a tenth of it; none before the first
+    answer. An answer read late (a frozen process) extends it only from when
+    its request was sent."""
+    assert in_group().lease_deadline == float("-inf")
+    member = stable(now=0.0)
+    assert member.lease_deadline == pytest.approx(SESSION_S * (1 - LEASE_MARGIN_SHARE))
+    beat(member, sent(member, HEARTBEAT, 3.0), 30.0)  # read after a freeze
+    assert member.lease_deadline == pytest.approx(3.0 + SESSION_S * (1 - LEASE_MARGIN_SHARE))
+    assert member.commit({A: 1}, 4.0) == []
+    commit_answered(member, sent(member, COMMIT, 4.0), 4.1)
+    assert member.lease_deadline == pytest.approx(4.0 + SESSION_S * (1 - LEASE_MARGIN_SHARE))
+    assert member.lease_deadline < 4.0 + SESSION_S, "it lapses before the session may"
+
+
+def test_a_refused_commit_does_not_renew_the_lease():
+    member = stable(now=0.0)
+    assert member.commit({A: 1}, 1.0) == []
+    commit_answered(member, sent(member, COMMIT, 1.0), 1.1, error=12)  # metadata too large
+    assert member.lease_deadline == pytest.approx(SESSION_S * (1 - LEASE_MARGIN_SHARE))
 
 
 # -- error codes ------------------------------------------------------------------------------

@@ -58,3 +58,52 @@ def test_the_negotiated_timeout_replaces_the_one_asked_for():
     hearing.negotiated(40.0)  # the server's maxSessionTimeout
     assert hearing.session_timeout_s == 40.0
     assert hearing.time_left() == pytest.approx(SILENCE_SHARE * 40.0)
+
+
+# -- the lease: what an answer proves -----------------------------------------------------------
+
+def test_an_answer_proves_the_session_from_when_the_connection_was_last_seen_quiet():
+    clock = Clock()
+    hearing = Hearing(6.0, clock)
+    renewals: list[float] = []
+    hearing.on_renewed(renewals.append)
+    hearing.new_connection()
+    assert hearing.lease_deadline() == float("-inf"), "nothing proven before an answer"
+    clock.now += 1.0
+    hearing.quiet(clock.now)
+    clock.now += 0.5
+    hearing.heard()
+    assert hearing.proven == 101.0
+    assert renewals == [pytest.approx(101.0 + 4.0)] == [hearing.lease_deadline()]
+
+
+def test_an_answer_read_after_a_freeze_proves_nothing_after_the_freeze():
+    """A process frozen while an answer waited unread reads it when it runs again: the answer
+    came after the connection was last seen quiet, before the freeze, so the lease it proves
+    has lapsed already and is not renewed by the reading."""
+    clock = Clock()
+    hearing = Hearing(6.0, clock)
+    renewals: list[float] = []
+    hearing.new_connection()
+    hearing.quiet(clock.now)
+    hearing.heard()
+    hearing.on_renewed(renewals.append)
+    before = hearing.lease_deadline()
+    hearing.quiet(clock.now + 0.1)  # looked at, then the wait began: frozen in it
+    clock.now += 15.0
+    hearing.heard()  # what arrived while frozen
+    assert hearing.lease_deadline() == pytest.approx(100.1 + 4.0)
+    assert hearing.lease_deadline() > before
+    assert hearing.lease_deadline() < clock.now, "lapsed: nothing to hand out"
+    hearing.heard()  # more of the same, still unread since the freeze: proves no more
+    assert renewals == [pytest.approx(104.1)]
+
+
+def test_a_new_connection_proves_from_its_own_start():
+    clock = Clock()
+    hearing = Hearing(6.0, clock)
+    clock.now += 20.0
+    hearing.new_connection()
+    clock.now += 0.2
+    hearing.heard()  # the handshake's answer
+    assert hearing.proven == 120.0

@@ -316,6 +316,35 @@ def test_nothing_is_committable_while_the_gate_is_closed():
     assert tokens(member.releasing([B])) == {B: S1}
 
 
+def test_nothing_is_committable_once_the_lease_lapsed_though_the_gate_is_open():
+    now = [100.0]
+    member = MemberState(S1, clock=lambda: now[0])
+    member.handle(Event.STARTED)
+    member.next_work(timeout=0)
+    claim(member, {A: "c-0"})
+    member.gate.lease(104.0)
+    assert tokens(member.committable()) == {A: S1}
+    now[0] = 104.0
+    assert member.delivering and member.committable() == {}
+    member.gate.lease(108.0)
+    assert tokens(member.committable()) == {A: S1}
+
+
+def test_the_gate_holds_while_the_coordination_says_open_and_the_lease_runs():
+    """Each closes it alone, and a lease renewed while closed does not open it."""
+    gate = MemberState(S1).gate
+    assert gate.holds(1e12), "no coordination gave a lease: no deadline"
+    gate.lease(10.0)
+    assert gate.holds(9.9) and not gate.holds(10.0)
+    gate.pause()
+    gate.lease(20.0)
+    assert not gate.holds(15.0) and gate.deadline == 20.0
+    gate.resume()
+    assert gate.holds(15.0) and not gate.holds(20.0)
+    gate.lease(float("-inf"))  # nothing proven (a Kafka member between generations)
+    assert not gate.holds(0.0)
+
+
 # -- invariant 2: an expiry takes the session, the claims and the gate together ----------------
 
 def test_an_expiry_leaves_no_session_no_claims_and_a_closed_gate():

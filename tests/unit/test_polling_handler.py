@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import selectors
 import socket
+import threading
 import time
 import types
 
@@ -178,3 +179,27 @@ def test_an_answer_waiting_unread_during_a_wait_to_write_counts_as_heard(server_
     clock.now = 2.5
     assert handler.select([], [connection], [], 1.0) == ([], [connection], [])
     assert handler.hearing is not None and handler.hearing.time_left() == pytest.approx(2.0)
+
+
+def test_an_answer_that_waited_unread_proves_the_session_only_from_the_last_quiet_look(
+        server_socket):
+    """The lease counts an answer from the last moment the socket was seen with nothing
+    unread: one read at once proves from when the wait began, one that was waiting already
+    when the thread looked (a frozen process running again) proves nothing newer."""
+    handler, connection, server, clock = server_socket
+    hearing = handler.hearing
+    assert hearing is not None
+    clock.now = 1.0
+    threading.Timer(0.05, server.sendall, args=(b"x",)).start()
+    assert handler.select([connection], [], [], 5.0) == ([connection], [], [])
+    connection.recv(1)
+    assert hearing.proven == 1.0
+    server.sendall(b"y")  # arrives unread, as while the process is frozen
+    clock.now = 30.0
+    assert handler.select([connection], [], [], 1.0) == ([connection], [], [])
+    assert hearing.proven == 1.0 and hearing.lease_deadline() < clock.now
+    connection.recv(1)
+    clock.now = 31.0
+    threading.Timer(0.05, server.sendall, args=(b"z",)).start()
+    assert handler.select([connection], [], [], 5.0) == ([connection], [], [])
+    assert hearing.proven == 31.0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
+import time
 
 import pytest
 from support.record_columns import columns_of, fetched
@@ -141,6 +142,51 @@ def test_a_closed_gate_holds_the_chunk_back_and_loses_nothing():
     reopened.start()
     assert next(stream).offset == 1
     reopened.join()
+
+
+def test_a_lapsed_lease_stops_every_hand_out_though_the_gate_was_not_closed():
+    """A frozen member's streams run again before its coordination thread notices anything:
+    the lease's deadline alone stops them, per record and per batch, and the message in hand
+    stays where it was (nothing is counted past it)."""
+    stream, _claims, gate = stream_with(messages(0, 5), messages(5, 5), timeout_ms=50)
+    gate.lease(time.monotonic() + 60.0)
+    assert next(stream).offset == 0
+    gate.lease(time.monotonic() - 0.001)
+    assert gate.delivering, "the coordination has said nothing"
+    with pytest.raises(ConsumerTimeout):
+        next(stream)
+    with pytest.raises(ConsumerTimeout):
+        next(stream.batches())
+    assert stream.positions == {TP: 1}
+    gate.lease(time.monotonic() + 60.0)  # renewed: the same messages, none lost
+    assert [m.offset for m in next(stream.batches())] == [1, 2, 3, 4]
+
+
+def test_a_lease_renewed_while_a_stream_waits_lets_it_go_on():
+    stream, _claims, gate = stream_with(messages(0, 5), timeout_ms=30_000)
+    gate.lease(time.monotonic() - 1.0)
+    renewed = threading.Timer(0.05, gate.lease, args=(time.monotonic() + 60.0,))
+    renewed.start()
+    assert next(stream).offset == 0
+    renewed.join()
+
+
+def test_arrow_batches_wait_for_the_lease_too():
+    pytest.importorskip("pyarrow")
+    stream, _claims, gate = stream_with(messages(0, 5), timeout_ms=50)
+    gate.lease(time.monotonic() - 1.0)
+    with pytest.raises(ConsumerTimeout):
+        next(stream.arrow_batches())
+    assert stream.positions == {}
+
+
+def test_the_lease_deadline_is_exact_though_the_coarse_clock_lags():
+    """The C cursor reads the coarse clock, which lags by a tick or more, and the monotonic
+    clock itself near the deadline: a deadline just passed is passed."""
+    stream, _claims, gate = stream_with(messages(0, 5), timeout_ms=50)
+    gate.lease(time.monotonic())
+    with pytest.raises(ConsumerTimeout):
+        next(stream)
 
 
 def test_batches_continue_a_partly_read_chunk_and_count_a_batch_at_the_next_request():

@@ -2,36 +2,72 @@
  *
  * Handing out one message from the chunk in hand is a few checks and two stores; as Python
  * code, the call alone cost more than the rest of consuming a message. `Cursor` keeps the
- * stream's fields in C (`_chunk`, `_index`, `_claims`, `_gate`, `positions`, `_stopping`, read
- * and written by the Python code as ordinary attributes) and does exactly what
- * `streams._PythonCursor.__next__` does: if the chunk in hand has a message left, its claim is
- * still the partition's, the delivery gate is open and the stream is not stopping, the message
- * is handed out and its offset recorded as the partition's position (the message before it is
- * consumed); anything else goes to the stream's `_next_slowly()`. It runs with the GIL held
- * throughout, so another thread reading the fields sees them before or after a message, never
- * in between.
+ * stream's fields in C (`_chunk`, `_index`, `_claims`, `_gate`, `_until`, `positions`,
+ * `_stopping`, read and written by the Python code as ordinary attributes) and does exactly
+ * what `streams._PythonCursor.__next__` does: if the chunk in hand has a message left, its
+ * claim is still the partition's, the clock is before the delivery gate's `until` (read as a C
+ * double: the lease's deadline while the gate is open; see `before`) and the stream is not
+ * stopping, the message is handed out and its offset recorded as the partition's position (the
+ * message before it is consumed); anything else goes to the stream's `_next_slowly()`. It runs
+ * with the GIL held throughout, so another thread reading the fields sees them before or after
+ * a message, never in between.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <math.h>
+#include <time.h>
+
+#ifndef CLOCK_MONOTONIC_COARSE /* Linux's: elsewhere the monotonic clock itself */
+#define CLOCK_MONOTONIC_COARSE CLOCK_MONOTONIC
+#endif
 
 typedef struct {
     PyObject_HEAD
     PyObject *chunk;     /* (partition, claim, messages) */
     Py_ssize_t index;    /* the next message of the chunk to hand out */
     PyObject *claims;    /* partition -> claim, shared with the member */
-    PyObject *gate;      /* the member's DeliveryGate: `delivering` */
+    PyObject *gate;      /* the member's DeliveryGate (for the Python code) */
+    PyObject *until;     /* the gate's `until`: a Deadline */
     PyObject *positions; /* partition -> consumed position, read by the committer */
     char stopping;
     PyObject *weakrefs;
 } Cursor;
 
-static PyObject *delivering_name, *next_slowly_name;
+static PyObject *next_slowly_name;
+
+/* A gate's `until`: the float every hand-out compares the clock with (see
+ * `zkconsumer.member.claims.DeliveryGate`), read here without an attribute lookup. */
+typedef struct {
+    PyObject_HEAD
+    double value;
+} Deadline;
+
+static PyTypeObject *deadline_type;
+
+/* How far the coarse clock may lag the monotonic clock for its reading alone to decide: it is
+ * the monotonic clock as of the last tick, a few nanoseconds to read from the vDSO where the
+ * monotonic clock costs several times that; its lag is a tick (its resolution), seen up to
+ * tens of milliseconds on a loaded virtual machine. Nearer the deadline than this (or past it)
+ * the monotonic clock itself decides, so the check is exact whenever the lag stays below. */
+#define COARSE_SLACK_S 0.25
+
+static double seconds(clockid_t clock) {
+    struct timespec now;
+    if (clock_gettime(clock, &now) != 0) return HUGE_VAL;
+    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+
+/* Whether the monotonic clock is before `deadline` (monotonic seconds, as Python's). */
+static int before(double deadline) {
+    if (seconds(CLOCK_MONOTONIC_COARSE) + COARSE_SLACK_S < deadline) return 1;
+    return seconds(CLOCK_MONOTONIC) < deadline;
+}
 
 /* The chunk's next message as a new reference, if it may be handed out now; NULL without an
- * error if it may not, NULL with one on failure. The caller holds `chunk`: looking up the gate's
- * `delivering` may run code that replaces the stream's fields, so they are checked again after
- * it and nothing borrowed from them is used. */
+ * error if it may not, NULL with one on failure. The caller holds `chunk`: looking the
+ * partition up in the claims may run code (its key's comparison) that replaces the stream's
+ * fields, so they are checked again after it and nothing borrowed from them is used. */
 static PyObject *next_in_chunk(Cursor *self, PyObject *chunk) {
     PyObject *partition = PyTuple_GET_ITEM(chunk, 0);
     PyObject *claim = PyTuple_GET_ITEM(chunk, 1);
@@ -41,12 +77,11 @@ static PyObject *next_in_chunk(Cursor *self, PyObject *chunk) {
         return NULL;
     PyObject *held = PyDict_GetItemWithError(self->claims, partition);
     if (held != claim) return NULL; /* NULL: an error, or the partition is not held */
-    PyObject *delivering = PyObject_GetAttr(self->gate, delivering_name);
-    if (!delivering) return NULL;
-    int open = PyObject_IsTrue(delivering);
-    Py_DECREF(delivering);
+    PyObject *until = self->until;
+    if (!until || Py_TYPE(until) != deadline_type || !before(((Deadline *)until)->value))
+        return NULL;
     Py_ssize_t index = self->index;
-    if (open <= 0 || self->chunk != chunk || index < 0 || index >= PyList_GET_SIZE(messages)
+    if (self->chunk != chunk || index < 0 || index >= PyList_GET_SIZE(messages)
             || !self->positions || !PyDict_CheckExact(self->positions))
         return NULL;
     PyObject *message = PyList_GET_ITEM(messages, index);
@@ -64,7 +99,7 @@ static PyObject *cursor_next(Cursor *self) {
     PyObject *chunk = self->chunk;
     if (!self->stopping && chunk && PyTuple_CheckExact(chunk) && PyTuple_GET_SIZE(chunk) == 3
             && self->claims && PyDict_CheckExact(self->claims) && self->positions
-            && PyDict_CheckExact(self->positions) && self->gate) {
+            && PyDict_CheckExact(self->positions)) {
         Py_INCREF(chunk);
         PyObject *message = next_in_chunk(self, chunk);
         Py_DECREF(chunk);
@@ -82,6 +117,7 @@ static int cursor_traverse(Cursor *self, visitproc visit, void *arg) {
     Py_VISIT(self->chunk);
     Py_VISIT(self->claims);
     Py_VISIT(self->gate);
+    Py_VISIT(self->until);
     Py_VISIT(self->positions);
     Py_VISIT(Py_TYPE(self));
     return 0;
@@ -91,6 +127,7 @@ static int cursor_clear(Cursor *self) {
     Py_CLEAR(self->chunk);
     Py_CLEAR(self->claims);
     Py_CLEAR(self->gate);
+    Py_CLEAR(self->until);
     Py_CLEAR(self->positions);
     return 0;
 }
@@ -109,6 +146,7 @@ static PyMemberDef cursor_members[] = {
     {"_index", T_PYSSIZET, offsetof(Cursor, index), 0, "next message of the chunk"},
     {"_claims", T_OBJECT_EX, offsetof(Cursor, claims), 0, "partition -> claim"},
     {"_gate", T_OBJECT_EX, offsetof(Cursor, gate), 0, "the member's delivery gate"},
+    {"_until", T_OBJECT_EX, offsetof(Cursor, until), 0, "the gate's `until` (a Deadline)"},
     {"positions", T_OBJECT_EX, offsetof(Cursor, positions), 0, "consumed positions"},
     {"_stopping", T_BOOL, offsetof(Cursor, stopping), 0, "the stream is closing"},
     {"__weaklistoffset__", T_PYSSIZET, offsetof(Cursor, weakrefs), READONLY},
@@ -139,10 +177,28 @@ static struct PyModuleDef module_def = {
     "A stream's per-message fast path (see zkconsumer.member.streams).", -1, NULL,
 };
 
+static PyMemberDef deadline_members[] = {
+    {"value", T_DOUBLE, offsetof(Deadline, value), 0, "monotonic seconds"},
+    {NULL},
+};
+
+static PyType_Slot deadline_slots[] = {
+    {Py_tp_doc, "A float the per-message fast path reads without an attribute lookup."},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_members, deadline_members},
+    {0, NULL},
+};
+
+static PyType_Spec deadline_spec = {
+    .name = "zkconsumer.member._cursor.Deadline",
+    .basicsize = sizeof(Deadline),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = deadline_slots,
+};
+
 PyMODINIT_FUNC PyInit__cursor(void) {
-    delivering_name = PyUnicode_InternFromString("delivering");
     next_slowly_name = PyUnicode_InternFromString("_next_slowly");
-    if (!delivering_name || !next_slowly_name) return NULL;
+    if (!next_slowly_name) return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (!module) return NULL;
     PyObject *type = PyType_FromSpec(&cursor_spec);
@@ -151,5 +207,18 @@ PyMODINIT_FUNC PyInit__cursor(void) {
         Py_DECREF(module);
         return NULL;
     }
+    PyObject *deadline = PyType_FromSpec(&deadline_spec);
+    if (!deadline) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    Py_INCREF(deadline);  /* one for the module, one for `deadline_type` */
+    if (PyModule_AddObject(module, "Deadline", deadline) < 0) {
+        Py_DECREF(deadline);
+        Py_DECREF(deadline);
+        Py_DECREF(module);
+        return NULL;
+    }
+    deadline_type = (PyTypeObject *)deadline;
     return module;
 }

@@ -4,10 +4,11 @@ gate."""
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Hashable
 from enum import Enum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.model import TopicPartition
@@ -74,29 +75,87 @@ class Claim:
         return f"Claim({self.partition}, {self.thread_id}, {self.phase.value})"
 
 
+class _PythonDeadline:
+    """A gate's `until`; `_cursor.Deadline` where the extension was built, which the C
+    per-message path reads as a double, with no attribute lookup."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0.0
+
+
+if TYPE_CHECKING:  # the compiled one has no stubs: typed as the one it stands for
+    Deadline = _PythonDeadline
+else:
+    try:
+        from zkconsumer.member._cursor import Deadline
+    except ImportError:  # built without a C compiler
+        Deadline = _PythonDeadline
+
+
 class DeliveryGate:
     """What every stream of one member checks before handing out a message.
 
-    It is closed while the member's ZooKeeper session cannot be trusted (connection suspended:
-    the session may be expiring on the server, and with it our owner znodes), so nothing is
-    handed out that another member may already own; and it carries the member's failure, which
-    every stream then raises. In a member, only its `MemberState` opens and closes it.
+    Two things keep it open, and each closes it by itself:
+    - the coordination's word (`pause`/`resume`): closed while the member's term of ownership
+      (its ZooKeeper session, its Kafka generation) cannot be trusted or is gone, so nothing is
+      handed out that another member may already own;
+    - the member's lease (`lease`): the deadline on the monotonic clock until which the last
+      proof that the member still holds its partitions (an answer from ZooKeeper in the
+      session, a heartbeat or commit answered in the generation) is good. A passed deadline
+      stops every hand-out at once, whatever the coordination thread has noticed yet: a process
+      frozen (SIGSTOP, a long pause) past it hands out nothing when it runs again, though its
+      coordination thread has not yet learnt that its partitions went to other members.
+
+    `until.value` is both in one float, read per message (in C by `_cursor`): the lease's
+    deadline while the coordination says open, minus infinity while it says closed; a hand-out
+    goes ahead only while the clock is before it. A gate no coordination gave a lease to (a stream
+    on its own) has no deadline. It also carries the member's failure, which every stream then
+    raises. In a member, only its `MemberState` opens and closes it, and only its coordination
+    renews the lease.
     """
 
     def __init__(self) -> None:
-        self.open = threading.Event()  # for waiting until delivery may resume
+        self._lock = threading.Lock()  # pause, resume and lease write `until` one at a time
+        self.open = threading.Event()  # for waiting until the coordination lets delivery resume
         self.open.set()
-        self.delivering = True  # the same, read per message: a plain attribute is cheapest
+        self.delivering = True  # the coordination's word, read by commits and waits
+        self._deadline = math.inf  # the lease's: none until a coordination gives one
+        self.until = Deadline()  # what every hand-out compares the clock with (see above)
+        self.until.value = math.inf
         self.failed = threading.Event()
         self._failure: BaseException | None = None
 
     def pause(self) -> None:
-        self.delivering = False
-        self.open.clear()
+        with self._lock:
+            self.delivering = False
+            self.until.value = -math.inf
+            self.open.clear()
 
     def resume(self) -> None:
-        self.delivering = True
-        self.open.set()
+        with self._lock:
+            self.delivering = True
+            self.until.value = self._deadline
+            self.open.set()
+
+    def lease(self, deadline: float) -> None:
+        """The coordination's proof that the member holds its partitions is good until
+        `deadline` (monotonic seconds); minus infinity: nothing proven."""
+        with self._lock:
+            self._deadline = deadline
+            if self.delivering:
+                self.until.value = deadline
+
+    @property
+    def deadline(self) -> float:
+        """The lease's deadline, whether or not the coordination says open."""
+        return self._deadline
+
+    def holds(self, now: float) -> bool:
+        """Whether a hand-out (or a commit) may go ahead at `now`: the coordination says open
+        and the lease has not lapsed."""
+        return now < self.until.value
 
     def fail(self, exc: BaseException) -> bool:
         """Record the member's failure; False if it had already failed."""

@@ -112,6 +112,7 @@ class ConsumerConnector:
         self._watch_fence = watch_fence
         self._zk = connect_zookeeper(self.config.zookeeper)
         self._member = MemberState(current_session(self._zk))
+        self._lease_on_answers(self._zk)
         # From now on: an expiry while starting must be known to the member's state too.
         self._zk.add_listener(self._on_session_state)
 
@@ -602,6 +603,19 @@ class ConsumerConnector:
         if not self._member.reregistered(current_session(self._zk)) \
                 and not self._member.leaving:
             self._log.info("the ZooKeeper session changed while registering; registering again")
+
+    def _lease_on_answers(self, zk: KazooClient) -> None:
+        """The gate's lease runs on what the session's answers prove (`Hearing.
+        lease_deadline`: two thirds of the session timeout after the last moment an answer is
+        proven to have come after), so the streams stop by themselves before the server can
+        expire the session, whether or not kazoo's thread runs to notice (a frozen process).
+        A client without the hearing handler (a test's stand-in) gives the gate no lease."""
+        hearing = getattr(getattr(zk, "handler", None), "hearing", None)
+        if hearing is None:
+            return
+        gate = self._member.gate
+        hearing.on_renewed(gate.lease)
+        gate.lease(hearing.lease_deadline())  # after: a renewal meanwhile is in it already
 
     def _group_changed(self) -> None:
         self._member.handle(Event.GROUP_CHANGED)

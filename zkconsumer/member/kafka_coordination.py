@@ -7,9 +7,11 @@ the token its claims are made under (`MemberState`). An assignment comes as a ne
 the member's worker claims it, reading the committed offsets through the coordinator
 (`fetch_offsets`); the generation passing (a rebalance began, the coordinator forgot the
 member or moved, no heartbeat was answered for a session) comes as the session's expiry, which
-closes the gate and drops every claim in one step, before anything else is done. Commits go
-through the group member too, in the generation their claims were made in, and never in
-another (`commit`).
+closes the gate and drops every claim in one step, before anything else is done. Every answer
+that proves the generation still the member's renews the gate's lease (`GroupMember.
+lease_deadline`), whose deadline stops the streams by itself, whether or not this thread runs
+to notice the session passing (a frozen process). Commits go through the group member too, in
+the generation their claims were made in, and never in another (`commit`).
 
 A refusal of the member's protocol (INCONSISTENT_GROUP_PROTOCOL) names nothing of the other
 members', so the coordinator that sent it is asked what they use (DescribeGroups, on the same
@@ -85,6 +87,11 @@ class GenerationPassed(StaleClaimError):
     """The generation a claim or a commit was made in passed before it was done."""
 
 
+class UnexpectedGroupEvent(ZkConsumerError):
+    """The group member reported what this driver never asked for: a defect, which fails the
+    member rather than being dropped."""
+
+
 class _Call(NamedTuple):
     kind: str  # "commit", "fetch" or "close"
     offsets: Mapping[TopicPartition, int]
@@ -144,6 +151,8 @@ class KafkaCoordination:
         self._next_bootstrap = 0
         self._thread = threading.Thread(target=self._run, name="zkconsumer-coordination",
                                         daemon=True)
+        self._lease = group.lease_deadline  # what the gate was last told
+        member.gate.lease(self._lease)
 
     # -- other threads ------------------------------------------------------------------------
 
@@ -305,6 +314,7 @@ class KafkaCoordination:
             group.receive(request, payload, self._clock())
         except ProtocolRefusedError:
             raise group.refusal(self._their_protocol(channel)) from None
+        self._renew_lease()
 
     def _answer(self, channel: BrokerChannel, request) -> bytearray | None:
         """The answer to `request`; None when it is overdue, when the generation passed on
@@ -421,7 +431,16 @@ class KafkaCoordination:
         assert call.generation is not None  # a fetch names its generation
         self._fetch = (call.generation, call.outcome)
 
+    def _renew_lease(self) -> None:
+        """Tell the gate the lease the coordinator's last answers prove (see
+        `GroupMember.lease_deadline`): the streams stop at its deadline by themselves."""
+        deadline = self._group.lease_deadline
+        if deadline != self._lease:
+            self._lease = deadline
+            self._member.gate.lease(deadline)
+
     def _learn(self, events: list[GroupEvent], now: float) -> None:
+        self._renew_lease()
         for event in events:
             if isinstance(event, Revoked):
                 self._revoked(event, now)
@@ -430,7 +449,8 @@ class KafkaCoordination:
                 self._member.session_event(Event.CONNECTED, event.generation)
             elif isinstance(event, Committed | CommitFailed):
                 if not self._commits:
-                    continue
+                    raise UnexpectedGroupEvent(f"a commit's outcome with no commit sent: "
+                                               f"{event!r}")
                 outcome, refused = self._commits.popleft()
                 if outcome is None:
                     _parting_outcome(event)
@@ -441,9 +461,14 @@ class KafkaCoordination:
                     outcome.set_exception(_not_in_generation(refused))
                 else:
                     outcome.set_result(None)
-            elif isinstance(event, OffsetsFetched) and self._fetch is not None:
+            elif isinstance(event, OffsetsFetched):
+                if self._fetch is None:
+                    raise UnexpectedGroupEvent(f"offsets read with no read asked: {event!r}")
                 self._fetch[1].set_result(event.offsets)
                 self._fetch = None
+            else:
+                raise UnexpectedGroupEvent(f"an event the coordination does not know: "
+                                           f"{event!r}")
 
     def _revoked(self, event: Revoked, now: float) -> None:
         """First the gate: its claims stop being delivered from. Then their last offsets are

@@ -12,6 +12,7 @@ of watch events becomes one rebalance, not many.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Collection, Mapping
 from enum import Enum
 from typing import NamedTuple
@@ -143,8 +144,8 @@ class MemberState:
        already held is a defect. A record left CLAIMING or RELEASING by a rebalance cut short
        is `unfinished`: the next one releases it first.
     9. A commit never names a partition whose token has passed: `committable` and `releasing`
-       give what to commit with the token of each claim, only while the gate is open, and
-       only claims of the member's session exist; a write marks the claim of its own token
+       give what to commit with the token of each claim, only while the gate is open and its
+       lease holds, and only claims of the member's session exist; a write marks the claim of its own token
        only (`committed`).
     10. A claim's offsets only move forward: its consumed position never moves back, only a
        position ahead of its committed offset is pending, and a write never lowers the mark.
@@ -161,11 +162,13 @@ class MemberState:
     the gate) before or after a change, and a claim that just went only drops a message.
     """
 
-    def __init__(self, session: Token | None) -> None:
+    def __init__(self, session: Token | None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         """`session`: the ZooKeeper session the member starts in (its registration's). A
         member of a Kafka-coordinated group has its generation (id and member id) in that
         place: the coordinator's Assigned and Revoked come as a new session and an expiry."""
         self._lock = threading.Condition()
+        self._clock = clock  # the lease's (see `DeliveryGate`)
         self._state = State.NEW
         self._session = session  # the claims' session; None from an expiry to the cleanup
         self._live = session  # the session kazoo is connected in now; None while it is not
@@ -251,7 +254,7 @@ class MemberState:
                     ) -> dict[TopicPartition, CommitEntry]:
         """What to commit of the partitions delivered from, each with the token its commit is
         made under, after taking in the positions `consumed` (from the streams); nothing
-        while the gate is closed."""
+        while the gate is closed or its lease lapsed."""
         return self._entries(lambda claim: claim.phase is Phase.FETCHING, consumed)
 
     def releasing(self, partitions: Collection[TopicPartition],
@@ -303,7 +306,7 @@ class MemberState:
                  consumed: Mapping[TopicPartition, int] | None
                  ) -> dict[TopicPartition, CommitEntry]:
         with self._lock:
-            if not self._gate.delivering:
+            if not self._gate.holds(self._clock()):  # closed, or the lease lapsed
                 return {}
             entries = {}
             for tp, claim in self._claims.items():

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from zkconsumer.member.async_streams import AsyncBatches, AsyncMessages, BlockingCalls
-from zkconsumer.member.claims import Claim, DeliveryGate
+from zkconsumer.member.claims import Claim, Deadline, DeliveryGate
 from zkconsumer.model import Message, TopicPartition
 from zkconsumer.records.columns import RecordColumns, records_of
 
@@ -36,6 +36,9 @@ if TYPE_CHECKING:  # pyarrow is optional: only arrow_batches() needs it
     import pyarrow as pa
 
 _POLL_S = 0.2
+# How often a stream whose lease lapsed (the coordination has not said so yet) looks again.
+_LEASE_POLL_S = 0.02
+_monotonic = time.monotonic
 
 
 class ConsumerTimeout(Exception):
@@ -62,7 +65,7 @@ def _take_in_hand(stream: _PythonCursor) -> Message | None:
     partition, claim, messages = stream._chunk
     index = stream._index
     if index < len(messages) and stream._claims.get(partition) is claim \
-            and stream._gate.delivering and not stream._stopping:
+            and _monotonic() < stream._until.value and not stream._stopping:
         message = messages[index]
         stream._index = index + 1
         stream.positions[partition] = message.offset
@@ -80,6 +83,7 @@ class _PythonCursor:
         _index: int
         _claims: Mapping[TopicPartition, Claim]
         _gate: DeliveryGate
+        _until: Deadline
         _stopping: bool
         positions: dict[TopicPartition, int]
 
@@ -118,6 +122,7 @@ class KafkaStream(_Cursor):
         self._timeout_s = None if timeout_ms < 0 else timeout_ms / 1000.0
         self._claims = claims
         self._gate = gate
+        self._until = gate.until  # the lease's deadline while open: read per message
         self._closed = threading.Event()
         self._stopping = False  # `_closed`, as a plain attribute for the per-message check
         # The chunk being read, as (partition, claim, messages), and how far it was handed
@@ -227,8 +232,8 @@ class KafkaStream(_Cursor):
             self._load(self._next_chunk(deadline), columnar)
 
     def _deliverable(self, partition: TopicPartition, claim: Claim) -> bool:
-        return self._claims.get(partition) is claim and self._gate.delivering \
-            and not self._stopping
+        return self._claims.get(partition) is claim \
+            and _monotonic() < self._until.value and not self._stopping
 
     def _leave_chunk(self) -> None:
         """Drop the current chunk and tally what was handed out of it, in that order: a reader
@@ -255,8 +260,9 @@ class KafkaStream(_Cursor):
 
     def _wait_for_delivery(self, deadline: float | None) -> None:
         """The current chunk cannot be handed out now. While only the gate is closed (ZooKeeper
-        reconnecting), wait for it, up to the consumer timeout; once its claim is gone it never
-        may be, so it is dropped (nothing of it counts as consumed any more)."""
+        reconnecting, or the lease lapsed and not yet renewed), wait for it, up to the consumer
+        timeout; once its claim is gone it never may be, so it is dropped (nothing of it counts
+        as consumed any more)."""
         if self._stopping:
             raise StreamsClosed
         partition, claim, _messages = self._chunk
@@ -267,7 +273,12 @@ class KafkaStream(_Cursor):
         wait = _POLL_S if deadline is None else min(_POLL_S, deadline - time.monotonic())
         if wait <= 0:
             raise self._timed_out()
-        self._gate.open.wait(wait)
+        if self._gate.open.is_set():
+            # Open by the coordination's word, but the lease lapsed: renewed, or the gate
+            # closed, once the coordination hears (or fails to hear) from its server.
+            self._closed.wait(min(wait, _LEASE_POLL_S))
+        else:
+            self._gate.open.wait(wait)
 
     def _timed_out(self) -> ConsumerTimeout:
         return ConsumerTimeout(f"no message within {self._timeout_ms} ms")

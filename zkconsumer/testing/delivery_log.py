@@ -10,7 +10,8 @@ A slow application is one message that takes long: when a file named as the log 
 appears, holding a number of seconds, the next message takes that long (the file is removed
 first, so whoever wrote it can tell that the pause began). A steadily slow one takes
 `ZKCONSUMER_DELIVERY_DELAY_S` seconds over every message, so that what it fetched waits in its
-queue.
+queue; or, made slow on demand, as many seconds as a file named as the log plus `.delay` holds,
+for as long as the file is there.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from zkconsumer.model import Message
 ENVIRONMENT_VARIABLE = "ZKCONSUMER_DELIVERY_LOG"
 DELAY_VARIABLE = "ZKCONSUMER_DELIVERY_DELAY_S"
 SLOW_SUFFIX = ".slow"
+STEADY_SUFFIX = ".delay"
 
 _log: BinaryIO | None = None
 
@@ -35,18 +37,25 @@ def record(message: Message) -> None:
         _log = open(os.environ[ENVIRONMENT_VARIABLE], "ab", buffering=0)  # noqa: SIM115
     _log.write(f"{message.partition} {message.offset} {time.time():.6f}\n".encode())
     _slow_down(Path(_log.name + SLOW_SUFFIX))
-    delay = float(os.environ.get(DELAY_VARIABLE) or 0)
+    delay = float(os.environ.get(DELAY_VARIABLE) or 0) or _seconds_in(
+        Path(_log.name + STEADY_SUFFIX))
     if delay:
         time.sleep(delay)
 
 
 def _slow_down(trigger: Path) -> None:
+    seconds = _seconds_in(trigger)
+    if seconds:
+        trigger.unlink(missing_ok=True)
+        time.sleep(seconds)
+
+
+def _seconds_in(path: Path) -> float:
+    """The seconds a trigger file holds; 0 without one (or one being written)."""
     try:
-        seconds = float(trigger.read_text())
+        return float(path.read_text())
     except (OSError, ValueError):
-        return
-    trigger.unlink(missing_ok=True)
-    time.sleep(seconds)
+        return 0.0
 
 
 def read_delivery_times(path: Path) -> list[tuple[int, int, float]]:

@@ -11,10 +11,18 @@ timeout is dropped, which pauses delivery and commits (kazoo reports it suspende
 same session is back. What the server last received from us cannot be known here; it is no
 earlier than the request whose answer we last heard was sent, so counting from the answer
 leaves the rest of the session timeout for that round trip and for stopping.
+
+The same rule, counted from what an answer *proves*, is the member's lease on its partitions
+(`proven`, `lease_deadline`): an answer read now may have waited unread since long before (a
+process frozen by SIGSTOP or a long pause reads, when it runs again, what arrived before the
+server expired its session), so it proves only that the server answered after the connection
+was last seen with nothing unread (`quiet`): that moment, not the reading, is when the answer
+is counted from.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -43,22 +51,60 @@ class Hearing:
         self._session_timeout_s = session_timeout_s
         self._clock = clock
         self._last_heard: float | None = None
+        # The last moment the connection was seen with nothing unread, and the latest moment
+        # an answer is proven to have come after (see the module's docstring).
+        self._quiet_at: float | None = None
+        self._proven_at: float | None = None
+        self._renewed: list[Callable[[float], None]] = []
 
     @property
     def session_timeout_s(self) -> float:
         return self._session_timeout_s
 
     def new_connection(self) -> None:
-        """A connection attempt begins: nothing heard on it yet."""
+        """A connection attempt begins: nothing heard on it yet, nor waiting on it."""
         self._last_heard = None
+        self._quiet_at = self._clock()
+
+    def now(self) -> float:
+        """The hearing's clock, for `quiet`."""
+        return self._clock()
+
+    def quiet(self, at: float) -> None:
+        """The connection had nothing unread when looked at; `at` is the clock read *before*
+        looking (whatever arrives after the look arrived after `at`)."""
+        self._quiet_at = at
+
+    def on_renewed(self, renewed: Callable[[float], None]) -> None:
+        """Call `renewed(lease_deadline())` whenever an answer proves more (on the connection
+        thread: it must not block)."""
+        self._renewed.append(renewed)
 
     def negotiated(self, session_timeout_s: float) -> None:
         """The timeout the server granted (it may differ from the one asked for)."""
         self._session_timeout_s = session_timeout_s
 
     def heard(self) -> None:
-        """Something arrived from the server just now."""
+        """Something arrived from the server, and was seen just now."""
         self._last_heard = self._clock()
+        proven = self._quiet_at
+        if proven is not None and (self._proven_at is None or proven > self._proven_at):
+            self._proven_at = proven
+            deadline = self.lease_deadline()
+            for renewed in self._renewed:
+                renewed(deadline)
+
+    @property
+    def proven(self) -> float | None:
+        """The latest moment the server is proven to have answered after (None: none yet)."""
+        return self._proven_at
+
+    def lease_deadline(self) -> float:
+        """Until when the answers heard prove the session still ours: `SILENCE_SHARE` of the
+        session timeout after `proven` (minus infinity before any answer)."""
+        if self._proven_at is None:
+            return -math.inf
+        return silence_deadline(self._proven_at, self._session_timeout_s)
 
     def time_left(self) -> float | None:
         """Seconds until the connection is too silent to trust (0 or less: it is now), or None

@@ -94,6 +94,12 @@ class PollingHandler(SequentialThreadingHandler):
         left = hearing.time_left()
         if left is not None:
             timeout = max(0.0, left if timeout is None else min(timeout, left))
+        if any(wanted is self._server for wanted in rlist):
+            # Whatever this wait hears arrived after this moment only if nothing is unread
+            # now: the clock first, then the look (see `Hearing.quiet`).
+            looked_at = hearing.now()
+            if not poll_select([self._server], [], [], 0)[0]:
+                hearing.quiet(looked_at)
         answer = poll_select(rlist, wlist, xlist, timeout)
         if any(ready is self._server for ready in answer[0]):
             hearing.heard()

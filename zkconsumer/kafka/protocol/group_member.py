@@ -26,6 +26,7 @@ backoff doubling from `retry.backoff.ms` to `retry.backoff.max.ms`, for as long 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping, Sequence
 from enum import Enum
 from typing import NamedTuple, NoReturn
@@ -112,6 +113,10 @@ _COMMIT_ONLY = frozenset({UNKNOWN_TOPIC_OR_PARTITION, OFFSET_METADATA_TOO_LARGE,
                           NOT_ENOUGH_REPLICAS_AFTER_APPEND})
 # Java's margin over the rebalance timeout for a JoinGroup's answer.
 _JOIN_MARGIN_S = 5.0
+# The part of the session the member's lease leaves unused (`lease_deadline`): the
+# coordinator's count runs from when it received the request, no earlier than it was sent, and
+# this covers the clocks' drift and the moment between the check and the hand-out.
+LEASE_MARGIN_SHARE = 0.1
 
 
 class State(Enum):
@@ -273,9 +278,10 @@ class GroupMember:
         self._sync_assignments: dict[str, bytes] = {}
         self._generation: Generation | None = None
         self._assigned: frozenset[TopicPartition] = frozenset()
-        # When the last JoinGroup, SyncGroup or Heartbeat the coordinator answered (counting the
-        # member in) was sent: its session there runs from no earlier than that.
-        self._alive_since = 0.0
+        # When the last JoinGroup, SyncGroup, Heartbeat or OffsetCommit the coordinator
+        # answered (counting the member in) was sent: its session there runs from no earlier
+        # than that. Minus infinity before the first.
+        self._alive_since = -math.inf
         self._heartbeat_at = 0.0
         self._commits: list[dict[TopicPartition, int]] = []
         # The generation a rebalance just ended, and the revoked partitions' last commits in
@@ -315,6 +321,17 @@ class GroupMember:
     @property
     def assignment(self) -> frozenset[TopicPartition]:
         return self._assigned
+
+    @property
+    def lease_deadline(self) -> float:
+        """Until when the coordinator is proven to count the member in (monotonic seconds;
+        minus infinity before it ever answered): the last JoinGroup, SyncGroup, Heartbeat or
+        OffsetCommit it answered was sent at `alive_since`, so it counts the member in at
+        least a session after that; less `LEASE_MARGIN_SHARE` of the session, for the time
+        between a check and its hand-out. It outlasts a generation that a rebalance ended: the
+        coordinator still takes the parting commit in it, and what is delivered is the
+        generation's to stop (`generation`, `may_deliver`)."""
+        return self._alive_since + self._session_s * (1.0 - LEASE_MARGIN_SHARE)
 
     def may_deliver(self, tp: TopicPartition, now: float) -> bool:
         """Whether `tp` may be delivered or committed now: it was given to the member in its
@@ -657,6 +674,9 @@ class GroupMember:
         codes = {code for tp, code in errors.items() if tp in offsets and code}
         unanswered = [tp for tp in offsets if tp not in errors]
         if not codes and not unanswered:
+            if request.round == self._round and self._state is State.STABLE:
+                # The coordinator counts in a member whose commit in its generation it took.
+                self._alive_since = max(self._alive_since, request.sent_at)
             self._events.append(Committed(offsets))
             return
         if not codes:
