@@ -24,6 +24,7 @@ from zkconsumer.config.values import (
     topic_filter,
     topic_list,
 )
+from zkconsumer.config.zookeeper import STARTUP_DEADLINE_MS
 
 
 def render(value: Any) -> str:
@@ -85,6 +86,10 @@ KEYS = (
     Key("zookeeper.session.timeout.ms", integer(1), 6000),
     Key("zookeeper.connection.timeout.ms", integer(1),
          derive=lambda f: f["zookeeper_session_timeout_ms"]),
+    # zkconsumer's own: how long after its first try a worker may still try again a first
+    # connection that timed out (each try taking up to zookeeper.connection.timeout.ms); 0
+    # makes one try, as the reference does.
+    Key("zookeeper.startup.deadline.ms", integer(0), STARTUP_DEADLINE_MS),
     Key("topics", topic_list, render=",".join),
     Key("whitelist", topic_filter),
     Key("blacklist", topic_filter),
