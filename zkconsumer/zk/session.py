@@ -20,6 +20,7 @@ from zkconsumer.logs import get_logger
 from zkconsumer.zk.hearing import Hearing
 from zkconsumer.zk.polling_handler import PollingHandler
 from zkconsumer.zk.startup import StartupRetry
+from zkconsumer.zk.window import set_window
 
 log = get_logger(__name__)
 
@@ -116,12 +117,15 @@ def _tell_negotiated_timeouts(client: KazooClient, hearing: Hearing) -> None:
 
 def connect_for(settings: ZookeeperSettings) -> KazooClient:
     """A session with these servers, timeouts and credentials (`ConsumerConfig.zookeeper`),
-    a slow first connection tried again until the start-up deadline (`connect_patiently`)."""
-    return connect_patiently(
+    a slow first connection tried again until the start-up deadline (`connect_patiently`),
+    its pipelined requests bounded by the settings' window."""
+    client = connect_patiently(
         lambda: connect(settings.connect.connect_string, timeout_s=settings.connection_timeout_s,
                         session_timeout_s=settings.session_timeout_s, digest=settings.digest,
                         sasl=settings.sasl, world_readable=settings.world_readable),
         StartupRetry(settings.startup_deadline_s))
+    set_window(client, settings.max_in_flight_requests)
+    return client
 
 
 def connect_patiently(try_once: Callable[[], KazooClient], retry: StartupRetry, *,
