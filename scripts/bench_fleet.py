@@ -208,8 +208,16 @@ def settled_at(zk, group: str, topic: str, members: int, partitions: int
 
 def wait_settled(zk, group: str, topic: str, members: int, partitions: int) -> float:
     """Seconds from the newest registration to the check that found the group settled."""
+    from kazoo.exceptions import KazooException
+
+    def check() -> tuple[float, float] | None:
+        try:
+            return settled_at(zk, group, topic, members, partitions)
+        except KazooException:  # the harness's own session on a starved machine: look again
+            return None
+
     deadline = time.monotonic() + SETTLE_TIMEOUT_S
-    while (found := settled_at(zk, group, topic, members, partitions)) is None:
+    while (found := check()) is None:
         if time.monotonic() > deadline:
             raise RuntimeError(f"the group did not settle within {SETTLE_TIMEOUT_S:.0f}s")
         time.sleep(POLL_S)
@@ -240,6 +248,8 @@ def fleet(cluster, args, work: Path) -> None:
             began = time.monotonic()
             packs = [Pack(zookeeper, group, topic, batch, code, work) for batch in batches]
             outcomes = [p.joined() for p in packs]
+            print(f"{'':<16} every process started its members "
+                  f"{time.monotonic() - began:.1f} s after the first began", flush=True)
             joined = sum(ok for ok, _failed in outcomes)
             failed = sum(bad for _ok, bad in outcomes)
             settle = wait_settled(zk, group, topic, members, partitions) \
@@ -283,10 +293,10 @@ def fleet(cluster, args, work: Path) -> None:
 
 
 def _report(phase: str, counted: dict[str, float], outcome: str) -> None:
-    print(f"{phase:<16} {outcome}")
+    print(f"{phase:<16} {outcome}", flush=True)
     print(f"{'':<16} ZooKeeper: {counted['packets']:.0f} packets, max latency "
           f"{counted['max_latency_ms']:.0f} ms, avg {counted['avg_latency_ms']:.1f} ms, max "
-          f"outstanding {counted['max_outstanding']:.0f}")
+          f"outstanding {counted['max_outstanding']:.0f}", flush=True)
 
 
 if __name__ == "__main__" and len(sys.argv) == 6 and sys.argv[1] == "pack":
