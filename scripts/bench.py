@@ -36,7 +36,7 @@ partitions with the reference producer, then measures, on that same data:
                   [--kafka-events EVENTS] [--groups 500] [--group-partitions 10]
                   [--scrapes 20] [--kafka-groups 0] [--fleet-members 200]
                   [--fleet-partitions 5000] [--members-per-process 20] [--rolling-steps 5]
-                  [--fleet-code DIR]
+                  [--fleet-code DIR] [--fleet-property KEY=VALUE]
 """
 
 from __future__ import annotations
@@ -857,6 +857,8 @@ def main() -> None:
     parser.add_argument("--rolling-steps", type=int, default=5)
     parser.add_argument("--fleet-code", help="a checkout whose zkconsumer the fleet's members "
                         "run (default: this one), to measure before and after a change")
+    parser.add_argument("--fleet-property", action="append", default=[], metavar="KEY=VALUE",
+                        help="a consumer setting of every fleet member (repeatable)")
     parser.add_argument("--peers-python", help="a Python with pykafka and confluent-kafka "
                         "(scripts/bench makes one)")
     parser.add_argument("--contender", help=argparse.SUPPRESS)

@@ -22,10 +22,12 @@ sampling every 100 ms. The harness's own reads (two child lists every 200 ms, th
 once all partitions are owned, 20 at a time) are in those counts too.
 
 --fleet-code DIR runs the members on the zkconsumer package found in DIR (another checkout),
-to compare code before and after a change on the same harness.
+to compare code before and after a change on the same harness; --fleet-property KEY=VALUE
+(repeatable) sets a consumer key of every member (a window size, say).
 
     scripts/bench --only fleet [--fleet-members 200] [--fleet-partitions 5000]
                   [--members-per-process 20] [--rolling-steps 5] [--fleet-code DIR]
+                  [--fleet-property KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -46,9 +48,10 @@ HARNESS_WINDOW = 20  # owner znodes the harness reads at a time
 
 # -- a pack: several members in one process -------------------------------------------------
 
-def pack(zookeeper: str, group: str, topic: str, consumer_ids: list[str]) -> None:
-    """Start a member per id at once, say "joined" when all are created, stop all on "stop"
-    (or end of input), then say "stopped"."""
+def pack(zookeeper: str, group: str, topic: str, consumer_ids: list[str],
+         properties: dict[str, str]) -> None:
+    """Start a member per id at once (with these extra `properties`), say "joined" when all
+    are created, stop all on "stop" (or end of input), then say "stopped"."""
     from zkconsumer import ConsumerConnector
 
     members: list[Any] = []
@@ -59,7 +62,7 @@ def pack(zookeeper: str, group: str, topic: str, consumer_ids: list[str]) -> Non
         try:
             member = ConsumerConnector({"zookeeper.connect": zookeeper, "group.id": group,
                                         "consumer.id": consumer_id,
-                                        "auto.offset.reset": "smallest"})
+                                        "auto.offset.reset": "smallest", **properties})
             member.create_message_streams({topic: 1})
         except Exception as exc:  # noqa: BLE001 - reported to the harness
             with lock:
@@ -87,14 +90,15 @@ def pack(zookeeper: str, group: str, topic: str, consumer_ids: list[str]) -> Non
 
 class Pack:
     def __init__(self, zookeeper: str, group: str, topic: str, consumer_ids: list[str],
-                 code: Path | None, work: Path) -> None:
+                 code: Path | None, work: Path, properties: list[str]) -> None:
         self.consumer_ids = consumer_ids
         env = dict(os.environ)
         if code is not None:
             env["PYTHONPATH"] = str(code)
         self._stderr = open(work / f"pack-{consumer_ids[0]}.err", "w")  # noqa: SIM115
         self._process = subprocess.Popen(
-            [sys.executable, __file__, "pack", zookeeper, group, topic, ",".join(consumer_ids)],
+            [sys.executable, __file__, "pack", zookeeper, group, topic, ",".join(consumer_ids),
+             *properties],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
             env=env, cwd=str(code) if code is not None else None)
 
@@ -239,14 +243,16 @@ def fleet(cluster, args, work: Path) -> None:
     ids = [f"m{index:04d}" for index in range(members)]
     batches = [ids[start:start + per] for start in range(0, members, per)]
     print(f"{members} members x {partitions} partitions, {per} per process "
-          f"({len(batches)} processes), code: {code or 'this checkout'}")
+          f"({len(batches)} processes), code: {code or 'this checkout'}, properties: "
+          f"{' '.join(args.fleet_property) or 'defaults'}")
     with zookeeper_session(zookeeper, timeout_s=30) as zk:
         create_topic(zk, topic, partitions, timeout=600)
         packs: list[Pack] = []
         try:
             counters = ServerCounters(port)
             began = time.monotonic()
-            packs = [Pack(zookeeper, group, topic, batch, code, work) for batch in batches]
+            packs = [Pack(zookeeper, group, topic, batch, code, work, args.fleet_property)
+                     for batch in batches]
             outcomes = [p.joined() for p in packs]
             print(f"{'':<16} every process started its members "
                   f"{time.monotonic() - began:.1f} s after the first began", flush=True)
@@ -269,7 +275,8 @@ def fleet(cluster, args, work: Path) -> None:
                     packs[index].stop()
                 for index in chosen:
                     packs[index].wait_stopped()
-                    packs[index] = Pack(zookeeper, group, topic, batches[index], code, work)
+                    packs[index] = Pack(zookeeper, group, topic, batches[index], code, work,
+                                         args.fleet_property)
                 for index in chosen:
                     ok, bad = packs[index].joined()
                     if bad:
@@ -299,8 +306,9 @@ def _report(phase: str, counted: dict[str, float], outcome: str) -> None:
           f"outstanding {counted['max_outstanding']:.0f}", flush=True)
 
 
-if __name__ == "__main__" and len(sys.argv) == 6 and sys.argv[1] == "pack":
+if __name__ == "__main__" and len(sys.argv) >= 6 and sys.argv[1] == "pack":
     import logging
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    pack(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5].split(","))
+    pack(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5].split(","),
+         dict(setting.split("=", 1) for setting in sys.argv[6:]))
