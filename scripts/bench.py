@@ -22,19 +22,24 @@ partitions with the reference producer, then measures, on that same data:
    first full scan, a scrape's time and size, a Burrow request, RSS and ZooKeeper requests,
    against re-reading every group from ZooKeeper per scrape; with --kafka-groups N, the same
    over N Kafka-coordinated groups where the exporter watches them (bench_exporter.py);
-6. decoding alone, in this process and with no cluster (`--only decode` takes under a
+6. a fleet (`--only fleet`, not in the default run): --fleet-members members of one group on a
+   --fleet-partitions topic, --members-per-process to a process, started together and then
+   restarted in --rolling-steps steps, with ZooKeeper's own counters per phase (bench_fleet.py);
+7. decoding alone, in this process and with no cluster (`--only decode` takes under a
    minute): the readers of fetched records on the same --records records of 100 bytes (see
    `decode`);
-7. handing out alone, in this process and with no cluster (`--only handout`): a stream's
+8. handing out alone, in this process and with no cluster (`--only handout`): a stream's
    per-record and batch iteration over decoded records, its checks before each hand-out
    included, against iterating the same records directly (see `handout`).
 
     scripts/bench [--records 1000000] [--partitions 8]
-                  [--only throughput,sasl,commit,rebalance,exporter,decode,handout]
+                  [--only throughput,sasl,commit,rebalance,exporter,fleet,decode,handout]
                   [--coordination-rounds 3] [--members 10] [--rebalance-partitions 120]
                   [--events 20] [--reference-events 20] [--process-events 0]
                   [--kafka-events EVENTS] [--groups 500] [--group-partitions 10]
-                  [--scrapes 20] [--kafka-groups 0]
+                  [--scrapes 20] [--kafka-groups 0] [--fleet-members 200]
+                  [--fleet-partitions 5000] [--members-per-process 20] [--rolling-steps 5]
+                  [--fleet-code DIR] [--fleet-property KEY=VALUE]
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
 from aiokafka.record.memory_records import MemoryRecords as AiokafkaMemoryRecords
 from bench_exporter import exporter
+from bench_fleet import fleet
 from bench_peers import API_VERSION, PEERS, SAME_VENV_PEERS, TOPIC, measure
 from kafka import KafkaConsumer
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
@@ -76,8 +82,10 @@ from zkconsumer.records.decoding import decode_records
 from zkconsumer.testing.reference import produce_test_data
 from zkconsumer.zk.session import zookeeper_session
 
-CLUSTER_SCENARIOS = ("throughput", "sasl", "commit", "rebalance", "exporter")
+CLUSTER_SCENARIOS = ("throughput", "sasl", "commit", "rebalance", "exporter", "fleet")
 SCENARIOS = (*CLUSTER_SCENARIOS, "decode", "handout")
+# Run only when asked for (--only fleet): hundreds of members take the machine for minutes.
+ON_REQUEST = ("fleet",)
 
 
 # -- contenders, each run in a fresh process by `--contender NAME` --------------------------
@@ -883,7 +891,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=8)
-    parser.add_argument("--only", default=",".join(SCENARIOS))
+    parser.add_argument("--only", default=",".join(s for s in SCENARIOS if s not in ON_REQUEST))
     parser.add_argument("--members", type=int, default=10)
     parser.add_argument("--rebalance-partitions", type=int, default=120)
     parser.add_argument("--events", type=int, default=20)
@@ -901,6 +909,15 @@ def main() -> None:
     parser.add_argument("--kafka-groups", type=int, default=0,
                         help="also this many Kafka-coordinated groups, where the exporter "
                              "watches them")
+    parser.add_argument("--fleet-members", type=int, default=200)
+    parser.add_argument("--fleet-partitions", type=int, default=5000)
+    parser.add_argument("--members-per-process", type=int, default=20,
+                        help="fleet members run in one process (1: a process each)")
+    parser.add_argument("--rolling-steps", type=int, default=5)
+    parser.add_argument("--fleet-code", help="a checkout whose zkconsumer the fleet's members "
+                        "run (default: this one), to measure before and after a change")
+    parser.add_argument("--fleet-property", action="append", default=[], metavar="KEY=VALUE",
+                        help="a consumer setting of every fleet member (repeatable)")
     parser.add_argument("--peers-python", help="a Python with pykafka and confluent-kafka "
                         "(scripts/bench makes one)")
     parser.add_argument("--contender", help=argparse.SUPPRESS)
@@ -958,6 +975,9 @@ def run_on_a_cluster(chosen: list[str], args) -> None:
             if "exporter" in chosen:
                 print("== lag exporter")
                 exporter(cluster, args)
+            if "fleet" in chosen:
+                print("== a fleet on one ensemble: start together, rolling restart")
+                fleet(cluster, args, work)
         finally:
             cluster.stop(remove_data=True)
 

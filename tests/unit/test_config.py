@@ -59,6 +59,8 @@ REFERENCE_DEFAULTS = {
     "partition_assignment_strategy": "range",
     "zookeeper_session_timeout_ms": 6000,
     "zookeeper_connection_timeout_ms": 6000,
+    "zookeeper_startup_deadline_ms": 60000,
+    "zookeeper_max_in_flight_requests": 64,
     "zookeeper_sync_time_ms": 2000,
     "topics": None,
     "whitelist": None,
@@ -499,7 +501,7 @@ def test_to_properties_lists_every_default():
     assert properties["exclude.internal.topics"] == "true"
     assert "consumer.id" not in properties
     assert properties["fetch.backend"] == "auto"
-    assert len(properties) == 39  # every key that has a value by default
+    assert len(properties) == 41  # every key that has a value by default
 
 
 LEGACY_PROPERTIES = """\

@@ -24,6 +24,7 @@ from zkconsumer.config.values import (
     topic_filter,
     topic_list,
 )
+from zkconsumer.config.zookeeper import MAX_IN_FLIGHT_REQUESTS, STARTUP_DEADLINE_MS
 
 
 def render(value: Any) -> str:
@@ -85,6 +86,13 @@ KEYS = (
     Key("zookeeper.session.timeout.ms", integer(1), 6000),
     Key("zookeeper.connection.timeout.ms", integer(1),
          derive=lambda f: f["zookeeper_session_timeout_ms"]),
+    # zkconsumer's own: how long after its first try a worker may still try again a first
+    # connection that timed out (each try taking up to zookeeper.connection.timeout.ms); 0
+    # makes one try, as the reference does.
+    Key("zookeeper.startup.deadline.ms", integer(0), STARTUP_DEADLINE_MS),
+    # zkconsumer's own: how many ZooKeeper requests one pipelined read or release of a member
+    # has unanswered at a time, so that a big rebalance does not flood the ensemble.
+    Key("zookeeper.max.in.flight.requests", integer(1), MAX_IN_FLIGHT_REQUESTS),
     Key("topics", topic_list, render=",".join),
     Key("whitelist", topic_filter),
     Key("blacklist", topic_filter),

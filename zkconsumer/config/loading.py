@@ -74,6 +74,8 @@ class ConsumerConfig:
     partition_assignment_strategy: str
     zookeeper_session_timeout_ms: int
     zookeeper_connection_timeout_ms: int
+    zookeeper_startup_deadline_ms: int  # zkconsumer's own: a slow first connection tried again
+    zookeeper_max_in_flight_requests: int  # zkconsumer's own: the request window
     zookeeper_sync_time_ms: int
     topics: tuple[str, ...] | None
     whitelist: str | None
@@ -115,7 +117,9 @@ class ConsumerConfig:
         return ZookeeperSettings(self.zookeeper_connect,
                                  self.zookeeper_connection_timeout_ms / 1000.0,
                                  self.zookeeper_session_timeout_ms / 1000.0,
-                                 self.zookeeper_auth_digest, sasl, self.zookeeper_acl_world_read)
+                                 self.zookeeper_auth_digest, sasl, self.zookeeper_acl_world_read,
+                                 self.zookeeper_startup_deadline_ms / 1000.0,
+                                 self.zookeeper_max_in_flight_requests)
 
     def to_properties(self) -> dict[str, str]:
         """The effective settings as strings that `from_mapping` reads back to an equal config."""

@@ -235,7 +235,9 @@ class LocalCluster:
         data_dir.mkdir(parents=True, exist_ok=True)
         config = self.work_dir / "zookeeper.properties"
         settings = (f"dataDir={data_dir}\nclientPort={port}\nclientPortAddress=127.0.0.1\n"
-                    "maxClientCnxns=0\ntickTime=2000\n")
+                    "maxClientCnxns=0\ntickTime=2000\n"
+                    # mntr and srst for the benchmarks (servers before 3.4.10 allow them all)
+                    "4lw.commands.whitelist=*\n")
         jvm_options = ""
         if self.zookeeper_sasl_users:
             settings += "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n"

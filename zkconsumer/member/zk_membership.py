@@ -29,6 +29,7 @@ from zkconsumer.offsets.store import OwnerCheck
 from zkconsumer.topology import TopicSource, TopicView, ZookeeperTopics
 from zkconsumer.zk.group_state import read_members
 from zkconsumer.zk.session import current_session
+from zkconsumer.zk.window import answered
 from zkconsumer.znodes.consumers import ConsumerRegistration, decode_owner, encode_owner
 from zkconsumer.znodes.paths import BROKER_IDS, BROKER_TOPICS, GroupPaths, topic_path
 
@@ -39,6 +40,19 @@ CLAIMED_OWNER_VERSION = 1
 # Transactions per claim: the first may meet znodes of our own to settle; a third conflict
 # means the group is changing under us, which the rebalancer's retry handles.
 _CLAIM_ATTEMPTS = 3
+
+
+class _Reading:
+    """Stands in the view cache while a view is read, so that a watch firing meanwhile (which
+    empties the cache) is not overwritten by the read's answer."""
+
+    all_topics: tuple[str, ...] = ()
+
+    def partitions(self, _topic: str) -> list[int] | None:
+        return None
+
+
+_READING: TopicView = _Reading()
 
 
 class DuplicateConsumerIdError(ZkConsumerError):
@@ -60,6 +74,8 @@ class ZookeeperMembership:
         self._watch_lock = threading.Lock()
         self._on_change: Callable[[], None] | None = None
         self._registrations: dict[str, ConsumerRegistration] = {}  # see `snapshot`
+        # The topic registry as last read, until a watch of it fires (see `snapshot`).
+        self._cached_view: TopicView | None = None
 
     # -- registration -----------------------------------------------------------------------
 
@@ -95,7 +111,7 @@ class ZookeeperMembership:
         self._on_change = on_change
         self._wildcard = wildcard
         self.zk.ensure_path(self.paths.ids)
-        self._watch_children(self.paths.ids)
+        self._watch_children(self.paths.ids, topology=False)
         if self.topics.watched_in_zookeeper:
             self._watch_children(BROKER_IDS)
             if wildcard:
@@ -107,6 +123,10 @@ class ZookeeperMembership:
         with self._watch_lock:
             new = set(topics) - self._watched_topics
             self._watched_topics |= new
+            if new:
+                # The view was read before these watches began: a change in between is seen
+                # only by reading it again.
+                self._cached_view = None
         if not self.topics.watched_in_zookeeper:
             return
         for topic in sorted(new):
@@ -117,7 +137,7 @@ class ZookeeperMembership:
         with self._watch_lock:
             return self._wildcard, frozenset(self._watched_topics)
 
-    def _watch_children(self, path: str) -> None:
+    def _watch_children(self, path: str, topology: bool = True) -> None:
         """kazoo's ChildrenWatch gives up for good on a missing znode (`/brokers/ids` before any
         broker registered, `/brokers/topics` before any topic exists, or either one removed),
         so a watch on the znode itself starts a children watch whenever the znode exists."""
@@ -130,27 +150,31 @@ class ZookeeperMembership:
                 watching[0] = False  # its children watch stopped with it
             elif not watching[0]:
                 watching[0] = True
-                ChildrenWatch(self.zk, path, self._changes_after_first())
+                ChildrenWatch(self.zk, path, self._changes_after_first(topology))
             else:
                 return  # the znode's data changed, not its children
             if not initial:
-                self._notify()
+                self._notify(topology)
 
         DataWatch(self.zk, path, on_node)
 
-    def _changes_after_first(self) -> Callable[..., None]:
-        """kazoo calls a new watch once at once; only later calls are changes."""
+    def _changes_after_first(self, topology: bool = True) -> Callable[..., None]:
+        """kazoo calls a new watch once at once; only later calls are changes (`topology`:
+        of the topic registry, rather than of the group's members)."""
         first = [True]
 
         def changed(*_args):
             if first[0]:
                 first[0] = False
                 return
-            self._notify()
+            self._notify(topology)
 
         return changed
 
-    def _notify(self) -> None:
+    def _notify(self, topology: bool) -> None:
+        if topology:
+            with self._watch_lock:
+                self._cached_view = None
         if self._on_change is not None:
             self._on_change()
 
@@ -164,7 +188,7 @@ class ZookeeperMembership:
         the claims it would misplace are contested, and `claim` then forgets them all."""
         members = read_members(self.zk, self.paths.group, self._registrations)
         self._registrations = members
-        view = self.topics.view()
+        view = self._topic_view()
         partial = GroupSnapshot(members, view.all_topics, {})
         partitions = {}
         for topic in sorted(partial.subscribed_topics(exclude_internal_topics)):
@@ -173,6 +197,27 @@ class ZookeeperMembership:
                 partitions[topic] = numbers
         self.last_view = view
         return GroupSnapshot(members, view.all_topics, partitions)
+
+    def _topic_view(self) -> TopicView:
+        """The topic registry is read again only once a watch of it fired (or new topics came
+        to be watched): a member joining or leaving changes nothing there, and every member
+        re-reading a topic of thousands of partitions on each of a fleet's rebalances is most
+        of what a fleet's start asks of the ensemble. Sources not watched in ZooKeeper are
+        asked each time (they keep their own cache)."""
+        if not self.topics.watched_in_zookeeper:
+            return self.topics.view()
+        with self._watch_lock:
+            cached = self._cached_view
+            if cached is None or cached is _READING:
+                # Marked before the read: a watch firing meanwhile has the next one read too.
+                self._cached_view = cached = _READING
+        if cached is not _READING:
+            return cached
+        view = self.topics.view()
+        with self._watch_lock:
+            if self._cached_view is _READING:
+                self._cached_view = view
+        return view
 
     # -- ownership --------------------------------------------------------------------------
 
@@ -220,9 +265,8 @@ class ZookeeperMembership:
         want (taken out of `remaining`) or are stale and deleted; returns the others' ones."""
         session = current_session(self.zk)
         paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in conflicts}
-        requests = {tp: self.zk.get_async(path) for tp, path in paths.items()}
         contested = []
-        for tp, request in requests.items():
+        for tp, request in answered(self.zk, conflicts, lambda tp: self.zk.get_async(paths[tp])):
             try:
                 data, stat = request.get()
             except NoNodeError:
@@ -253,9 +297,10 @@ class ZookeeperMembership:
         """Delete the owner znodes that still name our threads; others' znodes are left alone."""
         requests = [(self.paths.owner(tp.topic, tp.partition), thread)
                     for tp, thread in partitions.items()]
-        pending = [(path, thread, self.zk.get_async(path)) for path, thread in requests]
         mine = []
-        for path, thread, request in pending:  # all reads in flight at once
+        # The reads pipelined, a window of them in flight at once.
+        for (path, thread), request in answered(self.zk, requests,
+                                                lambda asked: self.zk.get_async(asked[0])):
             try:
                 data, stat = request.get()
             except NoNodeError:
@@ -270,12 +315,11 @@ class ZookeeperMembership:
         _raise_first_failure(transaction.commit())
 
     def owners_seen(self, partitions: Collection[TopicPartition]) -> OwnersSeen:
-        """Which session owns each of these owner znodes now (all read at once), and the leader
+        """Which session owns each of these owner znodes now (read pipelined), and the leader
         epoch of the answers."""
-        requests = {tp: self.zk.exists_async(self.paths.owner(tp.topic, tp.partition))
-                    for tp in partitions}
         sessions = {}
-        for tp, request in requests.items():
+        for tp, request in answered(self.zk, partitions, lambda tp: self.zk.exists_async(
+                self.paths.owner(tp.topic, tp.partition))):
             stat = request.get()
             if stat is not None:
                 sessions[tp] = stat.ephemeralOwner

@@ -72,6 +72,9 @@ class PollingHandler(SequentialThreadingHandler):
         super().__init__()
         self._hearing = hearing
         self._server: object | None = None  # the connection thread's socket to its server
+        # Whether any server was reached (a TCP connection made) or a connection attempt timed
+        # out: a start that then times out met a slow server, not a refusing one.
+        self.met_a_slow_server = False
 
     @property
     def hearing(self) -> Hearing | None:
@@ -81,7 +84,12 @@ class PollingHandler(SequentialThreadingHandler):
         """kazoo's connection thread opens its socket to a server here (kazoo's other uses of
         it, `KazooClient.command` and the read-only mode's search for a writable server, are
         not used by zkconsumer)."""
-        connection = super().create_connection(*args, **kwargs)
+        try:
+            connection = super().create_connection(*args, **kwargs)
+        except TimeoutError:
+            self.met_a_slow_server = True
+            raise
+        self.met_a_slow_server = True
         if self._hearing is not None:
             self._server = connection
             self._hearing.new_connection()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import random
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -14,8 +16,13 @@ from kazoo.security import make_acl, make_digest_acl
 
 from zkconsumer.config import SaslLogin, ZookeeperSettings
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.logs import get_logger
 from zkconsumer.zk.hearing import Hearing
 from zkconsumer.zk.polling_handler import PollingHandler
+from zkconsumer.zk.startup import StartupRetry
+from zkconsumer.zk.window import set_window
+
+log = get_logger(__name__)
 
 # A lost connection is retried about once a second for as long as it takes, as the Java client
 # does. kazoo's default backoff doubles up to an hour: a member then came back seconds after the
@@ -33,6 +40,11 @@ def reconnect_retry() -> KazooRetry:
 
 class ZookeeperUnreachableError(ZkConsumerError):
     """No ZooKeeper server answered within the connection timeout."""
+
+
+class ZookeeperSlowError(ZookeeperUnreachableError):
+    """A server was reached (or a connection attempt timed out) but no session was made
+    within the connection timeout: a busy ensemble, worth another try (see `startup`)."""
 
 
 class ZookeeperAccessDeniedError(ZkConsumerError):
@@ -60,15 +72,17 @@ def connect(connect_string: str, *, timeout_s: float = 6.0, session_timeout_s: f
         options["sasl_options"] = {"mechanism": sasl.mechanism.upper(),
                                    "username": sasl.username, "password": sasl.password}
     hearing = Hearing(session_timeout_s)
+    handler = PollingHandler(hearing)
     client = KazooClient(hosts=connect_string, timeout=session_timeout_s,
-                         handler=PollingHandler(hearing), connection_retry=reconnect_retry(),
+                         handler=handler, connection_retry=reconnect_retry(),
                          default_acl=_acl_for(digest, sasl, world_readable), **options)
     _tell_negotiated_timeouts(client, hearing)
     try:
         client.start(timeout=timeout_s)
     except KazooTimeoutError:
         client.close()
-        raise ZookeeperUnreachableError(
+        slow = handler.met_a_slow_server
+        raise (ZookeeperSlowError if slow else ZookeeperUnreachableError)(
             f"cannot reach ZooKeeper at {connect_string} within {timeout_s:g}s"
         ) from None
     except ValueError as exc:
@@ -102,10 +116,44 @@ def _tell_negotiated_timeouts(client: KazooClient, hearing: Hearing) -> None:
 
 
 def connect_for(settings: ZookeeperSettings) -> KazooClient:
-    """A session with these servers, timeouts and credentials (`ConsumerConfig.zookeeper`)."""
-    return connect(settings.connect.connect_string, timeout_s=settings.connection_timeout_s,
-                   session_timeout_s=settings.session_timeout_s, digest=settings.digest,
-                   sasl=settings.sasl, world_readable=settings.world_readable)
+    """A session with these servers, timeouts and credentials (`ConsumerConfig.zookeeper`),
+    a slow first connection tried again until the start-up deadline (`connect_patiently`),
+    its pipelined requests bounded by the settings' window."""
+    client = connect_patiently(
+        lambda: connect(settings.connect.connect_string, timeout_s=settings.connection_timeout_s,
+                        session_timeout_s=settings.session_timeout_s, digest=settings.digest,
+                        sasl=settings.sasl, world_readable=settings.world_readable),
+        StartupRetry(settings.startup_deadline_s))
+    set_window(client, settings.max_in_flight_requests)
+    return client
+
+
+def connect_patiently(try_once: Callable[[], KazooClient], retry: StartupRetry, *,
+                      clock: Callable[[], float] = time.monotonic,
+                      sleep: Callable[[float], None] = time.sleep,
+                      random_fraction: Callable[[], float] = random.random) -> KazooClient:
+    """`try_once` until it connects; a try that met a slow server (ZookeeperSlowError) is made
+    again while `retry` allows, each logged. Any other failure (refused, unresolvable,
+    credentials) is raised at once, and the last slow one once the deadline leaves no room."""
+    started = clock()
+    tries = 0
+    while True:
+        tries += 1
+        try:
+            return try_once()
+        except ZookeeperSlowError as exc:
+            elapsed = clock() - started
+            wait = retry.next_try_in(tries, elapsed, random_fraction())
+            if wait is None:
+                if tries == 1:
+                    raise
+                raise ZookeeperSlowError(
+                    f"{exc} ({tries} tries over {elapsed:.0f}s, the start-up deadline "
+                    f"zookeeper.startup.deadline.ms={retry.deadline_s * 1000:.0f})") from None
+            log.warning("ZooKeeper slow to answer a first connection; trying again",
+                        tries=tries, error=str(exc), retry_in_ms=round(wait * 1000),
+                        deadline_left_ms=round((retry.deadline_s - elapsed) * 1000))
+            sleep(wait)
 
 
 def _acl_for(digest: str | None, sasl: SaslLogin | None, world_readable: bool):

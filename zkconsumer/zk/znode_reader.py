@@ -1,20 +1,22 @@
 """The reads a walk of znodes needs, and their live source: a kazoo client.
 
 A walk asks for every znode of one level at once (all children of a group's topic directories,
-all data of its owners), so that the live reader can put them all in flight together: one round
-trip per level instead of one per znode, which is what makes a rebalance of many members and a
+all data of its owners), so that the live reader can put them in flight together (up to the
+session's request window): a round trip per level (or window) instead of one per znode, which is what makes a rebalance of many members and a
 group of thousands of partitions fast. The exporter reads the same walk from its watch cache,
 where a read costs no request at all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple, Protocol
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.interfaces import IAsyncResult
+
+from zkconsumer.zk.window import answered
 
 
 class Znode(NamedTuple):
@@ -36,22 +38,23 @@ class ZnodeReader(Protocol):
 
 
 class KazooReader:
-    """Every request of a call sent before any answer is awaited."""
+    """The requests of a call pipelined, up to the session's window in flight at once (see
+    `zk.window`)."""
 
     def __init__(self, zk: KazooClient) -> None:
         self._zk = zk
 
     def children(self, parents: Iterable[str]) -> dict[str, list[str]]:
-        return _answered({parent: self._zk.get_children_async(parent) for parent in parents})
+        return _found(answered(self._zk, parents, self._zk.get_children_async))
 
     def data(self, paths: Iterable[str]) -> dict[str, Znode]:
         return {path: Znode(data, stat.mtime / 1000) for path, (data, stat)
-                in _answered({path: self._zk.get_async(path) for path in paths}).items()}
+                in _found(answered(self._zk, paths, self._zk.get_async)).items()}
 
 
-def _answered(requests: Mapping[str, IAsyncResult]) -> dict[str, Any]:
+def _found(requests: Iterator[tuple[str, IAsyncResult]]) -> dict[str, Any]:
     found = {}
-    for path, request in requests.items():
+    for path, request in requests:
         try:
             found[path] = request.get()
         except NoNodeError:

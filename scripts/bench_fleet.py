@@ -1,0 +1,314 @@
+"""A fleet on one ensemble: a group of --fleet-members members, started together, then restarted
+in --rolling-steps steps, with what the ZooKeeper server itself counted in each phase.
+
+The members run several to a process through the Python API (--members-per-process; 1 runs
+each in its own process, as a deploy of single workers does), so that 200 members fit on a
+2-core machine. Each process ("pack") starts its members at once, each on a thread of its
+own, and stops them when told.
+
+Phases:
+- start: every pack started at once; settled is timed from the last registration (the newest
+  registration znode's ctime, on the server's clock, this machine's) to the start of the read
+  that found every partition owned by the member a range assignment computed here gives it
+  (thread ids sorted, partitions split in order, as the reference assigns);
+- rolling restart: in each step a fifth (1/--rolling-steps) of the packs stop (their members
+  leave cleanly) and start again with the same consumer ids; each step must settle the same way
+  before the next, with every partition owned: a partition left unowned after a step would be
+  one the fleet lost.
+
+Per phase, the server's own counters (`mntr`; `srst` at the phase's start): packets received
+and sent, the maximum and average request latency, and the most outstanding requests seen by
+sampling every 100 ms. The harness's own reads (two child lists every 200 ms, the owners' data
+once all partitions are owned, 20 at a time) are in those counts too.
+
+--fleet-code DIR runs the members on the zkconsumer package found in DIR (another checkout),
+to compare code before and after a change on the same harness; --fleet-property KEY=VALUE
+(repeatable) sets a consumer key of every member (a window size, say).
+
+    scripts/bench --only fleet [--fleet-members 200] [--fleet-partitions 5000]
+                  [--members-per-process 20] [--rolling-steps 5] [--fleet-code DIR]
+                  [--fleet-property KEY=VALUE ...]
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+SETTLE_TIMEOUT_S = 600.0
+POLL_S = 0.2
+HARNESS_WINDOW = 20  # owner znodes the harness reads at a time
+
+
+# -- a pack: several members in one process -------------------------------------------------
+
+def pack(zookeeper: str, group: str, topic: str, consumer_ids: list[str],
+         properties: dict[str, str]) -> None:
+    """Start a member per id at once (with these extra `properties`), say "joined" when all
+    are created, stop all on "stop" (or end of input), then say "stopped"."""
+    from zkconsumer import ConsumerConnector
+
+    members: list[Any] = []
+    failures: list[str] = []
+    lock = threading.Lock()
+
+    def start(consumer_id: str) -> None:
+        try:
+            member = ConsumerConnector({"zookeeper.connect": zookeeper, "group.id": group,
+                                        "consumer.id": consumer_id,
+                                        "auto.offset.reset": "smallest", **properties})
+            member.create_message_streams({topic: 1})
+        except Exception as exc:  # noqa: BLE001 - reported to the harness
+            with lock:
+                failures.append(f"{consumer_id}: {type(exc).__name__}: {exc}")
+            return
+        with lock:
+            members.append(member)
+
+    starting = [threading.Thread(target=start, args=(cid,)) for cid in consumer_ids]
+    for thread in starting:
+        thread.start()
+    for thread in starting:
+        thread.join()
+    print(f"joined {len(members)} failed {len(failures)}", flush=True)
+    for failure in failures:
+        print(f"failure {failure}", file=sys.stderr, flush=True)
+    sys.stdin.readline()
+    stopping = [threading.Thread(target=m.shutdown) for m in members]
+    for thread in stopping:
+        thread.start()
+    for thread in stopping:
+        thread.join()
+    print("stopped", flush=True)
+
+
+class Pack:
+    def __init__(self, zookeeper: str, group: str, topic: str, consumer_ids: list[str],
+                 code: Path | None, work: Path, properties: list[str]) -> None:
+        self.consumer_ids = consumer_ids
+        env = dict(os.environ)
+        if code is not None:
+            env["PYTHONPATH"] = str(code)
+        self._stderr = open(work / f"pack-{consumer_ids[0]}.err", "w")  # noqa: SIM115
+        self._process = subprocess.Popen(
+            [sys.executable, __file__, "pack", zookeeper, group, topic, ",".join(consumer_ids),
+             *properties],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
+            env=env, cwd=str(code) if code is not None else None)
+
+    def joined(self) -> tuple[int, int]:
+        words = self._process.stdout.readline().split()  # type: ignore[union-attr]
+        if len(words) != 4:
+            raise RuntimeError(f"pack {self.consumer_ids[0]} ended: see {self._stderr.name}")
+        return int(words[1]), int(words[3])
+
+    def stop(self) -> None:
+        self._process.stdin.write("stop\n")  # type: ignore[union-attr]
+        self._process.stdin.flush()  # type: ignore[union-attr]
+
+    def wait_stopped(self) -> None:
+        self._process.communicate(timeout=120)
+        self._stderr.close()
+
+    def kill(self) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.wait()
+
+
+# -- the server's counters ------------------------------------------------------------------
+
+def four_letters(port: int, word: str) -> str:
+    with socket.create_connection(("127.0.0.1", port), timeout=5.0) as sock:
+        sock.sendall(word.encode())
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks).decode()
+
+
+def mntr(port: int) -> dict[str, str]:
+    return dict(line.split("\t", 1) for line in four_letters(port, "mntr").splitlines()
+                if "\t" in line)
+
+
+class ServerCounters:
+    """`srst` at the start, `mntr` sampled every 100 ms for outstanding requests."""
+
+    def __init__(self, port: int) -> None:
+        self._port = port
+        self.max_outstanding = 0
+        self._stop = threading.Event()
+        four_letters(port, "srst")
+        self._start = mntr(port)
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.1):
+            try:
+                now = int(mntr(self._port)["zk_outstanding_requests"])
+            except (OSError, KeyError, ValueError):
+                continue
+            self.max_outstanding = max(self.max_outstanding, now)
+
+    def finish(self) -> dict[str, float]:
+        self._stop.set()
+        self._thread.join()
+        end = mntr(self._port)
+        return {"packets": sum(int(end[k]) - int(self._start[k])
+                               for k in ("zk_packets_received", "zk_packets_sent")),
+                "max_latency_ms": float(end["zk_max_latency"]),
+                "avg_latency_ms": float(end["zk_avg_latency"]),
+                "max_outstanding": float(max(self.max_outstanding,
+                                             int(end["zk_outstanding_requests"])))}
+
+
+# -- judging the group from its znodes ------------------------------------------------------
+
+def range_assignment(thread_ids: list[str], partitions: int) -> dict[int, str]:
+    """The reference's range assignment of one topic's partitions to these threads."""
+    threads = sorted(thread_ids)
+    share, extra = divmod(partitions, len(threads))
+    owners = {}
+    for index, thread in enumerate(threads):
+        start = share * index + min(index, extra)
+        for partition in range(start, start + share + (1 if index < extra else 0)):
+            owners[partition] = thread
+    return owners
+
+
+def settled_at(zk, group: str, topic: str, members: int, partitions: int
+               ) -> tuple[float, float] | None:
+    """(when the check that found it settled began, the newest registration's ctime), or None:
+    every member registered and every partition owned by its range-assigned thread."""
+    checked_at = time.time()
+    ids_path, owners_path = f"/consumers/{group}/ids", f"/consumers/{group}/owners/{topic}"
+    ids = zk.get_children(ids_path)
+    if len(ids) != members or len(zk.exists(owners_path) and zk.get_children(owners_path)
+                                  or ()) != partitions:
+        return None
+    expected = range_assignment([f"{consumer_id}-0" for consumer_id in ids], partitions)
+    for first in range(0, partitions, HARNESS_WINDOW):  # the harness's own reads kept small
+        requests = {p: zk.get_async(f"{owners_path}/{p}")
+                    for p in range(first, min(partitions, first + HARNESS_WINDOW))}
+        for partition, request in requests.items():
+            try:
+                data, _stat = request.get()
+            except Exception:  # noqa: BLE001 - released meanwhile: not settled
+                return None
+            if data.decode() != expected[partition]:
+                return None
+    stats = [zk.exists_async(f"{ids_path}/{consumer_id}") for consumer_id in ids]
+    newest = max(stat.get().ctime for stat in stats) / 1000.0
+    return checked_at, newest
+
+
+def wait_settled(zk, group: str, topic: str, members: int, partitions: int) -> float:
+    """Seconds from the newest registration to the check that found the group settled."""
+    from kazoo.exceptions import KazooException
+
+    def check() -> tuple[float, float] | None:
+        try:
+            return settled_at(zk, group, topic, members, partitions)
+        except KazooException:  # the harness's own session on a starved machine: look again
+            return None
+
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    while (found := check()) is None:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the group did not settle within {SETTLE_TIMEOUT_S:.0f}s")
+        time.sleep(POLL_S)
+    checked_at, newest = found
+    return max(0.0, checked_at - newest)
+
+
+# -- the scenario ---------------------------------------------------------------------------
+
+def fleet(cluster, args, work: Path) -> None:
+    from zkconsumer.localcluster import create_topic
+    from zkconsumer.zk.session import zookeeper_session
+
+    members, partitions, per = args.fleet_members, args.fleet_partitions, args.members_per_process
+    code = Path(args.fleet_code).resolve() if args.fleet_code else None
+    port = cluster.zookeeper.port
+    zookeeper = cluster.zookeeper_connect
+    group, topic = f"fleet-{time.time_ns()}", f"fleet-{time.time_ns()}"
+    ids = [f"m{index:04d}" for index in range(members)]
+    batches = [ids[start:start + per] for start in range(0, members, per)]
+    print(f"{members} members x {partitions} partitions, {per} per process "
+          f"({len(batches)} processes), code: {code or 'this checkout'}, properties: "
+          f"{' '.join(args.fleet_property) or 'defaults'}")
+    with zookeeper_session(zookeeper, timeout_s=30) as zk:
+        create_topic(zk, topic, partitions, timeout=600)
+        packs: list[Pack] = []
+        try:
+            counters = ServerCounters(port)
+            began = time.monotonic()
+            packs = [Pack(zookeeper, group, topic, batch, code, work, args.fleet_property)
+                     for batch in batches]
+            outcomes = [p.joined() for p in packs]
+            print(f"{'':<16} every process started its members "
+                  f"{time.monotonic() - began:.1f} s after the first began", flush=True)
+            joined = sum(ok for ok, _failed in outcomes)
+            failed = sum(bad for _ok, bad in outcomes)
+            settle = wait_settled(zk, group, topic, members, partitions) \
+                if failed == 0 else float("nan")
+            _report("start", counters.finish(), f"{joined} joined, {failed} failed, settled "
+                    f"{settle:.2f} s after the last registration "
+                    f"({time.monotonic() - began:.1f} s from the first process started)")
+            if failed:
+                return
+            counters = ServerCounters(port)
+            steps = args.rolling_steps
+            settles = []
+            for step in range(steps):
+                chosen = [index for index in range(len(packs))
+                          if index * steps // len(packs) == step]
+                for index in chosen:
+                    packs[index].stop()
+                for index in chosen:
+                    packs[index].wait_stopped()
+                    packs[index] = Pack(zookeeper, group, topic, batches[index], code, work,
+                                         args.fleet_property)
+                for index in chosen:
+                    ok, bad = packs[index].joined()
+                    if bad:
+                        raise RuntimeError(f"{bad} members failed to start again")
+                settles.append(wait_settled(zk, group, topic, members, partitions))
+            _report("rolling restart", counters.finish(),
+                    f"{steps} steps, each settled with every partition owned by its range "
+                    f"owner (nothing unowned); settle after each step's last registration: "
+                    f"{', '.join(f'{s:.2f}' for s in settles)} s")
+        finally:
+            for p in packs:
+                try:
+                    p.stop()
+                except OSError:
+                    pass
+            for p in packs:
+                try:
+                    p.wait_stopped()
+                except (subprocess.TimeoutExpired, OSError, ValueError):
+                    p.kill()
+
+
+def _report(phase: str, counted: dict[str, float], outcome: str) -> None:
+    print(f"{phase:<16} {outcome}", flush=True)
+    print(f"{'':<16} ZooKeeper: {counted['packets']:.0f} packets, max latency "
+          f"{counted['max_latency_ms']:.0f} ms, avg {counted['avg_latency_ms']:.1f} ms, max "
+          f"outstanding {counted['max_outstanding']:.0f}", flush=True)
+
+
+if __name__ == "__main__" and len(sys.argv) >= 6 and sys.argv[1] == "pack":
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    pack(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5].split(","),
+         dict(setting.split("=", 1) for setting in sys.argv[6:]))
