@@ -7,8 +7,7 @@ One cluster for the module (its ZooKeeper, broker and certificates take half a m
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import json
 import time
 from types import SimpleNamespace
 
@@ -126,10 +125,11 @@ def test_describe_export_and_cutover_both_ways_over_tls(
         tls, plain, plain_zk, tls_zk, tls_file, unique_name, monkeypatch):
     group, topic = _group_with_offsets(plain, plain_zk, unique_name, {0: 3, 1: 7})
 
-    described, _ = _cli("group", "describe", group, "--zookeeper", tls.tls_connect,
+    described, _ = _cli("group", "describe", "--group", group, "--zookeeper", tls.tls_connect,
                         "--zk-tls-config-file", str(tls_file), "--json", *VERSION)
     assert described.exit_code == 0, described.stderr
-    assert '"committed": 7' in described.stdout.replace(" ", "").replace('":', '": ')
+    assert {r["partition"]: (r["zookeeper_offset"], r["lag"])
+            for r in json.loads(described.stdout)["partitions"]} == {0: (3, 12), 1: (7, 8)}
 
     exported, _ = _cli("offsets", "export", "--group", group, "--zookeeper", tls.tls_connect,
                        *(arg for item in tls.property_args() for arg in ("--property", item)),
@@ -157,7 +157,7 @@ def test_the_exporter_reports_a_groups_lag_over_tls(tls, plain, plain_zk, tls_fi
     group, topic = _group_with_offsets(plain, plain_zk, unique_name, {0: 12})
     exporter = ExporterProcess(tmp_path, "--zookeeper", tls.tls_connect, "--zk-tls-config-file",
                                str(tls_file), "--interval", "1s", "--no-kafka-groups",
-                               "--no-kafka-offsets", "--log-level", "debug", *VERSION)
+                               "--no-kafka-offsets", *VERSION)
     try:
         wait_until(lambda: lag_of(exporter.scrape(), group, topic, 0) == 18, timeout=60,
                    message="the group's lag of 18")
@@ -167,6 +167,7 @@ def test_the_exporter_reports_a_groups_lag_over_tls(tls, plain, plain_zk, tls_fi
     assert STORE_PASSWORD not in exporter.log.read_text()
 
 
+@pytest.mark.slow  # a Spark job: minutes on a busy machine, where the session is not yet up
 def test_spark_reads_the_group_over_tls(spark, tls, plain, plain_zk, unique_name):
     group, topic = _group_with_offsets(plain, plain_zk, unique_name, {0: 25}, messages=40)
     rows = (spark.read.format("zkconsumer")
@@ -219,14 +220,12 @@ def test_each_tls_failure_is_one_line_naming_server_failure_and_key(tls, case):
 
 
 def test_a_plaintext_member_at_the_tls_port_is_told_to_turn_tls_on(tls, unique_name):
-    started = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-m", "zkconsumer", "consume", "--zookeeper", tls.tls_connect,
-         "--group", unique_name("plain"), "--topic", "t", "--property",
-         "zookeeper.connection.timeout.ms=3000"],
-        capture_output=True, text=True, timeout=120)
+    """Found when its session gives up (here after 3 s), not after retries: one line."""
+    result, took = _cli("consume", "--zookeeper", tls.tls_connect, "--group",
+                        unique_name("plain"), "--topic", "t", "--property",
+                        "zookeeper.connection.timeout.ms=3000")
     lines = result.stderr.strip().splitlines()
-    assert result.returncode == 1, result.stderr
+    assert result.exit_code == 1, result.stderr
     assert lines[-1].startswith(f"error: ZooKeeper at {tls.tls_connect} speaks TLS") \
         and "zookeeper.ssl.client.enable=true" in lines[-1], result.stderr
-    assert time.monotonic() - started < 20
+    assert took < 3 + PROMPT_S, f"{took:.1f}s"
