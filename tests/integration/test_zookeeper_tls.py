@@ -131,6 +131,12 @@ def test_describe_export_and_cutover_both_ways_over_tls(
     assert {r["partition"]: (r["zookeeper_offset"], r["lag"])
             for r in json.loads(described.stdout)["partitions"]} == {0: (3, 12), 1: (7, 8)}
 
+    inspected, _ = _cli("inspect", "--zookeeper", tls.tls_connect, "--zk-tls-config-file",
+                        str(tls_file), "--json")
+    assert inspected.exit_code == 0, inspected.stderr
+    assert [b["address"] for b in json.loads(inspected.stdout)["brokers"]] == [
+        plain.bootstrap_servers]
+
     exported, _ = _cli("offsets", "export", "--group", group, "--zookeeper", tls.tls_connect,
                        *(arg for item in tls.property_args() for arg in ("--property", item)),
                        *VERSION)

@@ -315,7 +315,8 @@ def admin_context(zookeeper_connect: str | None, bootstrap_server: str | None,
 
 
 def admin_config(zookeeper_connect: str, properties: Iterable[str],
-                 environ: Mapping[str, str] | None = None) -> ConsumerConfig:
+                 environ: Mapping[str, str] | None = None,
+                 connection_timeout_ms: int = 10000) -> ConsumerConfig:
     """`--property` takes the Kafka client's `kafka.*` keys and the ZooKeeper credentials and
     TLS keys (`ADMIN_ZOOKEEPER_KEYS`), which may also come from their variables
     (`ZKCONSUMER_ZOOKEEPER_SSL_KEYSTORE_PASSWORD`, ...); group keys make no sense here."""
@@ -331,7 +332,7 @@ def admin_config(zookeeper_connect: str, properties: Iterable[str],
     variables = {name: environ[name] for name in map(env_variable, ADMIN_ZOOKEEPER_KEYS)
                  if name in environ}
     fixed = {"group.id": "zkconsumer-admin", "zookeeper.connect": zookeeper_connect,
-             "zookeeper.connection.timeout.ms": "10000"}
+             "zookeeper.connection.timeout.ms": str(connection_timeout_ms)}
     return load_config(None, properties, environ=variables,
                        options={key: Setting(value, "--zookeeper") for key, value in fixed.items()})
 
