@@ -92,7 +92,8 @@ def test_java_cipher_suite_names_become_openssls():
 def test_a_kafka_tls_file_gives_only_its_zookeeper_tls_keys(tmp_path):
     path = tmp_path / "zk-tls.properties"
     path.write_text("zookeeper.ssl.client.enable=true\nzookeeper.ssl.keystore.password=x=y\n"
-                    "zookeeper.connect=elsewhere:2181\nbroker.id=3\n")
+                    "zookeeper.connect=elsewhere:2181\nbroker.id=3\n"
+                    "zookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty\n")
     assert zookeeper_tls_file_properties(path) == ("zookeeper.ssl.client.enable=true",
                                                    "zookeeper.ssl.keystore.password=x=y")
 

@@ -198,9 +198,11 @@ def load_config(properties_file: str | os.PathLike[str] | None = None,
 
 def zookeeper_tls_file_properties(path: str | os.PathLike[str]) -> tuple[str, ...]:
     """The ZooKeeper TLS keys of a properties file (Kafka's `--zk-tls-config-file`) as
-    `key=value` overrides; like Kafka's tools, every other key in it is ignored."""
+    `key=value` overrides; like Kafka's tools, every other key in it is ignored, and so is
+    `zookeeper.clientCnxnSocket`, which every such file holds and which changes nothing here
+    (not warned about on every command)."""
     return tuple(f"{key}={entry.value}" for key, entry in read_properties_file(path).items()
-                 if key in ZOOKEEPER_TLS_KEYS)
+                 if key in ZOOKEEPER_TLS_KEYS and KEYS_BY_NAME[key].no_effect is None)
 
 
 def parse_setting(name: str, text: str, source: str | None = None) -> Any:
