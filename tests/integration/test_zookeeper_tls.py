@@ -27,6 +27,8 @@ from support.zk_tls import CLIENT_IDENTITY, STORE_PASSWORD, tls_cluster
 from zkconsumer.cli import cli
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.localcluster import create_topic
+from zkconsumer import ConsumerConnector
+from zkconsumer.member.kafka_connector import KafkaCoordinatedConnector
 from zkconsumer.model import TopicPartition
 from zkconsumer.zk.session import connect, session_for
 from zkconsumer.znodes.paths import GroupPaths
@@ -119,6 +121,28 @@ def test_a_member_consumes_and_commits_over_tls_and_its_znodes_carry_its_certifi
                      "--execute", "--zookeeper", plain.zookeeper_connect, *VERSION)
     assert denied.exit_code == 1 and "ZooKeeper denied" in denied.stderr, denied.stderr
     assert zookeeper_offsets(tls_zk, group)[TopicPartition(topic, 0)] == 10
+
+
+def test_a_kafka_coordinated_member_watches_the_fence_over_tls(tls, plain, plain_zk, tls_zk,
+                                                               unique_name):
+    topic = unique_name("topic")
+    create_topic(plain_zk, topic, 1)
+    group = unique_name("kafka-member")
+    connector = ConsumerConnector({
+        "group.id": group, "group.coordination": "kafka", "zookeeper.connect": tls.tls_connect,
+        "bootstrap.servers": plain.bootstrap_servers, "kafka.api.version": "0.9",
+        "session.timeout.ms": "6000", "heartbeat.interval.ms": "500",
+        **tls.properties(**{"zookeeper.set.acl": "true"})})
+    try:
+        assert isinstance(connector, KafkaCoordinatedConnector)
+        connector.create_message_streams({topic: 1})
+        aware = GroupPaths(group).fence_aware
+        wait_until(lambda: tls_zk.exists(aware) and tls_zk.get_children(aware), timeout=60,
+                   message="the member's promise to honour the fence")
+        acl, _stat = tls_zk.get_acls(aware)
+        assert make_acl("x509", CLIENT_IDENTITY, all=True) in acl
+    finally:
+        connector.shutdown()
 
 
 def test_describe_export_and_cutover_both_ways_over_tls(

@@ -54,6 +54,10 @@ class ZookeeperTlsError(ZkConsumerError):
     failed and the key to look at. Never transient, so never retried."""
 
 
+class NotTlsError(ZookeeperTlsError):
+    """The server answered a TLS handshake as no TLS server does: a plaintext port."""
+
+
 def ssl_context(tls: ZookeeperTls) -> ssl.SSLContext:
     """The client side of every TLS connection to the ensemble."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -114,7 +118,7 @@ def refuse_if_tls(connect_string: str, timeout_s: float = SNIFF_TIMEOUT_S) -> No
     for host, port in _hosts(connect_string):
         outcome = _shake_hands(sniffer, host, port, timeout_s)
         if outcome is None or (isinstance(outcome, ZookeeperTlsError)
-                               and not _said_not_tls(outcome)):
+                               and not isinstance(outcome, NotTlsError)):
             raise ZookeeperTlsError(
                 f"ZooKeeper at {host}:{port} speaks TLS on this port and the session spoke "
                 "plaintext: set zookeeper.ssl.client.enable=true and "
@@ -125,10 +129,6 @@ def refuse_if_tls(connect_string: str, timeout_s: float = SNIFF_TIMEOUT_S) -> No
 def _hosts(connect_string: str) -> list[tuple[str, int]]:
     hosts, _chroot = collect_hosts(connect_string)
     return list(hosts)
-
-
-def _said_not_tls(error: ZookeeperTlsError) -> bool:
-    return "does not speak TLS" in str(error)
 
 
 def _shake_hands(context: ssl.SSLContext, host: str, port: int,
@@ -150,7 +150,7 @@ def _shake_hands(context: ssl.SSLContext, host: str, port: int,
     except ssl.SSLError as exc:
         return _handshake_failure(server, exc)
     except (TimeoutError, socket.timeout):
-        return ZookeeperTlsError(
+        return NotTlsError(
             f"TLS to ZooKeeper at {server} failed: no TLS handshake answer within "
             f"{timeout_s:g}s; the port does not speak TLS (is it the plaintext clientPort? "
             "TLS is served on secureClientPort); check zookeeper.connect")
@@ -199,8 +199,8 @@ def _handshake_failure(server: str, exc: ssl.SSLError) -> ZookeeperTlsError:
         "zookeeper.ssl.enabled.protocols and zookeeper.ssl.cipher.suites")
 
 
-def _not_tls(server: str, reason: str) -> ZookeeperTlsError:
-    return ZookeeperTlsError(
+def _not_tls(server: str, reason: str) -> NotTlsError:
+    return NotTlsError(
         f"TLS to ZooKeeper at {server} failed: the server does not speak TLS on this port "
         f"({str(reason).lower()}; is it the plaintext clientPort? TLS is served on "
         "secureClientPort); check zookeeper.connect and zookeeper.ssl.client.enable")
