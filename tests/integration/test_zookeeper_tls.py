@@ -24,10 +24,10 @@ from support.offsets import zookeeper_offsets
 from support.waiting import wait_until
 from support.zk_tls import CLIENT_IDENTITY, STORE_PASSWORD, tls_cluster
 
+from zkconsumer import ConsumerConnector
 from zkconsumer.cli import cli
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.localcluster import create_topic
-from zkconsumer import ConsumerConnector
 from zkconsumer.member.kafka_connector import KafkaCoordinatedConnector
 from zkconsumer.model import TopicPartition
 from zkconsumer.zk.session import connect, session_for
