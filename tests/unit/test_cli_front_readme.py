@@ -129,7 +129,7 @@ def test_the_documented_exit_statuses_are_the_ones_the_cli_returns(monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("zkconsumer.cli.inspect_command.zookeeper_session", interrupted)
+    monkeypatch.setattr("zkconsumer.cli.inspect_command.session_for", interrupted)
     assert CliRunner().invoke(cli, ["inspect", "--zookeeper", "z"]).exit_code \
         == labels["interrupted"]
     assert CliRunner().invoke(cli, ["--help"]).exit_code == labels["done"]

@@ -75,6 +75,19 @@ REFERENCE_DEFAULTS = {
     "zookeeper_sasl_username": None,
     "zookeeper_sasl_password": None,
     "zookeeper_acl_world_read": True,
+    "zookeeper_ssl_client_enable": False,
+    "zookeeper_clientCnxnSocket": None,
+    "zookeeper_ssl_keystore_location": None,
+    "zookeeper_ssl_keystore_password": None,
+    "zookeeper_ssl_keystore_type": None,
+    "zookeeper_ssl_truststore_location": None,
+    "zookeeper_ssl_truststore_password": None,
+    "zookeeper_ssl_truststore_type": None,
+    "zookeeper_ssl_protocol": "TLSv1.2",
+    "zookeeper_ssl_enabled_protocols": ("TLSv1.2",),
+    "zookeeper_ssl_cipher_suites": None,
+    "zookeeper_ssl_endpoint_identification_algorithm": True,
+    "zookeeper_set_acl": False,
     "group_coordination": "zookeeper",
     "session_timeout_ms": 10000,
     "heartbeat_interval_ms": 3000,
@@ -501,7 +514,7 @@ def test_to_properties_lists_every_default():
     assert properties["exclude.internal.topics"] == "true"
     assert "consumer.id" not in properties
     assert properties["fetch.backend"] == "auto"
-    assert len(properties) == 41  # every key that has a value by default
+    assert len(properties) == 46  # every key that has a value by default
 
 
 LEGACY_PROPERTIES = """\

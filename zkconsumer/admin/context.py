@@ -12,6 +12,7 @@ caller hands in, so the same operations serve a test, a script or the CLI.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -21,7 +22,9 @@ from typing import Protocol, TypeVar
 from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 
-from zkconsumer.config import ConsumerConfig, kafka_only_settings
+from zkconsumer.config import ConsumerConfig, Setting, kafka_only_settings, load_config
+from zkconsumer.config.keys import ZOOKEEPER_TLS_KEYS
+from zkconsumer.config.loading import env_variable
 from zkconsumer.errors import ConfigError, ZkConsumerError, describe_error
 from zkconsumer.fetch import KafkaAccess, LogOffsets, resolve_kafka_access
 from zkconsumer.fetch.kafka_client import kafka_client_options
@@ -52,7 +55,7 @@ STORAGES = ("zookeeper", "kafka")
 BOTH = "both"
 ADMIN_ZOOKEEPER_KEYS = ("zookeeper.auth.digest", "zookeeper.sasl.mechanism",
                         "zookeeper.sasl.username", "zookeeper.sasl.password",
-                        "zookeeper.acl.world.read")
+                        "zookeeper.acl.world.read", *ZOOKEEPER_TLS_KEYS)
 # Groups are independent and each Kafka round trip mostly waits on the network, so operations
 # over many groups work on several at once; eight keeps the broker and ZooKeeper comfortable.
 GROUP_WORKERS = 8
@@ -311,20 +314,27 @@ def admin_context(zookeeper_connect: str | None, bootstrap_server: str | None,
                            reporter or Silent())
 
 
-def admin_config(zookeeper_connect: str, properties: Iterable[str]) -> ConsumerConfig:
-    """`--property` takes the Kafka client's `kafka.*` keys and the ZooKeeper credentials
-    (`zookeeper.auth.digest`, `zookeeper.acl.world.read`); group keys make no sense here."""
-    settings = {"group.id": "zkconsumer-admin", "zookeeper.connect": zookeeper_connect,
-                "zookeeper.connection.timeout.ms": "10000"}
+def admin_config(zookeeper_connect: str, properties: Iterable[str],
+                 environ: Mapping[str, str] | None = None,
+                 connection_timeout_ms: int = 10000) -> ConsumerConfig:
+    """`--property` takes the Kafka client's `kafka.*` keys and the ZooKeeper credentials and
+    TLS keys (`ADMIN_ZOOKEEPER_KEYS`), which may also come from their variables
+    (`ZKCONSUMER_ZOOKEEPER_SSL_KEYSTORE_PASSWORD`, ...); group keys make no sense here."""
+    properties = tuple(properties)
     for item in properties:
-        key, equals, value = item.partition("=")
+        key, equals, _value = item.partition("=")
         key = key.strip()
         if not equals or not (key.startswith("kafka.") or key in ADMIN_ZOOKEEPER_KEYS):
             raise ConfigError(key or item, "<hidden>",
                               "expected kafka.<key>=<value> or zookeeper.auth.digest=user:password",
                               "--property")
-        settings[key] = value.strip()
-    return ConsumerConfig.from_mapping(settings, "--property")
+    environ = os.environ if environ is None else environ
+    variables = {name: environ[name] for name in map(env_variable, ADMIN_ZOOKEEPER_KEYS)
+                 if name in environ}
+    fixed = {"group.id": "zkconsumer-admin", "zookeeper.connect": zookeeper_connect,
+             "zookeeper.connection.timeout.ms": str(connection_timeout_ms)}
+    return load_config(None, properties, environ=variables,
+                       options={key: Setting(value, "--zookeeper") for key, value in fixed.items()})
 
 
 def kafka_access_for(zk: KazooClient, client_options: dict, api_version: tuple[int, ...] | None,

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 import click
 
 from zkconsumer.admin.context import Step
+from zkconsumer.config.loading import zookeeper_tls_file_properties
 
 
 def admin_options(command: Callable) -> Callable:
@@ -38,10 +39,28 @@ def _with_admin_options(command: Callable, zookeeper_required: bool) -> Callable
         click.option("--property", "properties", multiple=True, metavar="KEY=VALUE",
                      help="Kafka client setting: kafka.api.version=0.9, "
                           "kafka.security.protocol=SSL, ...; repeatable."),
+        ZK_TLS_CONFIG_FILE,
         click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables."),
     ]
     return functools.reduce(lambda decorated, option: option(decorated), reversed(options),
-                            command)
+                            with_zk_tls_config_file(command))
+
+
+ZK_TLS_CONFIG_FILE = click.option(
+    "--zk-tls-config-file", type=click.Path(exists=True, dir_okay=False),
+    help="A properties file with ZooKeeper TLS keys (zookeeper.ssl.*), as Kafka's tools take "
+         "it; its other keys are ignored, --property wins over it.")
+
+
+def with_zk_tls_config_file(command: Callable) -> Callable:
+    """The command gets the file's ZooKeeper TLS keys as `--property` values in front of the
+    given ones, which win over them."""
+    @functools.wraps(command)
+    def run(*args, zk_tls_config_file: str | None = None, properties=(), **kwargs):
+        if zk_tls_config_file:
+            properties = zookeeper_tls_file_properties(zk_tls_config_file) + tuple(properties)
+        return command(*args, properties=properties, **kwargs)
+    return run
 
 
 class Terminal:

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import click
 
 from zkconsumer.admin.context import admin_config, kafka_access_for
+from zkconsumer.cli.admin_options import ZK_TLS_CONFIG_FILE, with_zk_tls_config_file
 from zkconsumer.cli.duration_option import Duration
 from zkconsumer.cli.signals import stop_on_signals
 from zkconsumer.config import ZookeeperSettings, kafka_only_settings
@@ -154,6 +155,8 @@ NOTIFY_THRESHOLDS = [status.name for status in Status if status > Status.OK]
               help="Send an alert again this often while it holds (default: once).")
 @click.option("--notify-group", callback=_regex, envvar="ZKCONSUMER_EXPORTER_NOTIFY_GROUP",
               help="Only notify about groups whose whole name matches this regex.")
+@ZK_TLS_CONFIG_FILE
+@with_zk_tls_config_file
 def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_regex,
              interval, window_samples, cluster_name, kafka_offsets, kafka_groups, notify_url,
              notify_template, notify_content_type, notify_timeout, notify_threshold,

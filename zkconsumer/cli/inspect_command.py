@@ -5,9 +5,11 @@ from __future__ import annotations
 import click
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.context import admin_config
+from zkconsumer.cli.admin_options import ZK_TLS_CONFIG_FILE, with_zk_tls_config_file
 from zkconsumer.cli.output import emit_json, emit_table
 from zkconsumer.zk.registry import list_topics, read_brokers, read_partition_state, read_topic
-from zkconsumer.zk.session import zookeeper_session
+from zkconsumer.zk.session import session_for
 
 
 def describe_cluster(zk: KazooClient) -> dict:
@@ -55,10 +57,16 @@ def print_cluster(description: dict, err: bool = False) -> None:
 @click.command("inspect")
 @click.option("--zookeeper", "zookeeper_connect", required=True, envvar="ZKCONSUMER_ZOOKEEPER_CONNECT",
               help="ZooKeeper connect string, host:port[,host:port...][/chroot].")
+@click.option("--property", "properties", multiple=True, metavar="KEY=VALUE",
+              help="ZooKeeper credential or TLS setting (zookeeper.auth.digest, "
+                   "zookeeper.ssl.*); repeatable.")
+@ZK_TLS_CONFIG_FILE
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
-def inspect_cluster(zookeeper_connect: str, as_json: bool) -> None:
+@with_zk_tls_config_file
+def inspect_cluster(zookeeper_connect: str, properties: tuple[str, ...], as_json: bool) -> None:
     """Show the brokers and topics registered in ZooKeeper."""
-    with zookeeper_session(zookeeper_connect) as zk:
+    config = admin_config(zookeeper_connect, properties, connection_timeout_ms=6000)
+    with session_for(config.zookeeper) as zk:
         description = describe_cluster(zk)
     if as_json:
         emit_json(description)

@@ -38,10 +38,15 @@ zkconsumer's own keys:
   only by that SASL user. At most one of digest and SASL may be set.
 - `zookeeper.acl.world.read`: whether everyone may still *read* those znodes (default true,
   so monitoring tools such as ConsumerOffsetChecker keep working).
+- `zookeeper.ssl.*` (Kafka's keys: `client.enable`, `keystore.location`/`.password`/`.type`,
+  `truststore.*`, `protocol`, `enabled.protocols`, `cipher.suites`,
+  `endpoint.identification.algorithm`) and `zookeeper.set.acl`: ZooKeeper over TLS, with a client
+  certificate, and an x509 ACL on the znodes zkconsumer creates (see `zkconsumer.zk.tls`).
 - `metrics.port` / `metrics.host`: where a member serves its Prometheus metrics (`/metrics`)
   and `/healthz`; port 0 (the default) serves nothing, host defaults to 127.0.0.1.
 
-Secrets (`zookeeper.auth.digest`, `zookeeper.sasl.password`, `kafka.*password*`) never appear in
+Secrets (`zookeeper.auth.digest`, `zookeeper.sasl.password`, the `zookeeper.ssl.*` store
+passwords, `kafka.*password*`) never appear in
 errors or in the config's repr.
 
 Any other key is kept in `ConsumerConfig.unknown_keys` rather than rejected, as the reference
@@ -58,15 +63,17 @@ from zkconsumer.config.loading import (
     load_config,
     parse_setting,
 )
-from zkconsumer.config.zookeeper import SaslLogin, ZookeeperSettings
+from zkconsumer.config.zookeeper import SaslLogin, Store, ZookeeperSettings, ZookeeperTls
 
 __all__ = [
     "ConsumerConfig",
     "MissingConfigError",
     "SaslLogin",
     "Setting",
+    "Store",
     "ZookeeperConnect",
     "ZookeeperSettings",
+    "ZookeeperTls",
     "kafka_only_settings",
     "load_config",
     "parse_setting",

@@ -14,13 +14,18 @@ from zkconsumer.config.addresses import bootstrap_servers, zookeeper_connect
 from zkconsumer.config.values import (
     api_version,
     boolean,
+    cipher_suites,
     consumer_id,
     digest_credentials,
+    host_check,
     integer,
     legal_name,
     non_empty,
     one_of,
     port,
+    store_type,
+    tls_version,
+    tls_versions,
     topic_filter,
     topic_list,
 )
@@ -42,6 +47,7 @@ class Key:
     secret: bool = False  # never echoed in errors
     # Why a reference key is accepted (so shared properties files load) yet changes nothing.
     no_effect: str | None = None
+    empty_allowed: bool = False  # an empty value means something (Kafka's "turn it off")
 
     @property
     def field(self) -> str:
@@ -106,6 +112,26 @@ KEYS = (
     Key("zookeeper.sasl.username", non_empty),
     Key("zookeeper.sasl.password", non_empty, secret=True),
     Key("zookeeper.acl.world.read", boolean, True),
+    # ZooKeeper over TLS, with Kafka's keys and meanings (KIP-515), so the file an operator
+    # gives `kafka-configs --zk-tls-config-file` serves here too (see zkconsumer.zk.tls).
+    Key("zookeeper.ssl.client.enable", boolean, False),
+    Key("zookeeper.clientCnxnSocket", non_empty,
+         no_effect="Java's socket class; zkconsumer's client speaks TLS by itself"),
+    Key("zookeeper.ssl.keystore.location", non_empty),
+    Key("zookeeper.ssl.keystore.password", non_empty, secret=True),
+    Key("zookeeper.ssl.keystore.type", store_type),
+    Key("zookeeper.ssl.truststore.location", non_empty),
+    Key("zookeeper.ssl.truststore.password", non_empty, secret=True),
+    Key("zookeeper.ssl.truststore.type", store_type),
+    Key("zookeeper.ssl.protocol", tls_version, "TLSv1.2"),
+    Key("zookeeper.ssl.enabled.protocols", tls_versions, render=",".join,
+         derive=lambda f: (f["zookeeper_ssl_protocol"],)),
+    Key("zookeeper.ssl.cipher.suites", cipher_suites, render=",".join),
+    Key("zookeeper.ssl.endpoint.identification.algorithm", host_check, True,
+         render=lambda v: "HTTPS" if v else "", empty_allowed=True),
+    # Kafka's broker key: the znodes zkconsumer creates carry the client certificate's
+    # identity (x509) as their ACL.
+    Key("zookeeper.set.acl", boolean, False),
     # The Java consumer's group keys, for group.coordination=kafka (max.poll.interval.ms is
     # the rebalance timeout a JoinGroup gives).
     Key("session.timeout.ms", integer(1), 10000),
@@ -120,3 +146,6 @@ KEYS = (
 )
 KEYS_BY_NAME = {key.name: key for key in KEYS}
 KEY_NAMES = frozenset(KEYS_BY_NAME)
+# Kafka's ZooKeeper TLS keys: what `kafka-configs --zk-tls-config-file` reads.
+ZOOKEEPER_TLS_KEYS = tuple(key.name for key in KEYS if key.name.startswith("zookeeper.ssl.")) \
+    + ("zookeeper.clientCnxnSocket", "zookeeper.set.acl")

@@ -14,9 +14,9 @@ from types import MappingProxyType
 from typing import Any, NamedTuple, NoReturn
 
 from zkconsumer.config.addresses import ZookeeperConnect
-from zkconsumer.config.keys import KEY_NAMES, KEYS, KEYS_BY_NAME
+from zkconsumer.config.keys import KEY_NAMES, KEYS, KEYS_BY_NAME, ZOOKEEPER_TLS_KEYS
 from zkconsumer.config.values import Invalid, non_empty
-from zkconsumer.config.zookeeper import SaslLogin, ZookeeperSettings
+from zkconsumer.config.zookeeper import SaslLogin, Store, ZookeeperSettings, ZookeeperTls
 from zkconsumer.errors import ConfigError
 from zkconsumer.logs import get_logger, register_secret
 from zkconsumer.properties import read_properties_file
@@ -90,6 +90,19 @@ class ConsumerConfig:
     zookeeper_sasl_username: str | None
     zookeeper_sasl_password: str | None = field(repr=False)
     zookeeper_acl_world_read: bool
+    zookeeper_ssl_client_enable: bool
+    zookeeper_clientCnxnSocket: str | None
+    zookeeper_ssl_keystore_location: str | None
+    zookeeper_ssl_keystore_password: str | None = field(repr=False)
+    zookeeper_ssl_keystore_type: str | None
+    zookeeper_ssl_truststore_location: str | None
+    zookeeper_ssl_truststore_password: str | None = field(repr=False)
+    zookeeper_ssl_truststore_type: str | None
+    zookeeper_ssl_protocol: str
+    zookeeper_ssl_enabled_protocols: tuple[str, ...]
+    zookeeper_ssl_cipher_suites: tuple[str, ...] | None
+    zookeeper_ssl_endpoint_identification_algorithm: bool
+    zookeeper_set_acl: bool
     session_timeout_ms: int
     heartbeat_interval_ms: int
     max_poll_interval_ms: int
@@ -119,7 +132,25 @@ class ConsumerConfig:
                                  self.zookeeper_session_timeout_ms / 1000.0,
                                  self.zookeeper_auth_digest, sasl, self.zookeeper_acl_world_read,
                                  self.zookeeper_startup_deadline_ms / 1000.0,
-                                 self.zookeeper_max_in_flight_requests)
+                                 self.zookeeper_max_in_flight_requests,
+                                 self._zookeeper_tls())
+
+    def _zookeeper_tls(self) -> ZookeeperTls | None:
+        if not self.zookeeper_ssl_client_enable:
+            return None
+        keystore = truststore = None
+        if self.zookeeper_ssl_keystore_location:
+            keystore = Store(self.zookeeper_ssl_keystore_location,
+                             self.zookeeper_ssl_keystore_password,
+                             self.zookeeper_ssl_keystore_type, "zookeeper.ssl.keystore")
+        if self.zookeeper_ssl_truststore_location:
+            truststore = Store(self.zookeeper_ssl_truststore_location,
+                               self.zookeeper_ssl_truststore_password,
+                               self.zookeeper_ssl_truststore_type, "zookeeper.ssl.truststore")
+        return ZookeeperTls(keystore, truststore, self.zookeeper_ssl_enabled_protocols,
+                            self.zookeeper_ssl_cipher_suites,
+                            self.zookeeper_ssl_endpoint_identification_algorithm,
+                            self.zookeeper_set_acl)
 
     def to_properties(self) -> dict[str, str]:
         """The effective settings as strings that `from_mapping` reads back to an equal config."""
@@ -169,12 +200,21 @@ def load_config(properties_file: str | os.PathLike[str] | None = None,
     return config
 
 
+def zookeeper_tls_file_properties(path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The ZooKeeper TLS keys of a properties file (Kafka's `--zk-tls-config-file`) as
+    `key=value` overrides; like Kafka's tools, every other key in it is ignored, and so is
+    `zookeeper.clientCnxnSocket`, which every such file holds and which changes nothing here
+    (not warned about on every command)."""
+    return tuple(f"{key}={entry.value}" for key, entry in read_properties_file(path).items()
+                 if key in ZOOKEEPER_TLS_KEYS and KEYS_BY_NAME[key].no_effect is None)
+
+
 def parse_setting(name: str, text: str, source: str | None = None) -> Any:
     """One known key's value, checked and converted as the config does it, for a caller holding
     a single value (a command-line option) that wants it checked before anything else runs."""
     key = KEYS_BY_NAME[name]
     try:
-        return key.parse(non_empty(text.strip()))
+        return key.parse(text.strip() if key.empty_allowed else non_empty(text.strip()))
     except Invalid as exc:
         raise ConfigError(name, _shown(text, key.secret), str(exc), source) from None
 
@@ -194,10 +234,15 @@ def _mapping_settings(mapping: Mapping[str, str], source: str) -> dict[str, Sett
     return settings
 
 
+def env_variable(key: str) -> str:
+    """The environment variable of a known key: `ZKCONSUMER_GROUP_ID` for `group.id`."""
+    return ENV_PREFIX + key.upper().replace(".", "_")
+
+
 def _environment_settings(environ: Mapping[str, str]) -> dict[str, Setting]:
     settings = {}
     for key in KEYS:
-        variable = ENV_PREFIX + key.name.upper().replace(".", "_")
+        variable = env_variable(key.name)
         if variable in environ:
             settings[key.name] = Setting(environ[variable], f"environment {variable}")
     return settings
@@ -231,8 +276,10 @@ def _build(settings: Mapping[str, Setting]) -> ConsumerConfig:
     if fields["zookeeper_auth_digest"]:
         register_secret(fields["zookeeper_auth_digest"])
         register_secret(fields["zookeeper_auth_digest"].partition(":")[2])
-    if fields["zookeeper_sasl_password"]:
-        register_secret(fields["zookeeper_sasl_password"])
+    for secret in ("zookeeper_sasl_password", "zookeeper_ssl_keystore_password",
+                   "zookeeper_ssl_truststore_password"):
+        if fields[secret]:
+            register_secret(fields[secret])
     others = {name: setting for name, setting in settings.items() if name not in KEY_NAMES}
     kafka_properties, unknown = _kafka_client_properties(others)
     return ConsumerConfig(**fields, kafka_client_properties=MappingProxyType(kafka_properties),
@@ -289,6 +336,10 @@ def _check_combinations(fields: Mapping[str, Any], settings: Mapping[str, Settin
         present = "zookeeper.sasl.username" if missing.endswith("password") else \
             "zookeeper.sasl.password"
         _reject(settings, present, f"needs {missing} too", secret=present.endswith("password"))
+    if fields["zookeeper_set_acl"] and fields["zookeeper_ssl_client_enable"] \
+            and not fields["zookeeper_ssl_keystore_location"]:
+        _reject(settings, "zookeeper.set.acl", "needs a client certificate "
+                "(zookeeper.ssl.keystore.location) for the znodes' x509 ACL")
     chosen = [name for name in _SUBSCRIPTION_KEYS if name in settings]
     if len(chosen) > 1:
         _reject(settings, chosen[1],

@@ -109,3 +109,69 @@ def digest_credentials(text: str) -> str:
     if not colon or not user or not password:
         raise Invalid("must be user:password")
     return text
+
+
+# TLS protocol versions as Java names them, in order.
+TLS_VERSIONS = ("TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3")
+_KEX = {"ECDHE_RSA": "ECDHE-RSA-", "ECDHE_ECDSA": "ECDHE-ECDSA-", "DHE_RSA": "DHE-RSA-",
+        "DHE_DSS": "DHE-DSS-", "RSA": ""}
+_BULK = {"AES_128_GCM": "AES128-GCM", "AES_256_GCM": "AES256-GCM", "AES_128_CBC": "AES128",
+         "AES_256_CBC": "AES256", "CHACHA20_POLY1305": "CHACHA20-POLY1305"}
+
+
+def store_type(text: str) -> str:
+    """A Java key or trust store's type, as Kafka names them; JKS is refused with the way out."""
+    value = text.upper()
+    if value == "JKS":
+        raise Invalid("JKS stores cannot be read here; convert it once with `keytool "
+                      "-importkeystore -srckeystore STORE.jks -destkeystore STORE.p12 "
+                      "-deststoretype PKCS12` and give the .p12 file with type PKCS12")
+    if value not in ("PKCS12", "PEM"):
+        raise Invalid("must be PKCS12 or PEM")
+    return value
+
+
+def tls_version(text: str) -> str:
+    by_upper = {name.upper(): name for name in TLS_VERSIONS}
+    if text.upper() not in by_upper:
+        raise Invalid(f"must be one of {', '.join(TLS_VERSIONS)}")
+    return by_upper[text.upper()]
+
+
+def tls_versions(text: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(tls_version(part.strip()) for part in text.split(",")
+                               if part.strip())) or _no_items()
+
+
+def cipher_suites(text: str) -> tuple[str, ...]:
+    """Java's (IANA) cipher suite names, each checked to have an OpenSSL equivalent."""
+    suites = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    for suite in suites or _no_items():
+        openssl_cipher(suite)
+    return suites
+
+
+def openssl_cipher(suite: str) -> str | None:
+    """OpenSSL's name of a TLS 1.2 suite named as Java names it; None for a TLS 1.3 suite
+    (OpenSSL offers those by itself)."""
+    if suite in ("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384",
+                 "TLS_CHACHA20_POLY1305_SHA256"):
+        return None
+    match = re.fullmatch(r"TLS_([A-Z0-9_]+?)_WITH_([A-Z0-9_]+)_(SHA|SHA256|SHA384)", suite)
+    if not match or match[1] not in _KEX or match[2] not in _BULK:
+        raise Invalid(f"{suite!r} is not a cipher suite known here (Java's names, such as "
+                      "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)")
+    bulk = _BULK[match[2]]
+    return _KEX[match[1]] + bulk + ("" if bulk.startswith("CHACHA20") else f"-{match[3]}")
+
+
+def host_check(text: str) -> bool:
+    """Kafka's zookeeper.ssl.endpoint.identification.algorithm: HTTPS checks the server's
+    host name against its certificate; an empty value turns the check off."""
+    if text and text.upper() != "HTTPS":
+        raise Invalid("must be HTTPS (check the host name) or empty (do not)")
+    return bool(text)
+
+
+def _no_items() -> tuple[str, ...]:
+    raise Invalid("must name at least one")

@@ -26,6 +26,40 @@ class SaslLogin:
 
 
 @dataclass(frozen=True)
+class Store:
+    """A key or trust store: its file, password and type (PKCS12 or PEM; None: by the file's
+    name, PEM for .pem/.crt/.cer, else PKCS12), and the key prefix errors name."""
+
+    location: str
+    password: str | None = field(default=None, repr=False)
+    type: str | None = None
+    key: str = "zookeeper.ssl.keystore"
+
+    @property
+    def kind(self) -> str:
+        if self.type:
+            return self.type
+        name = self.location.lower()
+        if name.endswith(".jks"):
+            return "JKS"
+        return "PEM" if name.endswith((".pem", ".crt", ".cer", ".key")) else "PKCS12"
+
+
+@dataclass(frozen=True)
+class ZookeeperTls:
+    """The session speaks TLS: `truststore` holds the CAs the servers' certificates must chain
+    to (None: the system's), `keystore` the client's certificate and key (None: none shown).
+    With `x509_acl` the znodes the session creates are changeable only by that certificate."""
+
+    keystore: Store | None = None
+    truststore: Store | None = None
+    protocols: tuple[str, ...] = ("TLSv1.2",)
+    cipher_suites: tuple[str, ...] | None = None
+    check_hostname: bool = True
+    x509_acl: bool = False
+
+
+@dataclass(frozen=True)
 class ZookeeperSettings:
     """`digest` ("user:password") or `sasl`: the session authenticates, and the znodes it
     creates can be changed only by that user (and read by everyone if `world_readable`)."""
@@ -40,3 +74,4 @@ class ZookeeperSettings:
     startup_deadline_s: float = STARTUP_DEADLINE_MS / 1000.0
     # How many requests one caller of the session has unanswered at a time (`zk.window`).
     max_in_flight_requests: int = MAX_IN_FLIGHT_REQUESTS
+    tls: ZookeeperTls | None = None

@@ -11,6 +11,7 @@ from zkconsumer.localcluster.cluster import (
     ClusterError,
     LocalCluster,
     TlsKeystore,
+    ZookeeperServerTls,
     make_self_signed_keystore,
 )
 from zkconsumer.localcluster.ensemble import EnsembleError, ZookeeperEnsemble
@@ -31,6 +32,7 @@ __all__ = [
     "LocalCluster",
     "TlsKeystore",
     "ZookeeperEnsemble",
+    "ZookeeperServerTls",
     "add_partition",
     "create_topic",
     "default_cache_dir",

@@ -22,6 +22,11 @@ from kazoo.exceptions import NoNodeError
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.localcluster.bundle import ensure_bundle
+from zkconsumer.localcluster.ensemble import (
+    ensemble_environment,
+    tls_server_command,
+    tls_server_settings,
+)
 from zkconsumer.localcluster.java import find_java
 from zkconsumer.localcluster.processes import (
     bundle_environment,
@@ -63,6 +68,20 @@ class ServerProcess:
     port: int
     pid: int
     log_file: str
+    # ZooKeeper's TLS client port, when it has one.
+    secure_port: int | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True)
+class ZookeeperServerTls:
+    """What a local ZooKeeper serves TLS with: its key and certificate (one PEM file) and the
+    CAs whose client certificates it accepts (PEM); `client_auth` is ZooKeeper's
+    ssl.clientAuth (need, want or none). Such a ZooKeeper is Debian's 3.8 (the bundle's 3.4.6
+    has no TLS), with a plaintext port beside the TLS one for the 0.9 brokers."""
+
+    keystore: Path
+    truststore: Path
+    client_auth: str = "need"
 
 
 @dataclass
@@ -117,13 +136,15 @@ class LocalCluster:
         self.brokers: dict[int, BrokerProcess] = {}
         self._children: dict[int, subprocess.Popen] = {}
         self.zookeeper_sasl_users: dict[str, str] = {}
+        self.zookeeper_tls: ZookeeperServerTls | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
     @classmethod
     def start(cls, work_dir: Path, brokers: int = 1, kafka_home: Path | None = None,
               zookeeper_sasl_users: dict[str, str] | None = None,
-              replication_factor: int = 1) -> LocalCluster:
+              replication_factor: int = 1,
+              zookeeper_tls: ZookeeperServerTls | None = None) -> LocalCluster:
         """Start ZooKeeper and `brokers` brokers; on any failure stop what was started.
         `zookeeper_sasl_users` (user -> password) makes ZooKeeper accept SASL DIGEST-MD5 logins
         (unauthenticated clients, such as the brokers, are still let in). With a
@@ -136,6 +157,7 @@ class LocalCluster:
                                f"many brokers; {brokers} asked for")
         cluster = cls(work_dir, kafka_home)
         cluster.zookeeper_sasl_users = dict(zookeeper_sasl_users or {})
+        cluster.zookeeper_tls = zookeeper_tls
         if (cluster.work_dir / STATE_FILE).exists():
             existing = cls.load(work_dir)
             if existing.is_running():
@@ -205,6 +227,13 @@ class LocalCluster:
         return f"127.0.0.1:{self.zookeeper.port}"
 
     @property
+    def zookeeper_tls_connect(self) -> str:
+        """The TLS client port of a ZooKeeper started with `zookeeper_tls`."""
+        if self.zookeeper is None or not self.zookeeper.secure_port:
+            raise ClusterError("ZooKeeper serves no TLS port")
+        return f"127.0.0.1:{self.zookeeper.secure_port}"
+
+    @property
     def bootstrap_servers(self) -> str:
         return ",".join(self.brokers[b].address for b in sorted(self.brokers))
 
@@ -247,12 +276,23 @@ class LocalCluster:
             jaas.write_text("Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule "
                             f"required {users};\n}};\n")
             jvm_options = f"-Djava.security.auth.login.config={jaas}"
+        secure_port = None
+        if self.zookeeper_tls is not None:
+            secure_port = free_port()
+            settings += tls_server_settings(self.zookeeper_tls, secure_port)
         config.write_text(settings)
         log_file = self.work_dir / "logs" / "zookeeper.out"
         log_start = _size(log_file)
-        process = self._spawn("zookeeper-server-start.sh", config, log_file, heap="-Xmx256M",
-                              jvm_options=jvm_options)
-        self.zookeeper = ServerProcess(port=port, pid=process.pid, log_file=str(log_file))
+        if self.zookeeper_tls is not None:
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+            process = spawn(tls_server_command(config, jvm_options), ensemble_environment(),
+                            log_file)
+            self._children[process.pid] = process
+        else:
+            process = self._spawn("zookeeper-server-start.sh", config, log_file,
+                                  heap="-Xmx256M", jvm_options=jvm_options)
+        self.zookeeper = ServerProcess(port=port, pid=process.pid, log_file=str(log_file),
+                                       secure_port=secure_port)
         self._save()
         self._wait(lambda: _zookeeper_answers(port), self.zookeeper, "ZooKeeper", log_start)
         return self.zookeeper

@@ -10,6 +10,7 @@ log), so its command line names that folder, which is how stray servers are foun
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -32,6 +33,9 @@ from zkconsumer.localcluster.processes import (
 PACKAGE_JAR = Path("/usr/share/java/zookeeper.jar")
 LOGGING_JAR = Path("/usr/share/java/slf4j-simple.jar")
 SERVER_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+STANDALONE_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
+# Netty serves ZooKeeper's TLS port; the package's unversioned links to its jars.
+NETTY_JARS = "netty-*.jar"
 START_TIMEOUT_S = 60.0
 START_ATTEMPTS = 3
 
@@ -168,7 +172,7 @@ class ZookeeperEnsemble:
         classpath = ":".join(str(jar) for jar in (PACKAGE_JAR, LOGGING_JAR) if jar.is_file())
         process = spawn([find_java(), "-Xmx128M", "-XX:+UseSerialGC",
                          "-Dzookeeper.admin.enableServer=false", "-cp", classpath, SERVER_CLASS,
-                         str(config)], _java_environment(), server.log_file)
+                         str(config)], ensemble_environment(), server.log_file)
         server.pid = process.pid
         self._children[process.pid] = process
         if wait:
@@ -235,10 +239,35 @@ class ZookeeperEnsemble:
                             f"see {server.log_file}")
 
 
-def _java_environment() -> dict[str, str]:
+def ensemble_environment() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("CLASSPATH", None)
     return env
+
+
+def tls_server_settings(tls, secure_port: int) -> str:
+    """zoo.cfg lines for a TLS client port served by Netty with `tls`
+    (`zkconsumer.localcluster.ZookeeperServerTls`), the x509 identities of client certificates
+    usable in ACLs; the plaintext clientPort stays."""
+    return (f"serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n"
+            f"secureClientPort={secure_port}\nsecureClientPortAddress=127.0.0.1\n"
+            f"ssl.keyStore.location={tls.keystore}\nssl.keyStore.type=PEM\n"
+            f"ssl.trustStore.location={tls.truststore}\nssl.trustStore.type=PEM\n"
+            f"ssl.clientAuth={tls.client_auth}\n"
+            "authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider\n"
+            "4lw.commands.whitelist=*\nadmin.enableServer=false\n")
+
+
+def tls_server_command(config: Path, jvm_options: str = "") -> list[str]:
+    """Debian's ZooKeeper 3.8 as one standalone server with `config`, Netty on its class path."""
+    if not package_available():
+        raise EnsembleError(f"a TLS ZooKeeper needs Debian's zookeeper package ({PACKAGE_JAR} "
+                            "is missing): apt-get install zookeeper")
+    netty = sorted(jar for jar in PACKAGE_JAR.parent.glob(NETTY_JARS)
+                   if not re.search(r"-[0-9]+\.", jar.name))
+    classpath = ":".join(str(jar) for jar in (PACKAGE_JAR, LOGGING_JAR, *netty) if jar.is_file())
+    return [find_java(), "-Xmx128M", "-XX:+UseSerialGC", *jvm_options.split(), "-cp", classpath,
+            STANDALONE_CLASS, str(config)]
 
 
 def _four_letter_word(port: int, word: bytes) -> str:

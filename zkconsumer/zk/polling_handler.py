@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import select
+import ssl
 
 from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.handlers.utils import fileobj_to_fd
@@ -66,11 +67,15 @@ class ConnectionSilentError(OSError):
 class PollingHandler(SequentialThreadingHandler):
     """kazoo's handler, waiting with `poll_select`; with a `Hearing`, no wait outlasts the time
     the connection may stay silent, and a wait that ends past it raises
-    `ConnectionSilentError`."""
+    `ConnectionSilentError`. With `tls`, every connection speaks TLS with that context
+    (kazoo's own TLS options, which cannot carry a truststore in memory, protocols or cipher
+    suites, are left unused)."""
 
-    def __init__(self, hearing: Hearing | None = None) -> None:
+    def __init__(self, hearing: Hearing | None = None,
+                 tls: ssl.SSLContext | None = None) -> None:
         super().__init__()
         self._hearing = hearing
+        self._tls = tls
         self._server: object | None = None  # the connection thread's socket to its server
         # Whether any server was reached (a TCP connection made) or a connection attempt timed
         # out: a start that then times out met a slow server, not a refusing one.
@@ -84,12 +89,17 @@ class PollingHandler(SequentialThreadingHandler):
         """kazoo's connection thread opens its socket to a server here (kazoo's other uses of
         it, `KazooClient.command` and the read-only mode's search for a writable server, are
         not used by zkconsumer)."""
+        if self._tls is not None:
+            kwargs["use_ssl"] = False
         try:
             connection = super().create_connection(*args, **kwargs)
         except TimeoutError:
             self.met_a_slow_server = True
             raise
         self.met_a_slow_server = True
+        if self._tls is not None:
+            connection = self._tls.wrap_socket(connection,
+                                               server_hostname=kwargs.get("hostname"))
         if self._hearing is not None:
             self._server = connection
             self._hearing.new_connection()

@@ -14,12 +14,19 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 from kazoo.security import make_acl, make_digest_acl
 
-from zkconsumer.config import SaslLogin, ZookeeperSettings
+from zkconsumer.config import SaslLogin, ZookeeperSettings, ZookeeperTls
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.logs import get_logger
 from zkconsumer.zk.hearing import Hearing
 from zkconsumer.zk.polling_handler import PollingHandler
 from zkconsumer.zk.startup import StartupRetry
+from zkconsumer.zk.tls import (
+    ZookeeperTlsError,
+    check_servers,
+    refuse_if_tls,
+    ssl_context,
+    x509_identity,
+)
 from zkconsumer.zk.window import set_window
 
 log = get_logger(__name__)
@@ -53,18 +60,21 @@ class ZookeeperAccessDeniedError(ZkConsumerError):
     @classmethod
     def because(cls, what: str) -> ZookeeperAccessDeniedError:
         return cls(f"ZooKeeper denied {what}: the znode's ACL needs other credentials "
-                   "(set zookeeper.auth.digest=user:password)")
+                   "(set zookeeper.auth.digest=user:password, or the client certificate in "
+                   "zookeeper.ssl.keystore.location)")
 
 
 def connect(connect_string: str, *, timeout_s: float = 6.0, session_timeout_s: float = 6.0,
             digest: str | None = None, sasl: SaslLogin | None = None,
-            world_readable: bool = True) -> KazooClient:
+            world_readable: bool = True, tls: ZookeeperTls | None = None) -> KazooClient:
     """A started client, or ZookeeperUnreachableError naming the servers and the timeout.
 
     With `digest` ("user:password") or `sasl` the session
     authenticates, and every znode it creates gets an ACL that lets only that user change it
-    (and everyone read it if `world_readable`).
+    (and everyone read it if `world_readable`). With `tls` it speaks TLS (see
+    `zkconsumer.zk.tls`): a handshake that cannot work is a `ZookeeperTlsError` at once.
     """
+    context, identity = _tls_for(connect_string, tls, timeout_s)
     options: dict[str, Any] = {}
     if digest:
         options["auth_data"] = [("digest", digest)]
@@ -72,15 +82,18 @@ def connect(connect_string: str, *, timeout_s: float = 6.0, session_timeout_s: f
         options["sasl_options"] = {"mechanism": sasl.mechanism.upper(),
                                    "username": sasl.username, "password": sasl.password}
     hearing = Hearing(session_timeout_s)
-    handler = PollingHandler(hearing)
+    handler = PollingHandler(hearing, context)
     client = KazooClient(hosts=connect_string, timeout=session_timeout_s,
-                         handler=handler, connection_retry=reconnect_retry(),
-                         default_acl=_acl_for(digest, sasl, world_readable), **options)
+                         handler=handler, use_ssl=context is not None,
+                         connection_retry=reconnect_retry(),
+                         default_acl=_acl_for(digest, sasl, world_readable, identity), **options)
     _tell_negotiated_timeouts(client, hearing)
     try:
         client.start(timeout=timeout_s)
     except KazooTimeoutError:
         client.close()
+        if tls is None:
+            refuse_if_tls(connect_string)
         slow = handler.met_a_slow_server
         raise (ZookeeperSlowError if slow else ZookeeperUnreachableError)(
             f"cannot reach ZooKeeper at {connect_string} within {timeout_s:g}s"
@@ -93,6 +106,21 @@ def connect(connect_string: str, *, timeout_s: float = 6.0, session_timeout_s: f
         raise ZookeeperAccessDeniedError(
             f"ZooKeeper at {connect_string} refused the credentials") from None
     return client
+
+
+def _tls_for(connect_string: str, tls: ZookeeperTls | None, timeout_s: float
+             ) -> tuple[Any, str | None]:
+    """The SSL context of a TLS session, checked against the servers, and the client
+    certificate's x509 identity when its znodes are to carry it."""
+    if tls is None:
+        return None, None
+    try:
+        context = ssl_context(tls)
+        identity = x509_identity(tls.keystore) if tls.x509_acl and tls.keystore else None
+    except ZookeeperTlsError as exc:
+        raise ZookeeperTlsError(f"TLS to ZooKeeper at {connect_string}: {exc}") from None
+    check_servers(connect_string, context, timeout_s)
+    return context, identity
 
 
 def _tell_negotiated_timeouts(client: KazooClient, hearing: Hearing) -> None:
@@ -122,7 +150,8 @@ def connect_for(settings: ZookeeperSettings) -> KazooClient:
     client = connect_patiently(
         lambda: connect(settings.connect.connect_string, timeout_s=settings.connection_timeout_s,
                         session_timeout_s=settings.session_timeout_s, digest=settings.digest,
-                        sasl=settings.sasl, world_readable=settings.world_readable),
+                        sasl=settings.sasl, world_readable=settings.world_readable,
+                        tls=settings.tls),
         StartupRetry(settings.startup_deadline_s))
     set_window(client, settings.max_in_flight_requests)
     return client
@@ -156,13 +185,17 @@ def connect_patiently(try_once: Callable[[], KazooClient], retry: StartupRetry, 
             sleep(wait)
 
 
-def _acl_for(digest: str | None, sasl: SaslLogin | None, world_readable: bool):
+def _acl_for(digest: str | None, sasl: SaslLogin | None, world_readable: bool,
+             x509: str | None = None):
+    acl = []
     if digest:
         user, _, password = digest.partition(":")
-        acl = [make_digest_acl(user, password, all=True)]
+        acl.append(make_digest_acl(user, password, all=True))
     elif sasl:
-        acl = [make_acl("sasl", sasl.username, all=True)]
-    else:
+        acl.append(make_acl("sasl", sasl.username, all=True))
+    if x509:
+        acl.append(make_acl("x509", x509, all=True))
+    if not acl:
         return None  # kazoo's default: open to all, like the reference consumer's znodes
     if world_readable:
         acl.append(make_acl("world", "anyone", read=True))
