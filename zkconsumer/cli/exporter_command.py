@@ -205,7 +205,8 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
         reads = ClusterReads(access, topics, client_options)
         opened.callback(_quietly, reads.close)
         service = LagExporter(groups, reads, settings,
-                              after_scan=None if notifier is None else notifier.scan_done)
+                              after_scan=None if notifier is None else notifier.scan_done,
+                              fences=groups.fences)
         # Listening first: a port in use is said at once, not after loading /consumers.
         server = MetricsServer(host, port, service.registry, service.health, service.route,
                                text=service.metrics_text)

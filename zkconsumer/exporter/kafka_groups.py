@@ -46,6 +46,9 @@ class NoZookeeper:
     def groups(self) -> list[GroupState]:
         return []
 
+    def fences(self) -> dict:
+        return {}
+
     def close(self) -> None:
         pass
 
