@@ -101,6 +101,8 @@ def test_the_chart_draws_each_scan_of_the_window_and_totals_the_partitions():
     html = index_fragment(data(group), ListQuery())
     assert 'data-points="3" data-lags="4 6 10"' in html
     assert html.count("<circle") == 3
+    # The last scan at the right edge (120 wide, 3 of padding), the first 20 s of 30 before.
+    assert re.findall(r'<circle cx="([\d.]+)"', html) == ["41.0", "79.0", "117.0"]
     page = group_page(data(group), "g")
     assert 'data-points="3" data-lags="3 5 8"' in page  # partition 0's own chart
     assert 'data-points="3" data-lags="1 1 2"' in page

@@ -55,6 +55,7 @@ class PageData:
     changes: Changes = field(default_factory=dict)
     # The reports worst first (`worst_first`), if already sorted: once per scan, not per page.
     ordered: Sequence[GroupReport] | None = None
+    observed_at: float | None = None  # when the last scan made its observations (its start)
 
     def worst_first(self) -> Sequence[GroupReport]:
         return worst_first(self.reports) if self.ordered is None else self.ordered
@@ -286,7 +287,8 @@ def _chart(points: Sequence[tuple[float, int]], data: PageData, width: int, heig
     a dot at each (with its time and lag on hover), the y axis from 0 to the most lag."""
     if not points:
         return _quiet("no offsets seen yet")
-    end = data.scanned_at if data.scanned_at is not None else points[-1][0]
+    end = next((at for at in (data.observed_at, data.scanned_at) if at is not None),
+               points[-1][0])
     start = end - data.window_s
     most = max(lag for _, lag in points)
     pad = 3

@@ -97,6 +97,7 @@ class _Published:
     fences: Mapping[str, Fence] = field(default_factory=dict)  # of the groups seen
     changes: Changes = field(default_factory=dict)  # each group's status changes seen
     ordered: tuple[GroupReport, ...] = ()  # worst first, for the page
+    started: float | None = None  # when the scan started: its observations' time
 
 
 # Told every good scan's reports and when it ended (the notifier's `scan_done`).
@@ -160,7 +161,7 @@ class LagExporter:
             by_name, exposition(group_families(reports)), ended,
             {name: fence for name, fence in fences.items() if name in by_name},
             status_changes(self._published.changes, reports, ended),
-            tuple(worst_first(by_name)))
+            tuple(worst_first(by_name)), started)
         self._scans.labels("success").inc()
         self._scan_seconds.set(ended - started)
         self._groups_seen.set(len(reports))
@@ -200,7 +201,7 @@ class LagExporter:
         page = page_reply(path, query, PageData(
             self.settings.cluster, self.settings.interval_s, self.settings.rules.span_s,
             published.at, published.reports, published.fences, published.changes,
-            published.ordered))
+            published.ordered, published.started))
         if page is not None:
             return page
         return burrow_reply(path, self._burrow, published.reports, self.health())
