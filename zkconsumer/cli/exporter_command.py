@@ -111,7 +111,8 @@ NOTIFY_THRESHOLDS = [status.name for status in Status if status > Status.OK]
                    "...) or ZooKeeper credential; repeatable.")
 @click.option("--port", type=click.IntRange(0, 65535), default=9308, show_default=True,
               envvar="ZKCONSUMER_EXPORTER_PORT",
-              help="Serve /metrics, /healthz and Burrow's /v3/kafka/... on this port.")
+              help="Serve /metrics, /healthz, Burrow's /v3/kafka/... and the page at / on "
+                   "this port.")
 @click.option("--host", default="127.0.0.1", show_default=True, envvar="ZKCONSUMER_EXPORTER_HOST",
               help="The address to listen on (0.0.0.0: every interface).")
 @click.option("--group-regex", callback=_regex, envvar="ZKCONSUMER_EXPORTER_GROUP_REGEX",
@@ -159,7 +160,7 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
              notify_template, notify_content_type, notify_timeout, notify_threshold,
              notify_resend, notify_group) -> None:
     """Serve lag, owners and Burrow-style status of every group under /consumers and on
-    Kafka's group coordinator until Ctrl-C or SIGTERM."""
+    Kafka's group coordinator, and a page of them at /, until Ctrl-C or SIGTERM."""
     if not zookeeper_connect:
         if not bootstrap_server:
             raise click.UsageError("give --zookeeper, or --bootstrap-server to watch only the "
