@@ -226,8 +226,8 @@ def _make_topics(zk: KazooClient, prefix: str, count: int, partitions: int) -> l
     topics = [f"{prefix}-{n}" for n in range(count)]
     for topic in topics:
         create_topic(zk, topic, partitions, wait=False)
-    for topic in topics:
-        wait_for_leaders(zk, topic, partitions)
+    for topic in topics:  # set-up, not timed: a busy machine's controller may take minutes
+        wait_for_leaders(zk, topic, partitions, timeout=600)
     return topics
 
 
