@@ -4,7 +4,8 @@ served over HTTP after the first scan.
 
 Measured: loading /consumers into the watch cache and the first scan (together: the time to
 the first full scan), a scrape of /metrics (its size, median and worst of --scrapes), a Burrow
-status request, the process's RSS after the first scan and at its peak, and the ZooKeeper
+status request, the exporter's page (`/`, its first page of groups, and the worst group's
+page, alone and while a scan runs), the process's RSS after the first scan and at its peak, and the ZooKeeper
 requests of the load and of one steady-state scan, counted two ways: by type, as the
 exporter's own client submits them, and as the server's packet counter (`srvr`) moves, which
 also counts the brokers' requests and the sessions' pings. As the peer: what a scrape costs
@@ -23,18 +24,21 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 from kafka import KafkaAdminClient, KafkaProducer, OffsetAndMetadata
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 
+from zkconsumer.exporter.group_story import worst_first
 from zkconsumer.exporter.kafka_reads import ClusterReads
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
 from zkconsumer.exporter.zk_groups import GroupsCache
@@ -106,6 +110,10 @@ def _measure(cluster: LocalCluster, group_regex: str, groups: list[str], topics:
                 scrapes, size = _timed_gets(server.port, "/metrics", args.scrapes)
                 burrow, _ = _timed_gets(server.port, f"/v3/kafka/local/consumer/"
                                         f"{min(service.reports())}/status", args.scrapes)
+                worst = worst_first(service.reports())[0].group
+                pages = {path: _timed_gets(server.port, path, args.scrapes)
+                         for path in ("/", f"/group/{quote(worst, safe='')}")}
+                scanning = _while_scanning(service, server.port, "/")
             finally:
                 server.stop()
         finally:
@@ -125,6 +133,14 @@ def _measure(cluster: LocalCluster, group_regex: str, groups: list[str], topics:
           f"ms over {len(scrapes)} (target: under 1 s)")
     print(f"  Burrow status of one group: median {statistics.median(burrow) * 1000:.1f} ms, "
           f"worst {max(burrow) * 1000:.1f} ms")
+    for path, (times, page_size) in pages.items():
+        print(f"  page {path[:40]}: median {statistics.median(times) * 1000:.1f} ms, worst "
+              f"{max(times) * 1000:.1f} ms over {len(times)}, {page_size / 1024:,.0f} kB "
+              f"(a /metrics scrape takes {scrape / statistics.median(times):.1f}x as long)")
+    if scanning:
+        print(f"  page / while a scan runs: median {statistics.median(scanning) * 1000:.1f} ms, "
+              f"worst {max(scanning) * 1000:.1f} ms over {len(scanning)} (target: well under "
+              "1 s)")
     print(f"  RSS after the first scan {memory['VmRSS'] / 1024:.0f} MB, peak "
           f"{memory['VmHWM'] / 1024:.0f} MB (the bench process before the exporter started: "
           f"{rss_before / 1024:.0f} MB)")
@@ -210,8 +226,8 @@ def _make_topics(zk: KazooClient, prefix: str, count: int, partitions: int) -> l
     topics = [f"{prefix}-{n}" for n in range(count)]
     for topic in topics:
         create_topic(zk, topic, partitions, wait=False)
-    for topic in topics:
-        wait_for_leaders(zk, topic, partitions)
+    for topic in topics:  # set-up, not timed: a busy machine's controller may take minutes
+        wait_for_leaders(zk, topic, partitions, timeout=600)
     return topics
 
 
@@ -285,6 +301,17 @@ def _timed_gets(port: int, path: str, count: int) -> tuple[list[float], int]:
             size = len(response.read())
         times.append(time.perf_counter() - started)
     return times, size
+
+
+def _while_scanning(service: LagExporter, port: int, path: str) -> list[float]:
+    """The times of GETs of `path` made one after another while one scan runs."""
+    scanning = threading.Thread(target=service.scan_once)
+    scanning.start()
+    times: list[float] = []
+    while scanning.is_alive():
+        times.extend(_timed_gets(port, path, 1)[0])
+    scanning.join()
+    return times
 
 
 def _rescans(zk, access: KafkaAccess, prefix: str, count: int) -> list[float]:

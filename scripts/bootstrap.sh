@@ -68,21 +68,33 @@ zkc_require_java() {
   fi
 }
 
-# zkc_install_zookeeper_package: Debian's `zookeeper` package (3.8), whose servers the tests run
-# as an ensemble, where it is missing and apt-get can install it (as root); otherwise those
-# tests are skipped, saying why.
-zkc_install_zookeeper_package() {
-  [ -f /usr/share/java/zookeeper.jar ] && return 0
+# zkc_install_debian_package PACKAGE FILE TESTS: Debian's PACKAGE, where FILE is missing and
+# apt-get can install it (as root); otherwise TESTS are skipped, and this says why.
+zkc_install_debian_package() {
+  local package=$1 file=$2 tests=$3
+  [ -e "$file" ] && return 0
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
-    echo "note: Debian's zookeeper package is missing (apt-get install zookeeper);" \
-         "the ZooKeeper ensemble tests will be skipped" >&2
+    echo "note: Debian's $package package is missing (apt-get install $package);" \
+         "$tests will be skipped" >&2
     return 0
   fi
-  echo "installing Debian's zookeeper package ..." >&2
-  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q zookeeper >/dev/null 2>&1; then
+  echo "installing Debian's $package package ..." >&2
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$package" >/dev/null 2>&1; then
     apt-get update -q >/dev/null 2>&1 || true
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q zookeeper >/dev/null 2>&1 \
-      || echo "note: could not install Debian's zookeeper package;" \
-              "the ZooKeeper ensemble tests will be skipped" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$package" >/dev/null 2>&1 \
+      || echo "note: could not install Debian's $package package; $tests will be skipped" >&2
   fi
+}
+
+# zkc_install_zookeeper_package: Debian's `zookeeper` package (3.8), whose servers the tests run
+# as an ensemble.
+zkc_install_zookeeper_package() {
+  zkc_install_debian_package zookeeper /usr/share/java/zookeeper.jar \
+    "the ZooKeeper ensemble tests"
+}
+
+# zkc_install_chromium_package: Debian's `chromium`, the browser the exporter page's test drives
+# headless (through Playwright, never a browser of Playwright's own).
+zkc_install_chromium_package() {
+  zkc_install_debian_package chromium /usr/bin/chromium "the exporter page's browser test"
 }

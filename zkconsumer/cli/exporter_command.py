@@ -112,7 +112,8 @@ NOTIFY_THRESHOLDS = [status.name for status in Status if status > Status.OK]
                    "...) or ZooKeeper credential; repeatable.")
 @click.option("--port", type=click.IntRange(0, 65535), default=9308, show_default=True,
               envvar="ZKCONSUMER_EXPORTER_PORT",
-              help="Serve /metrics, /healthz and Burrow's /v3/kafka/... on this port.")
+              help="Serve /metrics, /healthz, Burrow's /v3/kafka/... and the page at / on "
+                   "this port.")
 @click.option("--host", default="127.0.0.1", show_default=True, envvar="ZKCONSUMER_EXPORTER_HOST",
               help="The address to listen on (0.0.0.0: every interface).")
 @click.option("--group-regex", callback=_regex, envvar="ZKCONSUMER_EXPORTER_GROUP_REGEX",
@@ -162,7 +163,7 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
              notify_template, notify_content_type, notify_timeout, notify_threshold,
              notify_resend, notify_group) -> None:
     """Serve lag, owners and Burrow-style status of every group under /consumers and on
-    Kafka's group coordinator until Ctrl-C or SIGTERM."""
+    Kafka's group coordinator, and a page of them at /, until Ctrl-C or SIGTERM."""
     if not zookeeper_connect:
         if not bootstrap_server:
             raise click.UsageError("give --zookeeper, or --bootstrap-server to watch only the "
@@ -208,7 +209,8 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
         reads = ClusterReads(access, topics, client_options)
         opened.callback(_quietly, reads.close)
         service = LagExporter(groups, reads, settings,
-                              after_scan=None if notifier is None else notifier.scan_done)
+                              after_scan=None if notifier is None else notifier.scan_done,
+                              fences=groups.fences)
         # Listening first: a port in use is said at once, not after loading /consumers.
         server = MetricsServer(host, port, service.registry, service.health, service.route,
                                text=service.metrics_text)

@@ -34,6 +34,7 @@ from zkconsumer.lag.report import GroupState
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.coordinator_groups import CoordinatorGroup
 from zkconsumer.throttled_log import RepeatedCondition, RetryWarnings
+from zkconsumer.znodes.fence import Fence
 
 
 class NoZookeeper:
@@ -45,6 +46,9 @@ class NoZookeeper:
 
     def groups(self) -> list[GroupState]:
         return []
+
+    def fences(self) -> dict[str, Fence]:
+        return {}
 
     def close(self) -> None:
         pass

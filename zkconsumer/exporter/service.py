@@ -24,7 +24,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from zkconsumer.errors import ZkConsumerError, ZnodeDataError
 from zkconsumer.exporter.burrow_config import BurrowSetup, Connections
 from zkconsumer.exporter.burrow_view import burrow_reply
+from zkconsumer.exporter.group_story import Changes, status_changes, worst_first
 from zkconsumer.exporter.kafka_groups import CoordinatorWatch, merged_states
+from zkconsumer.exporter.page_view import PageData, page_reply
 from zkconsumer.exporter.prometheus_view import exposition, group_families
 from zkconsumer.fetch.log_offsets import log_ends_of_each_topic
 from zkconsumer.lag.history import OffsetHistory
@@ -44,6 +46,7 @@ from zkconsumer.offsets.coordinator_groups import CoordinatorGroup
 from zkconsumer.offsets.kafka_reader import GroupOffsets, KafkaReadError
 from zkconsumer.throttled_log import RetryWarnings
 from zkconsumer.topology import TopicView
+from zkconsumer.znodes.fence import Fence
 
 log = get_logger(__name__)
 
@@ -91,17 +94,25 @@ class _Published:
     reports: Mapping[str, GroupReport] = field(default_factory=dict)
     metrics: bytes = b""  # the groups' families in the text format
     at: float | None = None  # when the scan ended; None before the first
+    fences: Mapping[str, Fence] = field(default_factory=dict)  # of the groups seen
+    changes: Changes = field(default_factory=dict)  # each group's status changes seen
+    ordered: tuple[GroupReport, ...] = ()  # worst first, for the page
+    started: float | None = None  # when the scan started: its observations' time
 
 
 # Told every good scan's reports and when it ended (the notifier's `scan_done`).
 AfterScan = Callable[[list[GroupReport], float], None]
+# The cutover fence of each group that has one (`GroupsCache.fences`).
+Fences = Callable[[], Mapping[str, Fence]]
 
 
 class LagExporter:
     def __init__(self, groups: GroupsSource, reads: Reads, settings: ExporterSettings,
                  clock: Callable[[], float] = time.time,
-                 after_scan: AfterScan | None = None) -> None:
+                 after_scan: AfterScan | None = None, fences: Fences | None = None) -> None:
+        """`fences`: read at each scan for the page (`page_view`); none without it."""
         self.settings = settings
+        self._fences = fences
         self._after_scan = after_scan
         self._groups = groups
         self._reads = reads
@@ -139,13 +150,18 @@ class LagExporter:
         started = self._clock()
         try:
             reports = self._scan(started)
+            fences = {} if self._fences is None else self._fences()
         except ZkConsumerError as exc:
             return self._failed(started, str(exc))
         except Exception as exc:  # noqa: BLE001 - the loop must outlive any one scan
             return self._failed(started, f"{type(exc).__name__}: {exc}")
         ended = self._clock()
-        self._published = _Published({report.group: report for report in reports},
-                                     exposition(group_families(reports)), ended)
+        by_name = {report.group: report for report in reports}
+        self._published = _Published(
+            by_name, exposition(group_families(reports)), ended,
+            {name: fence for name, fence in fences.items() if name in by_name},
+            status_changes(self._published.changes, reports, ended),
+            tuple(worst_first(by_name)), started)
         self._scans.labels("success").inc()
         self._scan_seconds.set(ended - started)
         self._groups_seen.set(len(reports))
@@ -178,8 +194,17 @@ class LagExporter:
             return False, f"the last good scan is {age:.0f} s old (more than {limit:g} s)"
         return True, f"{len(published.reports)} groups, last scan {age:.0f} s ago"
 
-    def route(self, path: str) -> Reply | None:
-        return burrow_reply(path, self._burrow, self._published.reports, self.health())
+    def route(self, path: str, query: str = "") -> Reply | None:
+        """The pages (`page_view`) and Burrow's paths, from the last good scan: never waiting
+        for one that runs."""
+        published = self._published
+        page = page_reply(path, query, PageData(
+            self.settings.cluster, self.settings.interval_s, self.settings.rules.span_s,
+            published.at, published.reports, published.fences, published.changes,
+            published.ordered, published.started))
+        if page is not None:
+            return page
+        return burrow_reply(path, self._burrow, published.reports, self.health())
 
     def _loop(self) -> None:
         while True:

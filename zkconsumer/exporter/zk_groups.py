@@ -23,12 +23,14 @@ from zkconsumer.logs import get_logger
 from zkconsumer.throttled_log import RetryWarnings
 from zkconsumer.zk.group_walk import GroupWalk
 from zkconsumer.zk.watched_tree import Kind, WatchedTree
+from zkconsumer.znodes.fence import Fence
 from zkconsumer.znodes.paths import CONSUMERS, GroupPaths
 
 log = get_logger(__name__)
 
 _STOP_POLL_S = 0.2
 _GROUP_DIRECTORIES = frozenset({"ids", "owners", "offsets"})
+_FENCE = "fence"  # `group cutover`'s (see `zkconsumer.znodes.fence`)
 
 
 class GroupsCacheError(ZkConsumerError):
@@ -81,6 +83,19 @@ class GroupsCache:
                         else self._states[name] for name in names}
         return [state for state in self._states.values() if state is not None]
 
+    def fences(self) -> dict[str, Fence]:
+        """The cutover fence of every wanted group that has one; one that does not parse is
+        left out, and said once."""
+        names = self._tree.children([CONSUMERS]).get(CONSUMERS, [])
+        paths = {f"{CONSUMERS}/{name}/{_FENCE}": name for name in names if self._is_wanted(name)}
+        found = {}
+        for path, znode in self._tree.data(paths).items():
+            try:
+                found[paths[path]] = Fence.decode(path, znode.data)
+            except ZnodeDataError as exc:
+                self._warn_malformed(path, exc)
+        return found
+
     def close(self) -> None:
         self._tree.close()
 
@@ -93,6 +108,8 @@ class GroupsCache:
         depth = len(names)
         if depth == 1:
             return Kind.DIRECTORY if self._is_wanted(names[0]) else None
+        if depth == 2 and names[1] == _FENCE:
+            return Kind.LEAF
         if names[1] not in _GROUP_DIRECTORIES or depth > 4:
             return None
         if depth == 2:

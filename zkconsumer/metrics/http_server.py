@@ -40,8 +40,9 @@ class Reply:
     content_type: str = "application/json"
 
 
-# The answer to a path other than /metrics and /healthz; None: not found.
-Route = Callable[[str], "Reply | None"]
+# The answer to a path other than /metrics and /healthz, given the path and the query string;
+# None: not found.
+Route = Callable[[str, str], "Reply | None"]
 
 
 class MetricsServerError(ZkConsumerError):
@@ -90,7 +91,7 @@ class _Server(ThreadingHTTPServer):
     route: Route
 
 
-def _nothing(_path: str) -> Reply | None:
+def _nothing(_path: str, _query: str) -> Reply | None:
     return None
 
 
@@ -102,14 +103,15 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def do_GET(self) -> None:
-        path = urlsplit(self.path).path
+        url = urlsplit(self.path)
+        path = url.path
         try:
             if path == "/metrics":
                 self._reply(200, CONTENT_TYPE_LATEST, self.server.metrics_text())
             elif path == "/healthz":
                 healthy, why = self.server.health()
                 self._reply(200 if healthy else 503, _TEXT, f"{why}\n".encode())
-            elif (reply := self.server.route(path)) is not None:
+            elif (reply := self.server.route(path, url.query)) is not None:
                 self._reply(reply.status, reply.content_type, reply.body)
             else:
                 self._reply(404, _TEXT, b"not found: try /metrics or /healthz\n")
