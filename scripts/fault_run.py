@@ -297,7 +297,11 @@ class Worker(ConsumeProcess):
 
     def slow_down(self, seconds: float) -> Path:
         """Its handler's next message takes `seconds`; the trigger is gone once it began."""
-        trigger = Path(f"{self.deliveries}{delivery_log.SLOW_SUFFIX}")
+        return self._trigger(delivery_log.SLOW_SUFFIX, seconds)
+
+    def _trigger(self, suffix: str, seconds: float) -> Path:
+        """The delivery log's trigger file of `suffix`, holding `seconds`, written whole."""
+        trigger = Path(f"{self.deliveries}{suffix}")
         written = trigger.with_suffix(".writing")
         written.write_text(str(seconds))
         written.rename(trigger)
@@ -305,11 +309,7 @@ class Worker(ConsumeProcess):
 
     def slow_down_steadily(self, seconds: float) -> Path:
         """Its handler takes `seconds` over every message until the file returned is gone."""
-        trigger = Path(f"{self.deliveries}{delivery_log.STEADY_SUFFIX}")
-        written = trigger.with_suffix(".writing")
-        written.write_text(str(seconds))
-        written.rename(trigger)
-        return trigger
+        return self._trigger(delivery_log.STEADY_SUFFIX, seconds)
 
     def interrupted(self, committed: dict[TopicPartition, int]) -> None:
         self.interruptions.append(Interruption(self.delivered(), committed))

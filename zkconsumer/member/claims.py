@@ -4,6 +4,7 @@ gate."""
 
 from __future__ import annotations
 
+import importlib
 import math
 import threading
 from collections.abc import Callable, Hashable
@@ -85,13 +86,19 @@ class _PythonDeadline:
         self.value = 0.0
 
 
+def compiled(name: str, fallback: Any) -> Any:
+    """`name` of the compiled `_cursor` extension, or `fallback` where it was not built (no C
+    compiler); the tests hold both to the same behaviour."""
+    try:
+        return getattr(importlib.import_module("zkconsumer.member._cursor"), name)
+    except ImportError:
+        return fallback
+
+
 if TYPE_CHECKING:  # the compiled one has no stubs: typed as the one it stands for
     Deadline = _PythonDeadline
 else:
-    try:
-        from zkconsumer.member._cursor import Deadline
-    except ImportError:  # built without a C compiler
-        Deadline = _PythonDeadline
+    Deadline = compiled("Deadline", _PythonDeadline)
 
 
 class DeliveryGate:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from zkconsumer.member.async_streams import AsyncBatches, AsyncMessages, BlockingCalls
-from zkconsumer.member.claims import Claim, Deadline, DeliveryGate
+from zkconsumer.member.claims import Claim, Deadline, DeliveryGate, compiled
 from zkconsumer.model import Message, TopicPartition
 from zkconsumer.records.columns import RecordColumns, records_of
 
@@ -97,10 +97,7 @@ class _PythonCursor:
 if TYPE_CHECKING:  # the compiled cursor has no stubs: typed as the one it stands for
     _Cursor = _PythonCursor
 else:
-    try:
-        from zkconsumer.member._cursor import Cursor as _Cursor
-    except ImportError:  # built without a C compiler
-        _Cursor = _PythonCursor
+    _Cursor = compiled("Cursor", _PythonCursor)
 
 
 class KafkaStream(_Cursor):
