@@ -21,6 +21,7 @@ from typing import Protocol, TypeVar
 from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.plans import BOTH, STORAGES
 from zkconsumer.config import ConsumerConfig, kafka_only_settings
 from zkconsumer.errors import ConfigError, ZkConsumerError, describe_error
 from zkconsumer.fetch import KafkaAccess, LogOffsets, resolve_kafka_access
@@ -48,8 +49,6 @@ from zkconsumer.zk.registry import read_brokers
 from zkconsumer.zk.session import connect_for
 
 T = TypeVar("T")
-STORAGES = ("zookeeper", "kafka")
-BOTH = "both"
 ADMIN_ZOOKEEPER_KEYS = ("zookeeper.auth.digest", "zookeeper.sasl.mechanism",
                         "zookeeper.sasl.username", "zookeeper.sasl.password",
                         "zookeeper.acl.world.read")

@@ -7,10 +7,12 @@ import functools
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import click
 
-from zkconsumer.admin.context import Step
+if TYPE_CHECKING:
+    from zkconsumer.admin.context import Step
 
 
 def admin_options(command: Callable) -> Callable:

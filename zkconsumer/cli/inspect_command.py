@@ -2,16 +2,29 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
-from kazoo.client import KazooClient
 
 from zkconsumer.cli.output import emit_json, emit_table
-from zkconsumer.zk.registry import list_topics, read_brokers, read_partition_state, read_topic
-from zkconsumer.zk.session import zookeeper_session
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
+    from zkconsumer.zk.session import zookeeper_session
+else:
+    def zookeeper_session(*args, **kwargs):
+        """zkconsumer.zk.session's, imported when the command runs (a name of this module, so
+        that tests can replace it)."""
+        from zkconsumer.zk import session
+
+        return session.zookeeper_session(*args, **kwargs)
 
 
 def describe_cluster(zk: KazooClient) -> dict:
     """Brokers and topics (with each partition's replicas and leader) as plain data."""
+    from zkconsumer.zk.registry import list_topics, read_brokers, read_partition_state, read_topic
+
     brokers = []
     for broker_id, registration in read_brokers(zk).items():
         address = registration.address_for()
