@@ -24,14 +24,19 @@ partitions with the reference producer, then measures, on that same data:
    over N Kafka-coordinated groups where the exporter watches them (bench_exporter.py);
 6. decoding alone, in this process and with no cluster (`--only decode` takes under a
    minute): the readers of fetched records on the same --records records of 100 bytes (see
-   `decode`).
+   `decode`);
+7. start-up (scripts/bench_start.py): `zkconsumer --help` against kafka-python's import, a
+   worker until it is registered in ZooKeeper, and one worker and a fleet of --fleet workers on
+   Kafka's group coordinator until their group is Stable and assigned, against kafka-python's
+   KafkaConsumers.
 
     scripts/bench [--records 1000000] [--partitions 8]
-                  [--only throughput,sasl,commit,rebalance,exporter,decode]
+                  [--only throughput,sasl,commit,rebalance,exporter,start,decode]
                   [--coordination-rounds 3] [--members 10] [--rebalance-partitions 120]
                   [--events 20] [--reference-events 20] [--process-events 0]
                   [--kafka-events EVENTS] [--groups 500] [--group-partitions 10]
                   [--scrapes 20] [--kafka-groups 0]
+                  [--start-runs 5] [--fleet 30] [--fleet-partitions 300] [--fleet-rounds 3]
 """
 
 from __future__ import annotations
@@ -58,6 +63,8 @@ from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
 from aiokafka.record.memory_records import MemoryRecords as AiokafkaMemoryRecords
 from bench_exporter import exporter
 from bench_peers import API_VERSION, PEERS, SAME_VENV_PEERS, TOPIC, measure
+from bench_start import add_arguments as add_start_arguments
+from bench_start import start
 from kafka import KafkaConsumer
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.coordinator.assignors.range import RangePartitionAssignor
@@ -73,7 +80,7 @@ from zkconsumer.records.decoding import decode_records
 from zkconsumer.testing.reference import produce_test_data
 from zkconsumer.zk.session import zookeeper_session
 
-CLUSTER_SCENARIOS = ("throughput", "sasl", "commit", "rebalance", "exporter")
+CLUSTER_SCENARIOS = ("throughput", "sasl", "commit", "rebalance", "exporter", "start")
 SCENARIOS = (*CLUSTER_SCENARIOS, "decode")
 
 
@@ -844,6 +851,7 @@ def main() -> None:
                              "watches them")
     parser.add_argument("--peers-python", help="a Python with pykafka and confluent-kafka "
                         "(scripts/bench makes one)")
+    add_start_arguments(parser)
     parser.add_argument("--contender", help=argparse.SUPPRESS)
     parser.add_argument("--zookeeper", help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
@@ -895,6 +903,9 @@ def run_on_a_cluster(chosen: list[str], args) -> None:
             if "exporter" in chosen:
                 print("== lag exporter")
                 exporter(cluster, args)
+            if "start" in chosen:
+                print("== start-up, each start a process of its own")
+                start(cluster, args)
         finally:
             cluster.stop(remove_data=True)
 
