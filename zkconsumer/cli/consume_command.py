@@ -33,7 +33,7 @@ else:
 
         return worker.open_member(*args, **kwargs)
 
-log = get_logger(__name__)
+
 # Options that set a config key themselves, by parameter name.
 SETTING_OPTIONS = {"zookeeper": "zookeeper.connect", "group": "group.id",
                    "bootstrap_server": "bootstrap.servers", "metrics_port": "metrics.port",
@@ -209,4 +209,4 @@ def consume(ctx, zookeeper, group, bootstrap_server, topics, whitelist, blacklis
         run = ConsumeRun(*started, formatter(output_format), handler_function, max_messages,
                          stop_requested, follower)
         run.run()
-    log.info("consumer stopped", messages=run.consumed)
+    get_logger(__name__).info("consumer stopped", messages=run.consumed)

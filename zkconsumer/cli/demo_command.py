@@ -25,7 +25,6 @@ DEMO_TOPIC = "zkconsumer-demo"
 DEMO_GROUP = "zkconsumer-demo"
 # For the producer only: the consumer finds the broker generation in ZooKeeper by itself.
 KAFKA_API_VERSION = (0, 9)
-log = get_logger(__name__)
 
 
 @click.command()
@@ -38,6 +37,7 @@ log = get_logger(__name__)
               show_default=True)
 def demo(partitions: int, messages: int, max_messages: int | None, output_format: str) -> None:
     """Run a consumer worker on a local cluster with a demo topic (what scripts/run does)."""
+    log = get_logger(__name__)
     from kafka import KafkaProducer
 
     from zkconsumer.cli.signals import stop_on_signals

@@ -27,8 +27,6 @@ if TYPE_CHECKING:
     from zkconsumer.exporter.zk_groups import GroupsCache
     from zkconsumer.fetch.brokers import KafkaAccess
 
-log = get_logger(__name__)
-
 # What an HTTP request line or header cannot carry.
 _UNSENDABLE = re.compile(r"[\x00-\x20\x7f]")
 
@@ -146,6 +144,7 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
              notify_resend, notify_group) -> None:
     """Serve lag, owners and Burrow-style status of every group under /consumers and on
     Kafka's group coordinator until Ctrl-C or SIGTERM."""
+    log = get_logger(__name__)
     from zkconsumer.admin.context import admin_config, kafka_access_for
     from zkconsumer.cli.signals import stop_on_signals
     from zkconsumer.config import kafka_only_settings
@@ -284,7 +283,7 @@ def _check_login(access: KafkaAccess, client_options: dict) -> None:
     except SaslLoginError:
         raise
     except FetchError as exc:
-        log.warning("Kafka cannot be asked yet; every scan tries again", error=str(exc))
+        get_logger(__name__).warning("Kafka cannot be asked yet; every scan tries again", error=str(exc))
 
 
 def _quietly(close) -> None:
@@ -292,5 +291,6 @@ def _quietly(close) -> None:
     try:
         close()
     except Exception as exc:  # noqa: BLE001 - whatever a client raises, the rest still close
-        log.warning("closing the exporter", part=getattr(close, "__qualname__", str(close)),
-                    error=f"{type(exc).__name__}: {exc}")
+        get_logger(__name__).warning("closing the exporter",
+                                     part=getattr(close, "__qualname__", str(close)),
+                                     error=f"{type(exc).__name__}: {exc}")
