@@ -30,16 +30,22 @@ partitions with the reference producer, then measures, on that same data:
    `decode`);
 8. handing out alone, in this process and with no cluster (`--only handout`): a stream's
    per-record and batch iteration over decoded records, its checks before each hand-out
-   included, against iterating the same records directly (see `handout`).
+   included, against iterating the same records directly (see `handout`);
+9. start-up (scripts/bench_start.py): `zkconsumer --help` against kafka-python's import, a
+   worker until it is registered in ZooKeeper, and one worker and a fleet of --start-fleet
+   workers on Kafka's group coordinator until their group is Stable and assigned, against
+   kafka-python's KafkaConsumers.
 
     scripts/bench [--records 1000000] [--partitions 8]
-                  [--only throughput,sasl,commit,rebalance,exporter,fleet,decode,handout]
+                  [--only throughput,sasl,commit,rebalance,exporter,fleet,start,decode,handout]
                   [--coordination-rounds 3] [--members 10] [--rebalance-partitions 120]
                   [--events 20] [--reference-events 20] [--process-events 0]
                   [--kafka-events EVENTS] [--groups 500] [--group-partitions 10]
                   [--scrapes 20] [--kafka-groups 0] [--fleet-members 200]
                   [--fleet-partitions 5000] [--members-per-process 20] [--rolling-steps 5]
                   [--fleet-code DIR] [--fleet-property KEY=VALUE]
+                  [--start-runs 5] [--start-fleet 30] [--start-fleet-partitions 300]
+                  [--start-fleet-rounds 3]
 """
 
 from __future__ import annotations
@@ -67,6 +73,8 @@ from aiokafka.record.memory_records import MemoryRecords as AiokafkaMemoryRecord
 from bench_exporter import exporter
 from bench_fleet import fleet
 from bench_peers import API_VERSION, PEERS, SAME_VENV_PEERS, TOPIC, measure
+from bench_start import add_arguments as add_start_arguments
+from bench_start import start
 from kafka import KafkaConsumer
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.coordinator.assignors.range import RangePartitionAssignor
@@ -82,7 +90,7 @@ from zkconsumer.records.decoding import decode_records
 from zkconsumer.testing.reference import produce_test_data
 from zkconsumer.zk.session import zookeeper_session
 
-CLUSTER_SCENARIOS = ("throughput", "sasl", "commit", "rebalance", "exporter", "fleet")
+CLUSTER_SCENARIOS = ("throughput", "sasl", "commit", "rebalance", "exporter", "fleet", "start")
 SCENARIOS = (*CLUSTER_SCENARIOS, "decode", "handout")
 # Run only when asked for (--only fleet): hundreds of members take the machine for minutes.
 ON_REQUEST = ("fleet",)
@@ -920,6 +928,7 @@ def main() -> None:
                         help="a consumer setting of every fleet member (repeatable)")
     parser.add_argument("--peers-python", help="a Python with pykafka and confluent-kafka "
                         "(scripts/bench makes one)")
+    add_start_arguments(parser)
     parser.add_argument("--contender", help=argparse.SUPPRESS)
     parser.add_argument("--zookeeper", help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
@@ -978,6 +987,9 @@ def run_on_a_cluster(chosen: list[str], args) -> None:
             if "fleet" in chosen:
                 print("== a fleet on one ensemble: start together, rolling restart")
                 fleet(cluster, args, work)
+            if "start" in chosen:
+                print("== start-up, each start a process of its own")
+                start(cluster, args)
         finally:
             cluster.stop(remove_data=True)
 

@@ -55,3 +55,10 @@ class TopicFilterError(ZkConsumerError):
         self.raw = raw
         self.reason = reason
         super().__init__(f"invalid topic filter regex {raw!r}: {reason}")
+
+
+class OffsetsDifferError(ZkConsumerError):
+    """`offsets diff` found ZooKeeper and Kafka disagreeing: not a failure but an answer, so
+    scripts get their own exit status for it."""
+
+    exit_code = 3

@@ -14,13 +14,14 @@ last-resort handler writes to stderr.
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import structlog
-from structlog.typing import EventDict, Processor
+if TYPE_CHECKING:
+    from structlog.typing import EventDict, Processor
 
 LOG_FORMATS = ("console", "json")
 REDACTED = "***"
@@ -101,20 +102,29 @@ def _to_logging_call(_logger: Any, _method: str, event_dict: EventDict
                         "extra": {EVENT_ATTRIBUTE: event, FIELDS_ATTRIBUTE: fields}}
 
 
-_LIBRARY_PROCESSORS: list[Processor] = [
-    structlog.stdlib.filter_by_level,  # first, so a line below the level costs next to nothing
-    structlog.contextvars.merge_contextvars,
-    _to_logging_call,
-]
+@functools.cache
+def _library_processors() -> list[Processor]:
+    import structlog
+
+    return [
+        structlog.stdlib.filter_by_level,  # first: a line below the level costs next to nothing
+        structlog.contextvars.merge_contextvars,
+        _to_logging_call,
+    ]
 
 
 def get_logger(name: str) -> Any:
-    """A module's logger: structlog's interface, stdlib `logging` underneath (named `name`)."""
+    """A module's logger: structlog's interface, stdlib `logging` underneath (named `name`).
+    structlog (and the asyncio it imports) is imported by the first call, not with this
+    module, so that what only needs the constants here (`zkconsumer --help`) starts without."""
+    import structlog
+
     underneath = logging.getLogger(name)
     underneath.addFilter(_REDACTING_FILTER)
-    return structlog.wrap_logger(underneath, processors=_LIBRARY_PROCESSORS,
+    return structlog.wrap_logger(underneath, processors=_library_processors(),
                                  wrapper_class=structlog.stdlib.BoundLogger,
                                  cache_logger_on_first_use=True)
+
 
 
 def _lift_fields(_logger: Any, _method: str, event_dict: EventDict) -> EventDict:
@@ -130,21 +140,28 @@ def _lift_fields(_logger: Any, _method: str, event_dict: EventDict) -> EventDict
     return event_dict
 
 
-class _RedactingFormatter(structlog.stdlib.ProcessorFormatter):
-    def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
+def _redacting_formatter(**settings: Any) -> logging.Formatter:
+    import structlog
+
+    class _RedactingFormatter(structlog.stdlib.ProcessorFormatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return redact(super().format(record))
+
+    return _RedactingFormatter(**settings)
 
 
 def configure_logging(log_format: str = "console", level: str = "info") -> None:
     """The CLI's set-up: every line, zkconsumer's and its libraries', to stderr, keeping stdout
     for data output."""
+    import structlog
+
     numeric_level = getattr(logging, level.upper())
     # JSON cannot hold a traceback object: the exception becomes text first.
     renderers: list[Processor] = (
         [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
         if log_format == "json" else [structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())])
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_RedactingFormatter(
+    handler.setFormatter(_redacting_formatter(
         foreign_pre_chain=[_lift_fields, structlog.processors.add_log_level,
                            structlog.processors.TimeStamper(fmt="iso", utc=True)],
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *renderers],

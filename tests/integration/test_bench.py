@@ -43,7 +43,8 @@ def test_the_benchmark_runs_every_scenario_and_prints_each_figure(work_root):
         [sys.executable, str(SCRIPTS / "bench.py"), "--records", "3000", "--partitions", "2",
          "--coordination-rounds", "1", "--members", "3", "--rebalance-partitions", "6",
          "--events", "2", "--reference-events", "0", "--groups", "20", "--group-partitions", "2",
-         "--scrapes", "3"],
+         "--scrapes", "3", "--start-runs", "1", "--start-fleet", "2",
+         "--start-fleet-partitions", "4", "--start-fleet-rounds", "1"],
         env={**os.environ, "TMPDIR": str(scratch)},  # its cluster lives where strays are reaped
         capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -83,6 +84,11 @@ def test_the_benchmark_runs_every_scenario_and_prints_each_figure(work_root):
     assert "20 groups x 2 partitions" in result.stdout
     assert re.search(r"scrape of /metrics: median \d+ ms", result.stdout), result.stdout
     assert "the cached scrape is" in result.stdout
+    assert re.search(r"^  zkconsumer --help: [\d.]+x import kafka's wall time, [\d.]+x its CPU",
+                     result.stdout, re.MULTILINE), result.stdout
+    assert "zkconsumer consume, registered" in result.stdout
+    assert len(re.findall(r"^  zkconsumer consume: [\d.]+x KafkaConsumer's wall time",
+                          result.stdout, re.MULTILINE)) == 2, result.stdout  # one, and the fleet
     assert_decode_rows(result.stdout)
 
 

@@ -22,6 +22,7 @@ from typing import Protocol, TypeVar
 from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 
+from zkconsumer.admin.plans import BOTH, STORAGES
 from zkconsumer.config import ConsumerConfig, Setting, kafka_only_settings, load_config
 from zkconsumer.config.keys import ZOOKEEPER_TLS_KEYS
 from zkconsumer.config.loading import env_variable
@@ -51,8 +52,6 @@ from zkconsumer.zk.registry import read_brokers
 from zkconsumer.zk.session import connect_for
 
 T = TypeVar("T")
-STORAGES = ("zookeeper", "kafka")
-BOTH = "both"
 ADMIN_ZOOKEEPER_KEYS = ("zookeeper.auth.digest", "zookeeper.sasl.mechanism",
                         "zookeeper.sasl.username", "zookeeper.sasl.password",
                         "zookeeper.acl.world.read", *ZOOKEEPER_TLS_KEYS)

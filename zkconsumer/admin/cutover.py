@@ -19,6 +19,7 @@ from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, N
 
 from zkconsumer.admin.context import AdminContext
 from zkconsumer.admin.cutover_plan import (
+    DEFAULT_TIMEOUT_S,
     STABLE,
     ZOOKEEPER,
     AlreadyCutOver,
@@ -56,7 +57,6 @@ from zkconsumer.znodes.paths import GroupPaths
 
 log = get_logger(__name__)
 
-DEFAULT_TIMEOUT_S = 120.0
 # How often the coordinator is asked (and owners read) while waiting: the bound on how late a
 # release or an assignment is seen, and so on the pauses reported.
 POLL_S = 0.25

@@ -42,6 +42,8 @@ KAFKA: Final = "kafka"
 # The one state in which Kafka's coordinator describes its members' subscriptions (where a
 # fence-aware member's marker is): in any other, DescribeGroups lists members without them.
 STABLE: Final = "Stable"
+# How long a cutover waits, by default, for the members to leave and then to arrive.
+DEFAULT_TIMEOUT_S: Final = 120.0
 
 
 @dataclass(frozen=True)

@@ -8,16 +8,10 @@ from dataclasses import dataclass
 
 from zkconsumer.admin.context import AdminContext, storages_named
 from zkconsumer.admin.group_view import offsets_differ
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.errors import OffsetsDifferError
 from zkconsumer.kafka.protocol.codec import EARLIEST, LATEST
 from zkconsumer.model import TopicPartition, furthest
 from zkconsumer.zk.group_state import list_groups
-
-
-class OffsetsDifferError(ZkConsumerError):
-    """Not a failure but an answer, so scripts get their own exit status for it."""
-
-    exit_code = 3
 
 
 def export_offsets(ctx: AdminContext, storage: str, groups: list[str] | None,

@@ -14,6 +14,10 @@ from enum import Enum
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.model import OffsetMove, TopicPartition, offset_move
 
+# Where a group's offsets can be written (`both`: each, as a member with dual commit does).
+STORAGES = ("zookeeper", "kafka")
+BOTH = "both"
+
 
 class Change(str, Enum):
     WRITE = "write"            # the target moves forward, or gets its first offset

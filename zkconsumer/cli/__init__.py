@@ -3,6 +3,10 @@
 Every command shares one error policy: anything zkconsumer raises on purpose becomes a single
 `error: ...` line on stderr and exit status 1, never a traceback; a mistake in the options is
 click's usage error, status 2. `zkconsumer --help` lists every status (`EXIT_STATUSES`).
+
+Each command module imports what its command needs when the command runs, not when it is
+imported: `zkconsumer --help`, and every command, load only the options' definitions and the
+command in hand.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ import click
 from kazoo.exceptions import KazooException, NoAuthError
 
 from zkconsumer import __version__
-from zkconsumer.admin.offset_reads import OffsetsDifferError
 from zkconsumer.cli.cluster_commands import cluster
 from zkconsumer.cli.consume_command import consume
 from zkconsumer.cli.demo_command import demo
@@ -21,9 +24,8 @@ from zkconsumer.cli.exporter_command import exporter
 from zkconsumer.cli.group_commands import group
 from zkconsumer.cli.inspect_command import inspect_cluster
 from zkconsumer.cli.offsets_commands import offsets
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.errors import OffsetsDifferError, ZkConsumerError
 from zkconsumer.logs import LOG_FORMATS, configure_logging, redact
-from zkconsumer.zk.session import ZookeeperAccessDeniedError
 
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
@@ -44,6 +46,8 @@ class _OneLineErrors(click.Group):
             click.echo(f"error: {redact(str(exc))}", err=True)
             ctx.exit(getattr(exc, "exit_code", EXIT_ERROR))
         except NoAuthError:
+            from zkconsumer.zk.session import ZookeeperAccessDeniedError
+
             click.echo(f"error: {ZookeeperAccessDeniedError.because('the change')}", err=True)
             ctx.exit(EXIT_ERROR)
         except KazooException as exc:

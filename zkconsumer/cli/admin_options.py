@@ -7,11 +7,12 @@ import functools
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import click
 
-from zkconsumer.admin.context import Step
-from zkconsumer.config.loading import zookeeper_tls_file_properties
+if TYPE_CHECKING:
+    from zkconsumer.admin.context import Step
 
 
 def admin_options(command: Callable) -> Callable:
@@ -58,6 +59,8 @@ def with_zk_tls_config_file(command: Callable) -> Callable:
     @functools.wraps(command)
     def run(*args, zk_tls_config_file: str | None = None, properties=(), **kwargs):
         if zk_tls_config_file:
+            from zkconsumer.config.loading import zookeeper_tls_file_properties
+
             properties = zookeeper_tls_file_properties(zk_tls_config_file) + tuple(properties)
         return command(*args, properties=properties, **kwargs)
     return run

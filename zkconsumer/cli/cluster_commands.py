@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from zkconsumer.cli.output import emit_json, emit_table
-from zkconsumer.localcluster import LocalCluster, ensure_bundle
+
+if TYPE_CHECKING:
+    from zkconsumer.localcluster import LocalCluster
 
 _work_dir_option = click.option(
     "--work-dir", type=click.Path(file_okay=False, path_type=Path),
@@ -25,6 +28,8 @@ def cluster() -> None:
 @cluster.command()
 def provision() -> None:
     """Download the Kafka 0.9.0.1 distribution into the cache (done once)."""
+    from zkconsumer.localcluster import ensure_bundle
+
     click.echo(str(ensure_bundle()))
 
 
@@ -34,6 +39,8 @@ def provision() -> None:
 @click.option("--json", "as_json", is_flag=True)
 def start(work_dir: Path, brokers: int, as_json: bool) -> None:
     """Start ZooKeeper and BROKERS Kafka brokers on free loopback ports; they keep running."""
+    from zkconsumer.localcluster import LocalCluster
+
     local = LocalCluster.start(work_dir, brokers=brokers)
     _report(local, as_json)
 
@@ -43,6 +50,8 @@ def start(work_dir: Path, brokers: int, as_json: bool) -> None:
 @click.option("--keep-data", is_flag=True, help="Keep the data folder for a later start.")
 def stop(work_dir: Path, keep_data: bool) -> None:
     """Stop every server of the cluster started in WORK_DIR (by process id)."""
+    from zkconsumer.localcluster import LocalCluster
+
     LocalCluster.load(work_dir).stop(remove_data=not keep_data)
     click.echo("stopped")
 
@@ -52,6 +61,8 @@ def stop(work_dir: Path, keep_data: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def status(work_dir: Path, as_json: bool) -> None:
     """Show each server's port, pid and whether it is running."""
+    from zkconsumer.localcluster import LocalCluster
+
     _report(LocalCluster.load(work_dir), as_json)
 
 

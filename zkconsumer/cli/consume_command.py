@@ -11,30 +11,29 @@ import importlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
-from zkconsumer.assignment import Blacklist, Whitelist
-from zkconsumer.assignment.topic_filter import TopicFilter
 from zkconsumer.cli.message_output import FORMATS, formatter
-from zkconsumer.cli.signals import stop_on_signals
-from zkconsumer.config import (
-    ConsumerConfig,
-    MissingConfigError,
-    Setting,
-    load_config,
-    parse_setting,
-)
 from zkconsumer.errors import ConfigError
-from zkconsumer.fetch.kafka_client import kafka_client_options
 from zkconsumer.logs import LOG_FORMATS, configure_logging, get_logger
-from zkconsumer.member.fence_follow import FenceFollower
-from zkconsumer.model import Message
-from zkconsumer.worker import ConsumeRun, open_member
 
-log = get_logger(__name__)
+if TYPE_CHECKING:
+    from zkconsumer.assignment.topic_filter import TopicFilter
+    from zkconsumer.config import ConsumerConfig
+    from zkconsumer.model import Message
+    from zkconsumer.worker import open_member
+else:
+    def open_member(*args, **kwargs):
+        """zkconsumer.worker's, imported when the member is opened (a name of this module, so
+        that tests can replace it)."""
+        from zkconsumer import worker
+
+        return worker.open_member(*args, **kwargs)
+
+
 # Options that set a config key themselves, by parameter name.
 SETTING_OPTIONS = {"zookeeper": "zookeeper.connect", "group": "group.id",
                    "bootstrap_server": "bootstrap.servers", "metrics_port": "metrics.port",
@@ -62,6 +61,8 @@ def build_config(zookeeper: str | None, group: str | None, consumer_config: Path
     """The options win over `--property`, and each is named as the source of its value, so an
     error points at it. `sources` names, by parameter, an option's value that did not come
     from the command line (`environment ZKCONSUMER_GROUP_ID`)."""
+    from zkconsumer.config import Setting, load_config
+
     given = {"zookeeper": zookeeper, "group": group, "bootstrap_server": bootstrap_server,
              "metrics_port": None if metrics_port is None else str(metrics_port),
              "metrics_host": metrics_host}
@@ -80,6 +81,9 @@ def checked_config(ctx: click.Context, zookeeper: str | None, group: str | None,
     """The settings, checked as far as they can be without a cluster. No ZooKeeper or group is
     a usage error naming the option and its variable; an invalid value, including a `kafka.*`
     client option, is a ConfigError naming where it came from."""
+    from zkconsumer.config import MissingConfigError
+    from zkconsumer.fetch.kafka_client import kafka_client_options
+
     sources = {name: f"environment {_option(ctx, name).envvar}" for name in SETTING_OPTIONS
                if ctx.get_parameter_source(name) is ParameterSource.ENVIRONMENT}
     try:
@@ -103,6 +107,8 @@ def _option(ctx: click.Context, name: str) -> click.Parameter:
 def topic_selection(config: ConsumerConfig, topics: tuple[str, ...], whitelist: str | None,
                     blacklist: str | None) -> tuple[str, ...] | TopicFilter:
     """What to consume, from the options or else the config: exactly one kind."""
+    from zkconsumer.assignment import Blacklist, Whitelist
+
     topics = topics or config.topics or ()
     whitelist = whitelist or config.whitelist
     blacklist = blacklist or config.blacklist
@@ -119,6 +125,8 @@ def topic_selection(config: ConsumerConfig, topics: tuple[str, ...], whitelist: 
 
 def _checked(key: str, text: str) -> Any:
     """`text` by the config's rules for `key`; a bad one is a usage error of the option."""
+    from zkconsumer.config import parse_setting
+
     try:
         return parse_setting(key, text)
     except ConfigError as exc:
@@ -180,6 +188,10 @@ def consume(ctx, zookeeper, group, bootstrap_server, topics, whitelist, blacklis
             consumer_config, properties, from_beginning, max_messages, output_format, handler,
             metrics_port, metrics_host, log_format) -> None:
     """Join GROUP as a member and consume until Ctrl-C, SIGTERM or --max-messages."""
+    from zkconsumer.cli.signals import stop_on_signals
+    from zkconsumer.member.fence_follow import FenceFollower
+    from zkconsumer.worker import ConsumeRun
+
     if log_format:
         configure_logging(log_format)
     handler_function = load_handler(handler) if handler else None
@@ -197,4 +209,4 @@ def consume(ctx, zookeeper, group, bootstrap_server, topics, whitelist, blacklis
         run = ConsumeRun(*started, formatter(output_format), handler_function, max_messages,
                          stop_requested, follower)
         run.run()
-    log.info("consumer stopped", messages=run.consumed)
+    get_logger(__name__).info("consumer stopped", messages=run.consumed)

@@ -10,25 +10,21 @@ from __future__ import annotations
 import tempfile
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from kafka import KafkaProducer
 
 from zkconsumer.cli.inspect_command import describe_cluster, print_cluster
 from zkconsumer.cli.message_output import FORMATS, formatter
-from zkconsumer.cli.signals import stop_on_signals
-from zkconsumer.config import load_config
-from zkconsumer.localcluster import LocalCluster, create_topic, wait_for_broker_metadata
 from zkconsumer.logs import get_logger
-from zkconsumer.member.connector import ConsumerConnector
-from zkconsumer.worker import ConsumeRun
-from zkconsumer.zk.session import zookeeper_session
+
+if TYPE_CHECKING:
+    from kafka import KafkaProducer
 
 DEMO_TOPIC = "zkconsumer-demo"
 DEMO_GROUP = "zkconsumer-demo"
 # For the producer only: the consumer finds the broker generation in ZooKeeper by itself.
 KAFKA_API_VERSION = (0, 9)
-log = get_logger(__name__)
 
 
 @click.command()
@@ -41,6 +37,16 @@ log = get_logger(__name__)
               show_default=True)
 def demo(partitions: int, messages: int, max_messages: int | None, output_format: str) -> None:
     """Run a consumer worker on a local cluster with a demo topic (what scripts/run does)."""
+    log = get_logger(__name__)
+    from kafka import KafkaProducer
+
+    from zkconsumer.cli.signals import stop_on_signals
+    from zkconsumer.config import load_config
+    from zkconsumer.localcluster import LocalCluster, create_topic, wait_for_broker_metadata
+    from zkconsumer.member.connector import ConsumerConnector
+    from zkconsumer.worker import ConsumeRun
+    from zkconsumer.zk.session import zookeeper_session
+
     with tempfile.TemporaryDirectory(prefix="zkconsumer-demo-") as work_dir:
         log.info("starting local cluster", work_dir=work_dir)
         local = LocalCluster.start(Path(work_dir), brokers=1)

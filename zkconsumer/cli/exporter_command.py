@@ -9,42 +9,24 @@ import logging
 import re
 from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import click
 
-from zkconsumer.admin.context import admin_config, kafka_access_for
 from zkconsumer.cli.admin_options import ZK_TLS_CONFIG_FILE, with_zk_tls_config_file
 from zkconsumer.cli.duration_option import Duration
-from zkconsumer.cli.signals import stop_on_signals
-from zkconsumer.config import ZookeeperSettings, kafka_only_settings
-from zkconsumer.exporter.burrow_config import (
-    Connections,
-    NotifierSummary,
-    burrow_log_level,
-    client_profile,
-)
-from zkconsumer.exporter.kafka_groups import NoZookeeper
-from zkconsumer.exporter.kafka_reads import ClusterReads
-from zkconsumer.exporter.notice_body import DEFAULT_TEMPLATE, BodyTemplate, NotifyTemplateError
-from zkconsumer.exporter.notice_rules import NoticeRules
-from zkconsumer.exporter.notifier import Notifier, NotifySettings
-from zkconsumer.exporter.service import ExporterSettings, LagExporter
-from zkconsumer.exporter.zk_groups import GroupsCache
-from zkconsumer.fetch import LogOffsets
-from zkconsumer.fetch.brokers import KafkaAccess
-from zkconsumer.fetch.first_contact import checked_options
-from zkconsumer.fetch.kafka_client import client_settings, kafka_client_options
-from zkconsumer.kafka.errors import FetchError
-from zkconsumer.kafka.protocol.sasl import SaslLoginError
 from zkconsumer.lag.status import DEFAULT_INTERVAL_S, DEFAULT_WINDOW_SAMPLES, Status, WindowRules
 from zkconsumer.logs import get_logger, url_shown
-from zkconsumer.metrics import MetricsServer
 from zkconsumer.model import format_address
-from zkconsumer.topology import KafkaTopics, open_topic_source
-from zkconsumer.zk.session import connect_for
 
-log = get_logger(__name__)
+if TYPE_CHECKING:
+    from zkconsumer.config import ZookeeperSettings
+    from zkconsumer.exporter.burrow_config import Connections, NotifierSummary
+    from zkconsumer.exporter.kafka_groups import NoZookeeper
+    from zkconsumer.exporter.notifier import Notifier
+    from zkconsumer.exporter.zk_groups import GroupsCache
+    from zkconsumer.fetch.brokers import KafkaAccess
 
 # What an HTTP request line or header cannot carry.
 _UNSENDABLE = re.compile(r"[\x00-\x20\x7f]")
@@ -86,6 +68,8 @@ def _template(_ctx, _param, value: Path | None) -> str | None:
     """The template file's text, checked now: a bad one is said at start, in one line."""
     if value is None:
         return None
+    from zkconsumer.exporter.notice_body import BodyTemplate, NotifyTemplateError
+
     try:
         text = value.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -164,6 +148,22 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
              notify_resend, notify_group) -> None:
     """Serve lag, owners and Burrow-style status of every group under /consumers and on
     Kafka's group coordinator, and a page of them at /, until Ctrl-C or SIGTERM."""
+    log = get_logger(__name__)
+    from zkconsumer.admin.context import admin_config, kafka_access_for
+    from zkconsumer.cli.signals import stop_on_signals
+    from zkconsumer.config import kafka_only_settings
+    from zkconsumer.exporter.burrow_config import NotifierSummary
+    from zkconsumer.exporter.kafka_groups import NoZookeeper
+    from zkconsumer.exporter.kafka_reads import ClusterReads
+    from zkconsumer.exporter.service import ExporterSettings, LagExporter
+    from zkconsumer.exporter.zk_groups import GroupsCache
+    from zkconsumer.fetch import LogOffsets
+    from zkconsumer.fetch.brokers import KafkaAccess
+    from zkconsumer.fetch.kafka_client import kafka_client_options
+    from zkconsumer.metrics import MetricsServer
+    from zkconsumer.topology import KafkaTopics, open_topic_source
+    from zkconsumer.zk.session import connect_for
+
     if not zookeeper_connect:
         if not bootstrap_server:
             raise click.UsageError("give --zookeeper, or --bootstrap-server to watch only the "
@@ -233,6 +233,10 @@ def _notifier(url: str | None, template: str | None, content_type: str, timeout_
               threshold: str, resend_s: float | None, group_regex: str | None,
               cluster: str) -> Notifier | None:
     """The notifier the options ask for; None without --notify-url."""
+    from zkconsumer.exporter.notice_body import DEFAULT_TEMPLATE, BodyTemplate
+    from zkconsumer.exporter.notice_rules import NoticeRules
+    from zkconsumer.exporter.notifier import Notifier, NotifySettings
+
     if url is None:
         given = [option for option, value in (("--notify-template", template),
                                               ("--notify-resend", resend_s),
@@ -252,6 +256,8 @@ def _connections(zookeeper: ZookeeperSettings | None, access: KafkaAccess, clien
                  ) -> Connections:
     """What Burrow's /v3/config and /v3/kafka/<cluster> tell about the exporter; no ZooKeeper
     servers when it watches only Kafka's group coordinator."""
+    from zkconsumer.exporter.burrow_config import Connections, burrow_log_level, client_profile
+
     connections = Connections(
         bootstrap_servers=tuple(access.bootstrap_servers.split(",")),
         client=client_profile(client_options, access.api_version),
@@ -271,13 +277,18 @@ def _check_login(access: KafkaAccess, client_options: dict) -> None:
     """A refused Kafka login ends the exporter at start, in one line: no scan could succeed
     with those credentials. Kafka out of reach is only said: it may yet come back, and each
     scan tries again."""
+    from zkconsumer.fetch.first_contact import checked_options
+    from zkconsumer.fetch.kafka_client import client_settings
+    from zkconsumer.kafka.errors import FetchError
+    from zkconsumer.kafka.protocol.sasl import SaslLoginError
+
     try:
         checked_options(client_settings(client_options, access.bootstrap_servers,
                                         access.api_version))
     except SaslLoginError:
         raise
     except FetchError as exc:
-        log.warning("Kafka cannot be asked yet; every scan tries again", error=str(exc))
+        get_logger(__name__).warning("Kafka cannot be asked yet; every scan tries again", error=str(exc))
 
 
 def _quietly(close) -> None:
@@ -285,5 +296,6 @@ def _quietly(close) -> None:
     try:
         close()
     except Exception as exc:  # noqa: BLE001 - whatever a client raises, the rest still close
-        log.warning("closing the exporter", part=getattr(close, "__qualname__", str(close)),
-                    error=f"{type(exc).__name__}: {exc}")
+        get_logger(__name__).warning("closing the exporter",
+                                     part=getattr(close, "__qualname__", str(close)),
+                                     error=f"{type(exc).__name__}: {exc}")

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from zkconsumer.admin.context import admin_context
-from zkconsumer.admin.cutover import DEFAULT_TIMEOUT_S, CutoverReport, cut_over, cutover_json
-from zkconsumer.admin.cutover_plan import CutoverRequest
-from zkconsumer.admin.groups import delete_group, describe_group, list_groups_with_lag
+from zkconsumer.admin.cutover_plan import DEFAULT_TIMEOUT_S, CutoverRequest
 from zkconsumer.cli.admin_options import TERMINAL, admin_options, group_view_options, table_cells
 from zkconsumer.cli.duration_option import Duration
 from zkconsumer.cli.output import emit_json, emit_table
 from zkconsumer.lag.status import DEFAULT_WINDOW_S
 from zkconsumer.znodes.fence import COORDINATIONS
 from zkconsumer.znodes.paths import check_name
+
+if TYPE_CHECKING:
+    from zkconsumer.admin.cutover import CutoverReport
 
 
 @click.group()
@@ -38,6 +40,9 @@ def list_command(status_window, zookeeper_connect, bootstrap_server, properties,
                  as_json) -> None:
     """Groups under /consumers and on Kafka's group coordinator: where each lives, the
     coordinator's state, members, offsets, owned partitions, total lag and status."""
+    from zkconsumer.admin.context import admin_context
+    from zkconsumer.admin.groups import list_groups_with_lag
+
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
         rows = list_groups_with_lag(ctx, status_window)
     if as_json:
@@ -59,6 +64,9 @@ def describe_command(name, topics, status_window, zookeeper_connect, bootstrap_s
     """Per partition: ZooKeeper and Kafka offsets, log end, lag, owner, status; the members
     registered in ZooKeeper; and the group as Kafka's group coordinator describes it (state,
     protocol, members and their partitions)."""
+    from zkconsumer.admin.context import admin_context
+    from zkconsumer.admin.groups import describe_group
+
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
         found = describe_group(ctx, name, topics, status_window)
     if as_json:
@@ -99,6 +107,9 @@ def _echo_coordinator(coordinator: dict) -> None:
 def delete_command(name, dry_run, zookeeper_connect, bootstrap_server, properties,
                    as_json) -> None:
     """Remove /consumers/<group> (offsets, owners, ids); refused while members are registered."""
+    from zkconsumer.admin.context import admin_context
+    from zkconsumer.admin.groups import delete_group
+
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
         done = delete_group(ctx, name, dry_run)
     if as_json:
@@ -141,6 +152,9 @@ def cutover_command(name, target, execute, force, skip_missing_topics, timeout_s
     """Move a group between ZooKeeper and Kafka's group coordinator: fence it, wait for its
     members to leave, copy its offsets forward and read them back, switch. A dry run unless
     --execute; run again to resume."""
+    from zkconsumer.admin.context import admin_context
+    from zkconsumer.admin.cutover import cut_over, cutover_json
+
     request = CutoverRequest(name, target, force, skip_missing_topics)
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
         report = cut_over(ctx, request, execute, timeout_s)

@@ -2,18 +2,37 @@
 
 from __future__ import annotations
 
-import click
-from kazoo.client import KazooClient
+from typing import TYPE_CHECKING
 
-from zkconsumer.admin.context import admin_config
+import click
+
 from zkconsumer.cli.admin_options import ZK_TLS_CONFIG_FILE, with_zk_tls_config_file
 from zkconsumer.cli.output import emit_json, emit_table
-from zkconsumer.zk.registry import list_topics, read_brokers, read_partition_state, read_topic
-from zkconsumer.zk.session import session_for
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
+    from zkconsumer.admin.context import admin_config
+    from zkconsumer.zk.session import session_for
+else:
+    def admin_config(*args, **kwargs):
+        """zkconsumer.admin.context's, imported when the command runs."""
+        from zkconsumer.admin import context
+
+        return context.admin_config(*args, **kwargs)
+
+    def session_for(*args, **kwargs):
+        """zkconsumer.zk.session's, imported when the command runs (a name of this module, so
+        that tests can replace it)."""
+        from zkconsumer.zk import session
+
+        return session.session_for(*args, **kwargs)
 
 
 def describe_cluster(zk: KazooClient) -> dict:
     """Brokers and topics (with each partition's replicas and leader) as plain data."""
+    from zkconsumer.zk.registry import list_topics, read_brokers, read_partition_state, read_topic
+
     brokers = []
     for broker_id, registration in read_brokers(zk).items():
         address = registration.address_for()

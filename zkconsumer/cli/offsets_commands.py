@@ -9,27 +9,24 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from zkconsumer.admin.context import BOTH, STORAGES, admin_context, storages_named
-from zkconsumer.admin.offset_files import (
-    format_json,
-    format_text,
-    offsets_to_json,
-    read_offsets_file,
-)
-from zkconsumer.admin.offset_reads import diff_offsets, export_offsets, spark_starting_offsets
-from zkconsumer.admin.offset_writes import (
-    OffsetWrite,
-    planned_import,
-    planned_migration,
-    planned_resets,
-    write_and_verify,
-)
-from zkconsumer.admin.plans import Change, ResetSpec
+from zkconsumer.admin.plans import BOTH, STORAGES, Change, ResetSpec
 from zkconsumer.cli.admin_options import TERMINAL, admin_options, table_cells
 from zkconsumer.cli.output import emit_json, emit_table
+
+if TYPE_CHECKING:
+    from zkconsumer.admin.context import admin_context
+    from zkconsumer.admin.offset_writes import OffsetWrite
+else:
+    def admin_context(*args, **kwargs):
+        """zkconsumer.admin.context's, imported when a command runs (a name of this module, so
+        that tests can replace it)."""
+        from zkconsumer.admin import context
+
+        return context.admin_context(*args, **kwargs)
 
 PLAN_HEADERS = ("group", "topic", "partition", "current", "new", "change")
 
@@ -83,6 +80,9 @@ def _dry_run_done(how_to_write: str) -> None:
 def export_command(groups, every, storage, topics, output, file_format, zookeeper_connect,
                    bootstrap_server, properties, as_json) -> None:
     """Write committed offsets in the reference text format (or JSON)."""
+    from zkconsumer.admin.offset_files import format_json, format_text
+    from zkconsumer.admin.offset_reads import export_offsets
+
     file_format = file_format or ("json" if as_json or (output and output.suffix == ".json")
                                   else "text")
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
@@ -107,6 +107,9 @@ def export_command(groups, every, storage, topics, output, file_format, zookeepe
 def import_command(input_file, storage, dry_run, force, zookeeper_connect, bootstrap_server,
                    properties, as_json) -> None:
     """Write offsets from a file, as the file says (moving backwards is shown, not refused)."""
+    from zkconsumer.admin.offset_files import read_offsets_file
+    from zkconsumer.admin.offset_writes import planned_import, write_and_verify
+
     wanted = read_offsets_file(input_file)
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
         write = planned_import(ctx, storage, wanted, force)
@@ -132,6 +135,8 @@ def import_command(input_file, storage, dry_run, force, zookeeper_connect, boots
 def migrate_command(groups, every, target, topics, dry_run, force, allow_rewind,
                     zookeeper_connect, bootstrap_server, properties, as_json) -> None:
     """Copy offsets from the other storage to --to, then read them back and verify."""
+    from zkconsumer.admin.offset_writes import planned_migration, write_and_verify
+
     chosen = _chosen_groups(groups, every)
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
         write = planned_migration(ctx, chosen, target, topics, force, allow_rewind)
@@ -151,6 +156,8 @@ def migrate_command(groups, every, target, topics, dry_run, force, allow_rewind,
 @admin_options
 def diff_command(name, topics, zookeeper_connect, bootstrap_server, properties, as_json) -> None:
     """ZooKeeper versus Kafka offsets; exit status 3 when they differ."""
+    from zkconsumer.admin.offset_reads import diff_offsets
+
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
         diff = diff_offsets(ctx, name, topics)
     if as_json:
@@ -176,6 +183,9 @@ def diff_command(name, topics, zookeeper_connect, bootstrap_server, properties, 
 def spark_json_command(name, topics, storage, reset, zookeeper_connect, bootstrap_server,
                        properties, as_json) -> None:
     """The group's offsets as `startingOffsets` JSON for Spark's native Kafka source."""
+    from zkconsumer.admin.offset_files import offsets_to_json
+    from zkconsumer.admin.offset_reads import spark_starting_offsets
+
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
         starting = spark_starting_offsets(ctx, name, topics, storage, reset)
     click.echo(offsets_to_json(starting))
@@ -200,6 +210,9 @@ def spark_json_command(name, topics, storage, reset, zookeeper_connect, bootstra
 def reset_command(name, topics, mode, to_offset, shift_by, to_datetime, storage, execute,
                   zookeeper_connect, bootstrap_server, properties, as_json) -> None:
     """Point a stopped group at new offsets. A dry run unless --execute."""
+    from zkconsumer.admin.context import storages_named
+    from zkconsumer.admin.offset_writes import planned_resets, write_and_verify
+
     spec = _reset_spec(mode, to_offset, shift_by, to_datetime)
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
         writes = planned_resets(ctx, name, topics, spec, storages_named(storage))

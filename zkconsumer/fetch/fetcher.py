@@ -14,7 +14,6 @@ from typing import Any, Protocol
 
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import ConfigError
-from zkconsumer.fetch.kafka_python_fetcher import KafkaPythonFetcher
 from zkconsumer.fetch.settings import kafka_consumer_settings
 from zkconsumer.fetch.wire_fetcher import WireFetcher, wire_unsupported_reason
 from zkconsumer.logs import get_logger
@@ -67,5 +66,7 @@ def fetcher_for(settings: Mapping[str, Any], backend: str = "auto"
                           "use auto or kafka-python")
     if backend == "kafka-python" or unsupported:
         log.info("fetching with kafka-python", reason=unsupported or "fetch.backend")
+        from zkconsumer.fetch.kafka_python_fetcher import KafkaPythonFetcher  # its import only here
+
         return KafkaPythonFetcher(settings)
     return WireFetcher(settings)

@@ -7,13 +7,13 @@ tuning, so a user writes them once, e.g. `kafka.security.protocol=SASL_SSL`, and
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-from kafka import KafkaConsumer
-from kafka.errors import KafkaError
+from typing import TYPE_CHECKING, Any
 
 from zkconsumer.errors import ConfigError, ZkConsumerError
 from zkconsumer.kafka.errors import FetchError
+
+if TYPE_CHECKING:
+    from kafka import KafkaConsumer
 
 # Options zkconsumer sets itself: the group is coordinated in ZooKeeper and the broker list
 # comes from the registry, so letting a property change these would break the protocol.
@@ -33,6 +33,8 @@ def kafka_client_options(properties: Mapping[str, str]) -> dict[str, Any]:
     instead of deep inside kafka-python; values are never echoed, since some are passwords.
     """
     options: dict[str, Any] = {}
+    if properties:  # kafka-python's import, only for what it has to judge
+        from kafka import KafkaConsumer
     for key, text in properties.items():
         name = key.replace(".", "_")
         if name in MANAGED_OPTIONS:
@@ -94,6 +96,9 @@ class LazyConsumer:
         if self._client is None:
             # Imported here: the first contact's own imports (the wire fetcher's settings)
             # come back to this module.
+            from kafka import KafkaConsumer
+            from kafka.errors import KafkaError
+
             from zkconsumer.fetch.first_contact import checked_options
             try:
                 options = checked_options(self._options)

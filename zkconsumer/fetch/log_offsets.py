@@ -14,16 +14,16 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
-
-from kafka import KafkaConsumer
-from kafka import TopicPartition as KafkaTopicPartition
-from kafka.errors import KafkaError, UnsupportedVersionError
+from typing import TYPE_CHECKING, Any
 
 from zkconsumer.assignment import INTERNAL_TOPICS
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.fetch.kafka_client import LazyConsumer, client_settings
 from zkconsumer.model import TopicPartition
+
+if TYPE_CHECKING:
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KafkaTopicPartition
 
 
 class LogOffsetsError(ZkConsumerError):
@@ -100,6 +100,8 @@ class LogOffsets:
         (transaction and share-group state) stay out, as kafka-python lists them. A topic still
         being created has no partitions yet: it does not exist until it has.
         """
+        from kafka.errors import KafkaError
+
         with self._consumer() as consumer:
             try:
                 names = consumer.topics() | INTERNAL_TOPICS
@@ -118,6 +120,8 @@ class LogOffsets:
     def at_time(self, partitions: Iterable[TopicPartition], epoch_ms: int
                 ) -> dict[TopicPartition, int | None]:
         """The first offset at or after the time; None where no message is that recent."""
+        from kafka.errors import KafkaError, UnsupportedVersionError
+
         wanted = list(partitions)
         if not wanted:
             return {}
@@ -171,6 +175,8 @@ class LogOffsets:
 
     def _ask(self, what: str, method: str, partitions: Iterable[TopicPartition]
              ) -> dict[TopicPartition, int]:
+        from kafka.errors import KafkaError
+
         wanted = [_to_kafka(tp) for tp in partitions]
         if not wanted:
             return {}
@@ -190,4 +196,6 @@ class LogOffsets:
 
 
 def _to_kafka(tp: TopicPartition) -> KafkaTopicPartition:
+    from kafka import TopicPartition as KafkaTopicPartition
+
     return KafkaTopicPartition(tp.topic, tp.partition)

@@ -16,8 +16,6 @@ a few times (`broker_versions.RejectedRequests`) before it fails.
 
 from __future__ import annotations
 
-from kafka.errors import kafka_errors
-
 from zkconsumer.model import TopicPartition
 
 UNKNOWN_SERVER_ERROR = -1
@@ -29,6 +27,8 @@ def is_retriable(code: int) -> bool:
     """Whether setting the partition aside and finding its leader again can cure this error."""
     if code == UNKNOWN_SERVER_ERROR:
         return True
+    from kafka.errors import kafka_errors  # kafka-python's import, paid by an error only
+
     error = kafka_errors.get(code)
     return error is not None and error.retriable
 
@@ -37,6 +37,8 @@ def error_name(code: int) -> str:
     """Kafka's name for an error code, e.g. TOPIC_AUTHORIZATION_FAILED."""
     if code == UNKNOWN_SERVER_ERROR:
         return "UNKNOWN_SERVER_ERROR"  # kafka-python shortens it to UNKNOWN
+    from kafka.errors import kafka_errors  # kafka-python's import, paid by an error only
+
     error = kafka_errors.get(code)
     return error.message if error is not None else "UNRECOGNIZED"
 

@@ -1,0 +1,67 @@
+"""A start that stays fast: `import zkconsumer`, `import zkconsumer.cli` and `zkconsumer --help`
+load none of the heavy libraries and none of the modules behind the commands, judged by the
+modules a fresh interpreter holds afterwards (not by a time, which a busy machine decides)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import zkconsumer
+
+# The libraries a command imports when it runs, never at start.
+HEAVY_LIBRARIES = ("kafka", "aiokafka", "pyarrow", "pyspark", "pandas", "prometheus_client",
+                   "kazoo.client", "http.server", "structlog", "asyncio")
+# What the commands are made of: a start that loads one of these loads a command's work.
+COMMAND_MODULES = ("zkconsumer.member", "zkconsumer.worker", "zkconsumer.aio", "zkconsumer.fetch",
+                   "zkconsumer.offsets", "zkconsumer.admin.context", "zkconsumer.exporter",
+                   "zkconsumer.localcluster", "zkconsumer.zk", "zkconsumer.metrics",
+                   "zkconsumer.records", "zkconsumer.topology", "zkconsumer.spark")
+
+_LOADED = """
+import contextlib, io, json, sys
+{code}
+print(json.dumps(sorted(sys.modules)))
+"""
+_HELP = """
+import zkconsumer.cli
+sys.argv = ["zkconsumer", "--help"]
+with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+    zkconsumer.cli.main()
+"""
+
+
+def loaded_after(code: str) -> list[str]:
+    """The modules a fresh interpreter holds after running `code`."""
+    done = subprocess.run([sys.executable, "-c", _LOADED.format(code=code)], capture_output=True,
+                          text=True, timeout=120, check=True)
+    return json.loads(done.stdout)
+
+
+def among(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    return [m for m in modules if any(m == name or m.startswith(name + ".") for name in names)]
+
+
+def test_import_zkconsumer_loads_nothing_but_itself():
+    loaded = loaded_after("import zkconsumer")
+    assert among(loaded, (*HEAVY_LIBRARIES, "click", "kazoo")) == []
+    assert [m for m in loaded if m.startswith("zkconsumer")] == ["zkconsumer"]
+
+
+@pytest.mark.parametrize("code", ["import zkconsumer.cli", _HELP], ids=["import-cli", "help"])
+def test_the_command_line_starts_without_the_commands_work(code):
+    loaded = loaded_after(code)
+    assert among(loaded, HEAVY_LIBRARIES) == []
+    assert among(loaded, COMMAND_MODULES) == []
+    assert "zkconsumer.cli.consume_command" in loaded  # the probe saw the commands defined
+
+
+def test_the_public_names_come_when_asked_for():
+    for name in zkconsumer.__all__:
+        assert getattr(zkconsumer, name) is not None
+    assert set(zkconsumer.__all__) <= set(dir(zkconsumer))
+    with pytest.raises(AttributeError):
+        zkconsumer.NoSuchName  # noqa: B018 - the attribute access is the test
