@@ -292,7 +292,7 @@ def fleet(cluster, args, work: Path) -> None:
             for p in packs:
                 try:
                     p.stop()
-                except OSError:
+                except (OSError, ValueError):  # ended, or its pipe closed by an interrupted wait
                     pass
             for p in packs:
                 try:
