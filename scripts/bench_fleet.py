@@ -110,6 +110,12 @@ class Pack:
             raise RuntimeError(f"pack {self.consumer_ids[0]} ended: see {self._stderr.name}")
         return int(words[1]), int(words[3])
 
+    def failures(self) -> list[str]:
+        """What its members that failed to start said (their first lines)."""
+        self._stderr.flush()
+        return [line.strip() for line in Path(self._stderr.name).read_text().splitlines()
+                if line.startswith("failure ")][:3]
+
     def stop(self) -> None:
         self._process.stdin.write("stop\n")  # type: ignore[union-attr]
         self._process.stdin.flush()  # type: ignore[union-attr]
@@ -282,7 +288,8 @@ def fleet(cluster, args, work: Path) -> None:
                 for index in chosen:
                     ok, bad = packs[index].joined()
                     if bad:
-                        raise RuntimeError(f"{bad} members failed to start again")
+                        raise RuntimeError(f"{bad} members failed to start again: "
+                                           f"{packs[index].failures()}")
                 settles.append(wait_settled(zk, group, topic, members, partitions))
             _report("rolling restart", counters.finish(),
                     f"{steps} steps, each settled with every partition owned by its range "
