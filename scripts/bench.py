@@ -43,7 +43,7 @@ partitions with the reference producer, then measures, on that same data:
                   [--kafka-events EVENTS] [--groups 500] [--group-partitions 10]
                   [--scrapes 20] [--kafka-groups 0] [--fleet-members 200]
                   [--fleet-partitions 5000] [--members-per-process 20] [--rolling-steps 5]
-                  [--fleet-code DIR] [--fleet-property KEY=VALUE]
+                  [--fleet-code DIR] [--fleet-property KEY=VALUE] [--fleet-reference 0]
                   [--start-runs 5] [--start-fleet 30] [--start-fleet-partitions 300]
                   [--start-fleet-rounds 3]
 """
@@ -71,7 +71,7 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
 from aiokafka.record.memory_records import MemoryRecords as AiokafkaMemoryRecords
 from bench_exporter import exporter
-from bench_fleet import fleet
+from bench_fleet import fleet, reference_fleet
 from bench_peers import API_VERSION, PEERS, SAME_VENV_PEERS, TOPIC, measure
 from bench_start import add_arguments as add_start_arguments
 from bench_start import start
@@ -924,6 +924,9 @@ def main() -> None:
     parser.add_argument("--rolling-steps", type=int, default=5)
     parser.add_argument("--fleet-code", help="a checkout whose zkconsumer the fleet's members "
                         "run (default: this one), to measure before and after a change")
+    parser.add_argument("--fleet-reference", type=int, default=0,
+                        help="also start this many reference Scala consumers of a group "
+                             "together (a JVM each; the start phase only)")
     parser.add_argument("--fleet-property", action="append", default=[], metavar="KEY=VALUE",
                         help="a consumer setting of every fleet member (repeatable)")
     parser.add_argument("--peers-python", help="a Python with pykafka and confluent-kafka "
@@ -986,7 +989,10 @@ def run_on_a_cluster(chosen: list[str], args) -> None:
                 exporter(cluster, args)
             if "fleet" in chosen:
                 print("== a fleet on one ensemble: start together, rolling restart")
-                fleet(cluster, args, work)
+                if args.fleet_members:
+                    fleet(cluster, args, work)
+                if args.fleet_reference:
+                    reference_fleet(cluster, args, work)
             if "start" in chosen:
                 print("== start-up, each start a process of its own")
                 start(cluster, args)

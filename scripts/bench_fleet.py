@@ -23,11 +23,13 @@ once all partitions are owned, 20 at a time) are in those counts too.
 
 --fleet-code DIR runs the members on the zkconsumer package found in DIR (another checkout),
 to compare code before and after a change on the same harness; --fleet-property KEY=VALUE
-(repeatable) sets a consumer key of every member (a window size, say).
+(repeatable) sets a consumer key of every member (a window size, say). --fleet-reference N
+starts N reference Scala consumers of another group together (the start phase only);
+--fleet-members 0 leaves zkconsumer's fleet out.
 
     scripts/bench --only fleet [--fleet-members 200] [--fleet-partitions 5000]
                   [--members-per-process 20] [--rolling-steps 5] [--fleet-code DIR]
-                  [--fleet-property KEY=VALUE ...]
+                  [--fleet-property KEY=VALUE ...] [--fleet-reference N]
 """
 
 from __future__ import annotations
@@ -107,6 +109,12 @@ class Pack:
         if len(words) != 4:
             raise RuntimeError(f"pack {self.consumer_ids[0]} ended: see {self._stderr.name}")
         return int(words[1]), int(words[3])
+
+    def failures(self) -> list[str]:
+        """What its members that failed to start said (their first lines)."""
+        self._stderr.flush()
+        return [line.strip() for line in Path(self._stderr.name).read_text().splitlines()
+                if line.startswith("failure ")][:3]
 
     def stop(self) -> None:
         self._process.stdin.write("stop\n")  # type: ignore[union-attr]
@@ -280,7 +288,8 @@ def fleet(cluster, args, work: Path) -> None:
                 for index in chosen:
                     ok, bad = packs[index].joined()
                     if bad:
-                        raise RuntimeError(f"{bad} members failed to start again")
+                        raise RuntimeError(f"{bad} members failed to start again: "
+                                           f"{packs[index].failures()}")
                 settles.append(wait_settled(zk, group, topic, members, partitions))
             _report("rolling restart", counters.finish(),
                     f"{steps} steps, each settled with every partition owned by its range "
@@ -290,13 +299,44 @@ def fleet(cluster, args, work: Path) -> None:
             for p in packs:
                 try:
                     p.stop()
-                except OSError:
+                except (OSError, ValueError):  # ended, or its pipe closed by an interrupted wait
                     pass
             for p in packs:
                 try:
                     p.wait_stopped()
                 except (subprocess.TimeoutExpired, OSError, ValueError):
                     p.kill()
+
+
+def reference_fleet(cluster, args, work: Path) -> None:
+    """--fleet-reference reference Scala consumers (a JVM each) of one group on the same
+    topic shape, started together: the start phase only, judged and counted as ours are."""
+    from zkconsumer.localcluster import create_topic
+    from zkconsumer.testing.reference import ReferenceConsumer
+    from zkconsumer.zk.session import zookeeper_session
+
+    members, partitions = args.fleet_reference, args.fleet_partitions
+    group, topic = f"fleet-ref-{time.time_ns()}", f"fleet-ref-{time.time_ns()}"
+    print(f"reference Scala consumer: {members} members x {partitions} partitions, a process "
+          "each, rebalance.backoff.ms 500, rebalance.max.retries 10")
+    with zookeeper_session(cluster.zookeeper_connect, timeout_s=30) as zk:
+        create_topic(zk, topic, partitions, timeout=600)
+        consumers: list[Any] = []
+        try:
+            counters = ServerCounters(cluster.zookeeper.port)
+            began = time.monotonic()
+            consumers = [ReferenceConsumer(work / "reference", cluster.zookeeper_connect, group,
+                                           topic=topic, properties={
+                                               "rebalance.backoff.ms": "500",
+                                               "rebalance.max.retries": "10"})
+                         for _ in range(members)]
+            settle = wait_settled(zk, group, topic, members, partitions)
+            _report("reference start", counters.finish(),
+                    f"{members} joined, settled {settle:.2f} s after the last registration "
+                    f"({time.monotonic() - began:.1f} s from the first process started)")
+        finally:
+            for consumer in consumers:
+                consumer.stop()
 
 
 def _report(phase: str, counted: dict[str, float], outcome: str) -> None:
