@@ -26,7 +26,6 @@ import functools
 import random
 import struct
 import zlib
-from types import SimpleNamespace
 from typing import NamedTuple
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
@@ -337,12 +336,16 @@ def _through_cursor(tuples: list) -> None:
         def _next_slowly(self):
             raise StopIteration
 
+    from zkconsumer.member.claims import DeliveryGate
+
     claim = object()
     cursor = Drained()
     cursor._chunk = (PARTITION, claim, tuples)
     cursor._index = 0
     cursor._claims = {PARTITION: claim}
-    cursor._gate = SimpleNamespace(delivering=True)
+    gate = DeliveryGate()  # open, with no lease's deadline: every message may go
+    cursor._gate = gate
+    cursor._until = gate.until
     cursor.positions = {}
     cursor._stopping = False
     if sum(1 for _ in cursor) != len(tuples):
