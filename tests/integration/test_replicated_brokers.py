@@ -17,9 +17,10 @@ from kafka import KafkaProducer
 from support.fault_runner import load_runner, report_rows
 from support.java import require_java
 from support.kafka import committed_in_kafka, produce
+from support.members import consume_until_quiet
 from support.waiting import wait_until
 
-from zkconsumer import ConsumerConnector, ConsumerTimeout
+from zkconsumer import ConsumerConnector
 from zkconsumer.kafka.errors import ChannelError
 from zkconsumer.kafka.io.channel import BrokerChannel
 from zkconsumer.localcluster import create_topic
@@ -156,15 +157,6 @@ def test_the_group_coordinator_is_the_broker_kafka_names(replicated_cluster):
     assert len(set(ours.values())) > 1, "the groups must spread over brokers to tell anything"
 
 
-def _consume(stream) -> list[bytes]:
-    """Until the stream has had nothing for consumer.timeout.ms."""
-    values = []
-    with pytest.raises(ConsumerTimeout):
-        for message in stream:
-            values.append(message.value)
-    return values
-
-
 def test_a_kafka_coordinated_member_keeps_its_generation_when_its_coordinator_moves(
         replicated_cluster, unique_name):
     """The offsets topic's partition of the group led by another replica, as an operator or a
@@ -190,7 +182,7 @@ def test_a_kafka_coordinated_member_keeps_its_generation_when_its_coordinator_mo
             (stream,) = connector.create_message_streams({topic: 1})[topic]
             before = [f"before-{i:03d}".encode() for i in range(40)]
             produce(replicated_cluster, topic, before, partitions=2)
-            consumed = _consume(stream)
+            consumed = consume_until_quiet(stream)
             assert sorted(consumed) == before
             # The first generation may be an empty one, given before the leader saw the topic.
             settled = (len(assigned), len(revoked))
@@ -204,7 +196,7 @@ def test_a_kafka_coordinated_member_keeps_its_generation_when_its_coordinator_mo
                 message="the group's new coordinator named")
             after = [f"after-{i:03d}".encode() for i in range(40)]
             produce(replicated_cluster, topic, after, partitions=2)
-            consumed += _consume(stream)
+            consumed += consume_until_quiet(stream)
             assert sorted(consumed) == sorted(before + after), "a message delivered twice or lost"
             assert (len(assigned), len(revoked)) == settled, (assigned, revoked)
             connector.commit_offsets()
