@@ -297,6 +297,7 @@ class GroupMember:
         # answered (counting the member in) was sent: its session there runs from no earlier
         # than that. Minus infinity before the first.
         self._alive_since = -math.inf
+        self._moved_at: float | None = None  # when the coordinator of the generation moved
         self._heartbeat_at = 0.0
         self._commits: list[dict[TopicPartition, int]] = []
         # The generation a rebalance just ended, and the revoked partitions' last commits in
@@ -700,6 +701,12 @@ class GroupMember:
             return
         self._alive_since = request.sent_at
         self._retries = 0  # the generation is the member's still, where it is looked after
+        if self._moved_at is not None and self._generation is not None:
+            log.info("the group's coordinator moved; the generation goes on there",
+                     group=self._group_id, generation=self._generation.generation_id,
+                     coordinator=f"{self._coordinator.host}:{self._coordinator.port}"
+                     if self._coordinator else None, ms=round((now - self._moved_at) * 1000))
+            self._moved_at = None
 
     def _commit_answered(self, errors: Mapping[TopicPartition, int], request: Request,
                          now: float) -> None:
@@ -836,6 +843,8 @@ class GroupMember:
             self._in_flight = {key: request for key, request in self._in_flight.items()
                                if key == OFFSET_COMMIT}
             self._transition(Event.COORDINATOR_MOVED)
+            if self._moved_at is None:
+                self._moved_at = now
         else:
             self._pass_generation(reason)
             self._next_round()
@@ -868,6 +877,7 @@ class GroupMember:
         """The gate closes: nothing assigned may be delivered or committed any more, but for
         the parting commit when a rebalance ended the generation (`commit_parting`)."""
         self._parting = self._generation if parting else None
+        self._moved_at = None
         self._events.extend(CommitFailed(offsets, reason) for offsets in self._parting_commits)
         self._parting_commits.clear()
         if self._generation is None and not self._assigned:
