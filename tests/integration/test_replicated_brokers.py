@@ -182,7 +182,13 @@ def test_a_kafka_coordinated_member_keeps_its_generation_when_its_coordinator_mo
             (stream,) = connector.create_message_streams({topic: 1})[topic]
             before = [f"before-{i:03d}".encode() for i in range(40)]
             produce(replicated_cluster, topic, before, partitions=2)
-            consumed = consume_until_quiet(stream)
+            consumed: list[bytes] = []
+
+            def drained(count: int) -> bool:  # a pause (joining, the lease run out) ends it
+                consumed.extend(consume_until_quiet(stream))
+                return len(consumed) >= count
+
+            wait_until(lambda: drained(len(before)), timeout=60, message="the first batch")
             assert sorted(consumed) == before
             # The first generation may be an empty one, given before the leader saw the topic.
             settled = (len(assigned), len(revoked))
@@ -196,7 +202,8 @@ def test_a_kafka_coordinated_member_keeps_its_generation_when_its_coordinator_mo
                 message="the group's new coordinator named")
             after = [f"after-{i:03d}".encode() for i in range(40)]
             produce(replicated_cluster, topic, after, partitions=2)
-            consumed += consume_until_quiet(stream)
+            wait_until(lambda: drained(len(before + after)), timeout=60,
+                       message="the batch after the move")
             assert sorted(consumed) == sorted(before + after), "a message delivered twice or lost"
             assert (len(assigned), len(revoked)) == settled, (assigned, revoked)
             connector.commit_offsets()
