@@ -40,6 +40,10 @@ and with replicated brokers (--brokers 2 or more):
   leader-move       a partition's leadership moved to another in-sync replica, as an operator
                     does (reassignment to the same replicas in a new order, then a preferred
                     replica election)
+  coordinator-move  the group's coordinator moved on purpose: its offsets topic partition's
+                    leadership moved to another in-sync replica, as leader-move does (and a 0.9
+                    controller moving leaders back to their preferred replicas); no worker
+                    restarts, so members on Kafka's coordinator keep their generation
   coordinator-kill  the broker coordinating the group (leading the offsets topic's partition
                     that keeps its Kafka-stored offsets) SIGKILLed while a worker restarts, so
                     the group rebalances while its Kafka offset store moves; started again after
@@ -155,7 +159,8 @@ FAULTS = ("kill", "restart", "expire", "freeze", "broker", "zookeeper", "zk-cut"
 ZOOKEEPER_COORDINATION_ONLY = ("zk-cut", "cutover")
 COORDINATIONS = ("zookeeper", "kafka")
 # Faults of replicated brokers, run where there is more than one (see `available_kinds`).
-REPLICATED_FAULTS = ("leader-kill", "leader-move", "coordinator-kill", "broker-rolling")
+REPLICATED_FAULTS = ("leader-kill", "leader-move", "coordinator-move", "coordinator-kill",
+                     "broker-rolling")
 # Faults of a ZooKeeper ensemble, run where the group lives on one.
 ENSEMBLE_FAULTS = ("zk-leader-kill", "zk-quorum-loss", "zk-rolling", "crash-then-failover")
 # Replicas of every topic: three (or as many brokers as there are, if fewer).
@@ -961,14 +966,22 @@ class Run:
     def leader_move(self) -> None:
         """Leadership moved on purpose to another in-sync replica: the old leader answers
         fetches with NOT_LEADER_FOR_PARTITION from then on."""
-        partition = self.rng.randrange(self.partitions)
+        self._move_leadership(TOPIC, lambda zk: self.rng.randrange(self.partitions))
+
+    def coordinator_move(self) -> None:
+        """The same for the offsets topic's partition that keeps the group: the old
+        coordinator answers NOT_COORDINATOR from then on, and the new one loads the group."""
+        self._move_leadership(OFFSETS_TOPIC, lambda zk: offsets_partition(zk, GROUP))
+
+    def _move_leadership(self, topic: str, choose: Callable[[KazooClient], int]) -> None:
         with zookeeper_session(self.cluster.zookeeper_connect, timeout_s=30) as zk:
             wait_until_in_sync(zk)  # a broker restarted by the last fault may be catching up
-            state = partition_state(zk, TOPIC, partition)
+            partition = choose(zk)
+            state = partition_state(zk, topic, partition)
             target = self.rng.choice([b for b in state.isr if b != state.leader])
-            print(f"  partition {partition}: broker {state.leader} -> {target}",
+            print(f"  {topic}-{partition}: broker {state.leader} -> {target}",
                   file=sys.stderr, flush=True)
-            move_leader(zk, TOPIC, partition, target)
+            move_leader(zk, topic, partition, target)
 
     def coordinator_kill(self) -> None:
         """The group's coordinator dies while a worker restarts: the rebalance's release

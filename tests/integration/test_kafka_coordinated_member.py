@@ -18,10 +18,11 @@ from click.testing import CliRunner
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from support.coordinator_members import PollingMember
 from support.kafka import produce
+from support.members import consume_until_quiet
 from support.tansu import produce as produce_modern
 from support.waiting import wait_until
 
-from zkconsumer import ConsumerConnector, ConsumerTimeout, TopicPartition, Whitelist
+from zkconsumer import ConsumerConnector, TopicPartition, Whitelist
 from zkconsumer.cli import cli
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.member.kafka_connector import KafkaCoordinatedConnector
@@ -51,15 +52,6 @@ def _values(n: int, prefix: str) -> list[bytes]:
     return [f"{prefix}-{i:04d}".encode() for i in range(n)]
 
 
-def _consume(stream) -> list[bytes]:
-    """Until the stream has had nothing for consumer.timeout.ms."""
-    values = []
-    with pytest.raises(ConsumerTimeout):
-        for message in stream:
-            values.append(message.value)
-    return values
-
-
 def test_a_kafka_coordinated_member_shares_a_group_with_kafka_python(
         cluster, topic_factory, unique_name):
     topic = topic_factory(partitions=PARTITIONS)
@@ -75,7 +67,7 @@ def test_a_kafka_coordinated_member_shares_a_group_with_kafka_python(
                    message="the member to own every partition alone")
         alone = _values(80, "alone")
         produce(cluster, topic, alone, partitions=PARTITIONS)
-        ours += _consume(stream)
+        ours += consume_until_quiet(stream)
         assert sorted(ours) == alone
 
         theirs = PollingMember(cluster, group, topic, THEIR_CLIENT_ID,
@@ -89,7 +81,7 @@ def test_a_kafka_coordinated_member_shares_a_group_with_kafka_python(
 
         shared = _values(200, "shared")
         produce(cluster, topic, shared, partitions=PARTITIONS)
-        ours += _consume(stream)
+        ours += consume_until_quiet(stream)
         wait_until(lambda: len(ours) + len(theirs.values) >= len(alone) + len(shared),
                    timeout=30, message="every message to be consumed")
         assert len(ours) == len(alone) + len(shared) // 2  # produced round-robin
@@ -327,7 +319,7 @@ def test_the_reference_group_command_describes_a_kafka_coordinated_member(
         wait_until(lambda: set(connector.owned_partitions()) == {
             TopicPartition(topic, 2), TopicPartition(topic, 3)} and theirs.owns({0, 1}),
             timeout=30, message="the two members to split the partitions by range")
-        assert len(_consume(stream)) == 20
+        assert len(consume_until_quiet(stream)) == 20
         connector.commit_offsets()
         # Two more a partition after the commit: the log end moves past what was committed.
         produce(cluster, topic, _values(8, "second"), partitions=PARTITIONS)

@@ -16,12 +16,22 @@ import pytest
 from kafka import KafkaProducer
 from support.fault_runner import load_runner, report_rows
 from support.java import require_java
+from support.kafka import committed_in_kafka, produce
+from support.members import consume_until_quiet
 from support.waiting import wait_until
 
+from zkconsumer import ConsumerConnector
 from zkconsumer.kafka.errors import ChannelError
 from zkconsumer.kafka.io.channel import BrokerChannel
 from zkconsumer.localcluster import create_topic
-from zkconsumer.localcluster.topics import group_coordinator
+from zkconsumer.localcluster.topics import (
+    OFFSETS_TOPIC,
+    group_coordinator,
+    move_leader,
+    offsets_partition,
+    partition_state,
+    wait_until_in_sync,
+)
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import KafkaOffsetStore
 from zkconsumer.testing.consume_process import ConsumeProcess
@@ -145,6 +155,61 @@ def test_the_group_coordinator_is_the_broker_kafka_names(replicated_cluster):
             timeout=30, message=f"a coordinator for {group}"))
     assert kafkas == ours
     assert len(set(ours.values())) > 1, "the groups must spread over brokers to tell anything"
+
+
+def test_a_kafka_coordinated_member_keeps_its_generation_when_its_coordinator_moves(
+        replicated_cluster, unique_name):
+    """The offsets topic's partition of the group led by another replica, as an operator or a
+    0.9 controller's preferred replica election moves it: the old coordinator answers
+    NOT_COORDINATOR, the new one loads the group. The member finds it and heartbeats on in
+    its generation: no revocation, no JoinGroup, and with nothing committed before the move
+    nothing is delivered twice (a member that joined again would start over from the
+    beginning); a commit afterwards goes to the new coordinator in the same generation."""
+    topic, group = unique_name("t"), unique_name("moving")
+    config = {"group.id": group, "group.coordination": "kafka",
+              "bootstrap.servers": replicated_cluster.bootstrap_servers,
+              "kafka.api.version": "0.9", "auto.offset.reset": "smallest",
+              "auto.commit.enable": "false", "consumer.timeout.ms": "1500",
+              "session.timeout.ms": "10000", "heartbeat.interval.ms": "300"}
+    assigned: list[dict] = []
+    revoked: list[dict] = []
+    with zookeeper_session(replicated_cluster.zookeeper_connect) as zk:
+        create_topic(zk, topic, 2, replication_factor=3)
+        wait_until_in_sync(zk)
+        connector = ConsumerConnector(config, on_partitions_assigned=assigned.append,
+                                      on_partitions_revoked=revoked.append)
+        try:
+            (stream,) = connector.create_message_streams({topic: 1})[topic]
+            before = [f"before-{i:03d}".encode() for i in range(40)]
+            produce(replicated_cluster, topic, before, partitions=2)
+            consumed: list[bytes] = []
+
+            def drained(count: int) -> bool:  # a pause (joining, the lease run out) ends it
+                consumed.extend(consume_until_quiet(stream))
+                return len(consumed) >= count
+
+            wait_until(lambda: drained(len(before)), timeout=60, message="the first batch")
+            assert sorted(consumed) == before
+            # The first generation may be an empty one, given before the leader saw the topic.
+            settled = (len(assigned), len(revoked))
+
+            partition = offsets_partition(zk, group)
+            state = partition_state(zk, OFFSETS_TOPIC, partition)
+            target = next(b for b in state.isr if b != state.leader)
+            move_leader(zk, OFFSETS_TOPIC, partition, target)
+            wait_until(lambda: _coordinator_named_by_kafka(
+                replicated_cluster.bootstrap_servers, group) == {group: target}, timeout=30,
+                message="the group's new coordinator named")
+            after = [f"after-{i:03d}".encode() for i in range(40)]
+            produce(replicated_cluster, topic, after, partitions=2)
+            wait_until(lambda: drained(len(before + after)), timeout=60,
+                       message="the batch after the move")
+            assert sorted(consumed) == sorted(before + after), "a message delivered twice or lost"
+            assert (len(assigned), len(revoked)) == settled, (assigned, revoked)
+            connector.commit_offsets()
+            assert committed_in_kafka(replicated_cluster, group, topic, 2) == {0: 40, 1: 40}
+        finally:
+            connector.shutdown()
 
 
 # Among the long runs (`scripts/test -m long`), with the fault runner's broker-rolling rounds;

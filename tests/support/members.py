@@ -12,6 +12,17 @@ from zkconsumer.member.streams import ConsumerTimeout
 from zkconsumer.model import TopicPartition
 
 
+def consume_until_quiet(stream) -> list[bytes]:
+    """The values a stream hands out until it has had nothing for consumer.timeout.ms."""
+    values = []
+    try:
+        for message in stream:
+            values.append(message.value)
+    except ConsumerTimeout:
+        return values
+    raise AssertionError("the stream ended without consumer.timeout.ms passing")
+
+
 class CollectingMember:
     """A connector whose streams are drained by threads into `self.messages`, each also noted
     in `self.arrivals` with the time it was handed out (`time.monotonic()`)."""

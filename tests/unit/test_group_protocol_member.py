@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from kafka.protocol.consumer.group import (
+    HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
     JoinGroupResponse,
@@ -389,9 +390,14 @@ def test_an_unknown_generation_or_member_rejoins_under_a_fresh_member_id(api_key
     assert JoinGroupRequest.decode(sent(member, JOIN, 1.5).body, version=0).member_id == ""
 
 
-@pytest.mark.parametrize("api_key", APIS)
+JOINING_APIS = APIS[:2]
+GENERATION_APIS = APIS[2:]
+
+
+@pytest.mark.parametrize("api_key", JOINING_APIS)
 @pytest.mark.parametrize("error", [14, 15, 16, 7, -1])
-def test_coordinator_trouble_looks_the_coordinator_up_again_after_a_backoff(api_key, error):
+def test_coordinator_trouble_while_joining_looks_the_coordinator_up_again_after_a_backoff(
+        api_key, error):
     member, request, owned = at_request(api_key)
     answer_with(member, api_key, request, error)
     assert member.state is State.FINDING and member.coordinator is None
@@ -402,6 +408,30 @@ def test_coordinator_trouble_looks_the_coordinator_up_again_after_a_backoff(api_
     expected_id = "" if api_key == JOIN else "m-1"
     assert JoinGroupRequest.decode(sent(member, JOIN, 2.0).body,
                                    version=0).member_id == expected_id
+
+
+@pytest.mark.parametrize("api_key", GENERATION_APIS)
+@pytest.mark.parametrize("error", [14, 15, 16, 7, -1, 6])
+def test_a_coordinator_moving_in_a_generation_is_found_again_keeping_it(api_key, error):
+    """As Java's consumer: the coordinator marked dead and looked up again after a backoff,
+    then a heartbeat to the new one in the same generation, under the same member id; no
+    JoinGroup, no revocation."""
+    member, request, _ = at_request(api_key)
+    answer_with(member, api_key, request, error)
+    assert member.state is State.RELOCATING and member.coordinator is None
+    assert member.generation == Generation(1, "m-1")
+    assert not any(isinstance(event, Revoked) for event in member.next_events())
+    assert member.next_request(LEGACY_GROUP_VERSIONS, 1.5 + BACKOFF_S / 2) is None
+    coordinator_found(member, sent(member, FIND, 1.5 + BACKOFF_S), 2.0, node=3)
+    assert member.state is State.STABLE
+    assert member.coordinator == Coordinator(3, "broker3", 9092)
+    heartbeat = sent(member, HEARTBEAT, 2.0)
+    assert heartbeat.coordinator == Coordinator(3, "broker3", 9092)
+    body = HeartbeatRequest.decode(heartbeat.body, version=heartbeat.version)
+    assert (body.generation_id, body.member_id) == (1, "m-1")
+    beat(member, heartbeat, 2.1)
+    assert member.lease_deadline == 2.0 + SESSION_S * (1 - LEASE_MARGIN_SHARE)
+    assert member.may_deliver(A, 2.1) and member.next_events() == []
 
 
 def test_a_coordinator_that_fails_every_sync_is_asked_again_less_and_less_often():
@@ -454,6 +484,9 @@ def test_a_0_9_coordinator_failing_to_store_the_group_is_looked_up_again(api_key
     say COORDINATOR_NOT_AVAILABLE): no reason to fail the member, seen with a replica down."""
     member, request, owned = at_request(api_key)
     answer_with(member, api_key, request, error)
+    if owned:  # in a generation, which the coordinator looked up again may still know
+        assert member.state is State.RELOCATING and member.generation is not None
+        return
     assert member.state is State.FINDING
     assert_generation_passed(member, owned)
 
@@ -601,14 +634,85 @@ def test_the_coordinator_lookup_backs_off_doubling_up_to_the_maximum():
     assert member.state is State.JOINING
 
 
-def test_a_connection_lost_to_the_coordinator_passes_the_generation():
+def test_a_connection_lost_to_the_coordinator_looks_it_up_again_in_the_generation():
     member = stable()
     request = sent(member, HEARTBEAT, 3.0)
     member.failed(request, "connection reset", 3.2)
-    assert member.state is State.FINDING and not member.may_deliver(A, 3.2)
-    assert member.next_events()[0].reason == "Heartbeat got no answer: connection reset"
+    assert member.state is State.RELOCATING and member.may_deliver(A, 3.2)
+    assert member.next_events() == []
     member.receive(request, b"late", 3.3)  # an answer no longer awaited changes nothing
+    assert member.state is State.RELOCATING
+    assert sent(member, FIND, 3.2 + BACKOFF_S).coordinator is None
+
+
+def test_a_coordinator_that_cannot_be_connected_to_is_looked_up_again():
+    member = stable()
+    member.unreachable("connection refused", 3.0)
+    assert member.state is State.RELOCATING and member.generation == Generation(1, "m-1")
+    joining = in_group()
+    joining.unreachable("connection refused", 0.5)
+    assert joining.state is State.FINDING
+
+
+def test_the_lease_lapses_while_no_coordinator_answers_and_the_session_ends_the_generation():
+    """Found again or not, nothing renews the lease but an answer in the generation: delivery
+    stops when it runs out, and the session passing ends the generation as ever."""
+    member = stable()
+    beat(member, sent(member, HEARTBEAT, 3.0), 3.1, error=16)
+    lease = member.lease_deadline
+    assert lease == SESSION_S * (1 - LEASE_MARGIN_SHARE)  # from the sync at 0.0
+    now, looked_up = 3.1 + BACKOFF_S, 0
+    while member.wait_until(now) < SESSION_S:  # the new coordinator not ready for a while
+        coordinator_found(member, sent(member, FIND, now), now, error=15)
+        looked_up += 1
+        assert member.state is State.RELOCATING and member.lease_deadline == lease
+        now = member.wait_until(now)
+    assert looked_up > 5 and now == SESSION_S > lease
+    member.expire(now)
     assert member.state is State.FINDING
+    [revoked] = member.next_events()
+    assert revoked.partitions == {A, B} and "session.timeout.ms" in revoked.reason
+    assert member.generation is None and not member.may_deliver(A, now)
+
+
+def test_a_generation_the_new_coordinator_does_not_know_is_joined_again():
+    member = stable()
+    beat(member, sent(member, HEARTBEAT, 3.0), 3.1, error=16)
+    coordinator_found(member, sent(member, FIND, 3.2), 3.2, node=2)
+    beat(member, sent(member, HEARTBEAT, 3.2), 3.3, error=25)
+    assert member.state is State.JOINING and member.member_id == ""
+    assert [type(event) for event in member.next_events()] == [Revoked]
+    assert sent(member, JOIN, 3.3).coordinator == Coordinator(2, "broker2", 9092)
+
+
+def test_a_commit_pending_across_the_move_is_sent_to_the_new_coordinator():
+    member = stable()
+    assert member.commit({A: 5}, 1.0) == []
+    commit_answered(member, sent(member, COMMIT, 1.0), 1.1, error=16)
+    assert member.state is State.RELOCATING and member.next_events() == []
+    assert member.commit({B: 7}, 1.2) == []  # queued while the coordinator is looked up
+    coordinator_found(member, sent(member, FIND, 1.1 + BACKOFF_S), 1.3, node=2)
+    beat(member, sent(member, HEARTBEAT, 1.3), 1.4)  # the heartbeat first
+    retried = sent(member, COMMIT, 1.4)
+    assert retried.coordinator == Coordinator(2, "broker2", 9092)
+    body = OffsetCommitRequest.decode(retried.body, version=retried.version)
+    assert (body.generation_id_or_member_epoch, body.member_id) == (1, "m-1")
+    commit_answered(member, retried, 1.5)
+    commit_answered(member, sent(member, COMMIT, 1.5), 1.6)
+    assert member.next_events() == [Committed({A: 5}), Committed({B: 7})]
+
+
+def test_a_commit_pending_across_the_move_fails_when_the_generation_is_gone():
+    member = stable()
+    assert member.commit({A: 5}, 1.0) == []
+    member.failed(sent(member, COMMIT, 1.0), "connection reset", 1.1)
+    assert member.state is State.RELOCATING and member.next_events() == []
+    coordinator_found(member, sent(member, FIND, 1.1 + BACKOFF_S), 1.3, node=2)
+    beat(member, sent(member, HEARTBEAT, 1.3), 1.4, error=22)
+    events = member.next_events()
+    assert [type(event) for event in events] == [Revoked, CommitFailed]
+    assert events[1].offsets == {A: 5} and "ILLEGAL_GENERATION" in events[1].reason
+    assert member.state is State.JOINING
 
 
 def test_an_overdue_answer_counts_as_lost():

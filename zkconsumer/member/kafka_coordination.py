@@ -6,8 +6,10 @@ A generation is to a Kafka-coordinated member what the ZooKeeper session is to t
 the token its claims are made under (`MemberState`). An assignment comes as a new session, so
 the member's worker claims it, reading the committed offsets through the coordinator
 (`fetch_offsets`); the generation passing (a rebalance began, the coordinator forgot the
-member or moved, no heartbeat was answered for a session) comes as the session's expiry, which
-closes the gate and drops every claim in one step, before anything else is done. Every answer
+member, no heartbeat was answered for a session) comes as the session's expiry, which
+closes the gate and drops every claim in one step, before anything else is done. A coordinator
+that moved is no such passing: the member looks it up again in its generation, its claims kept
+and their delivery stopped by the lease alone until the new coordinator answers. Every answer
 that proves the generation still the member's renews the gate's lease (`GroupMember.
 lease_deadline`), whose deadline stops the streams by itself, whether or not this thread runs
 to notice the session passing (a frozen process). Commits go through the group member too, in
@@ -282,13 +284,15 @@ class KafkaCoordination:
         try:
             channel, versions = self._channel(address)
         except ChannelError as exc:
-            # An unreachable coordinator ends the generation when its session passes; an
-            # unreachable bootstrap broker gives way to the next.
+            # An unreachable coordinator is looked up again (in the generation, while its
+            # session lasts); an unreachable bootstrap broker gives way to the next.
             log.warning("cannot reach the group's broker", broker=f"{address[0]}:{address[1]}",
                         error=str(exc))
             if coordinator is None:
                 self._next_bootstrap += 1
-            self._idle(1.0)
+                self._idle(1.0)
+            else:
+                self._group.unreachable(str(exc), self._clock())
             return
         request = group.next_request(versions, now)
         if request is None:

@@ -11,10 +11,15 @@ and fetch offsets in the member's generation, and leave on a clean stop.
 A generation (its id and the member id the coordinator gave) is what makes an assignment the
 member's: every partition of it may be delivered and committed while the generation lasts, and
 none after it passed, which happens as soon as the member learns that the coordinator no longer
-counts it in (a rebalance began, its generation or member id is unknown there, the coordinator
-moved or is out of reach) or may not (no heartbeat answered for `session.timeout.ms`, on the
-clock the driver tells). Then nothing is delivered or committed until the member has joined
-again and been given partitions anew (`may_deliver`).
+counts it in (a rebalance began, its generation or member id is unknown there) or may not (no
+heartbeat answered for `session.timeout.ms`, on the clock the driver tells). Then nothing is
+delivered or committed until the member has joined again and been given partitions anew
+(`may_deliver`). A coordinator that moves or cannot be reached in a generation does not end it,
+as with Java's consumer: the member looks the coordinator up again keeping its member id and
+generation (RELOCATING), its commits wait for the new one, and the first heartbeat the new
+coordinator answers goes on in the generation. Meanwhile no answer renews the lease
+(`lease_deadline`), so delivery stops when it runs out, and the session passing without one
+ends the generation as ever.
 
 Every change of state goes through one table of what each event does in each state; an event
 the table does not list for the state raises `UnexpectedGroupEvent`, a bug of the driver. What
@@ -126,6 +131,7 @@ class State(Enum):
     ASSIGNING = "assigning"    # the leader awaits the partition counts of the group's topics
     SYNCING = "syncing"        # SyncGroup due or awaiting its answer
     STABLE = "stable"          # in a generation, heartbeating
+    RELOCATING = "relocating"  # in a generation, looking up its coordinator that moved
     LEAVING = "leaving"        # LeaveGroup due or awaiting its answer
     CLOSED = "closed"
     FAILED = "failed"
@@ -135,6 +141,7 @@ class Event(Enum):
     START = "start"
     COORDINATOR_FOUND = "coordinator_found"
     COORDINATOR_LOST = "coordinator_lost"  # moved, unreachable, loading, or the session passed
+    COORDINATOR_MOVED = "coordinator_moved"  # the same, in a generation whose session lasts
     JOINED_AS_LEADER = "joined_as_leader"
     JOINED_AS_FOLLOWER = "joined_as_follower"
     ASSIGNMENT_COMPUTED = "assignment_computed"
@@ -148,7 +155,9 @@ class Event(Enum):
 
 
 _IN_GROUP = (State.JOINING, State.ASSIGNING, State.SYNCING, State.STABLE)
-_LIVE = (State.NEW, State.FINDING, *_IN_GROUP, State.LEAVING)
+_LIVE = (State.NEW, State.FINDING, *_IN_GROUP, State.RELOCATING, State.LEAVING)
+# In a generation: its partitions may be delivered while its session lasts.
+_GENERATION = (State.STABLE, State.RELOCATING)
 
 _TRANSITIONS: dict[tuple[State, Event], State] = {
     (State.NEW, Event.START): State.FINDING,
@@ -159,11 +168,17 @@ _TRANSITIONS: dict[tuple[State, Event], State] = {
     (State.SYNCING, Event.SYNCED): State.STABLE,
     # Outside STABLE a commit is refused and an offset fetch ignored: the generation can pass
     # between the driver's question and its call, which is no bug of the driver.
-    **{(state, event): state for state in (State.FINDING, *_IN_GROUP, State.LEAVING)
+    **{(state, event): state
+       for state in (State.FINDING, *_IN_GROUP, State.RELOCATING, State.LEAVING)
        for event in (Event.COMMIT, Event.FETCH_OFFSETS)},
     **{(state, Event.REJOIN): State.JOINING for state in _IN_GROUP},
-    **{(state, Event.COORDINATOR_LOST): State.FINDING for state in (State.FINDING, *_IN_GROUP)},
-    **{(state, Event.LEAVE): State.LEAVING for state in _IN_GROUP},
+    # The generation passed while its coordinator was looked up: join once it is found.
+    (State.RELOCATING, Event.REJOIN): State.FINDING,
+    **{(state, Event.COORDINATOR_LOST): State.FINDING
+       for state in (State.FINDING, *_IN_GROUP, State.RELOCATING)},
+    **{(state, Event.COORDINATOR_MOVED): State.RELOCATING for state in _GENERATION},
+    (State.RELOCATING, Event.COORDINATOR_FOUND): State.STABLE,
+    **{(state, Event.LEAVE): State.LEAVING for state in (*_IN_GROUP, State.RELOCATING)},
     **{(state, Event.CLOSE): State.CLOSED for state in (*_LIVE, State.CLOSED)},
     **{(state, Event.FAIL): State.FAILED for state in _LIVE},
     (State.FAILED, Event.CLOSE): State.FAILED,
@@ -282,6 +297,7 @@ class GroupMember:
         # answered (counting the member in) was sent: its session there runs from no earlier
         # than that. Minus infinity before the first.
         self._alive_since = -math.inf
+        self._moved_at: float | None = None  # when the coordinator of the generation moved
         self._heartbeat_at = 0.0
         self._commits: list[dict[TopicPartition, int]] = []
         # The generation a rebalance just ended, and the revoked partitions' last commits in
@@ -337,7 +353,7 @@ class GroupMember:
         """Whether `tp` may be delivered or committed now: it was given to the member in its
         generation, the generation has not passed, and a heartbeat (or the SyncGroup) sent
         less than `session.timeout.ms` ago was answered."""
-        return (self._state is State.STABLE and tp in self._assigned
+        return (self._state in _GENERATION and tp in self._assigned
                 and now < self._alive_since + self._session_s)
 
     def topics_to_count(self) -> list[str]:
@@ -442,7 +458,7 @@ class GroupMember:
         generation: nothing is asked); the answer comes as `OffsetsFetched`."""
         self._check(now)
         self._transition(Event.FETCH_OFFSETS)
-        if self._state is State.STABLE:
+        if self._state in _GENERATION:  # asked once a moved coordinator is found again
             self._fetches.update(partitions)
 
     def close(self, now: float) -> None:
@@ -450,7 +466,7 @@ class GroupMember:
         generation passes here, so a commit still queued is not sent but comes back as
         `CommitFailed`: a driver's final commit is made, and its `Committed` waited for, before
         it closes."""
-        if self._state in _IN_GROUP and self._member_id:
+        if self._state in (*_IN_GROUP, State.RELOCATING) and self._member_id:
             self._pass_generation("the member is leaving the group")
             self._next_round()
             self._transition(Event.LEAVE)
@@ -466,7 +482,7 @@ class GroupMember:
         to any broker) speaking `versions`; None when nothing is due. Call until None."""
         self._check(now)
         state = self._state
-        if state is State.FINDING and now >= self._not_before:
+        if state in (State.FINDING, State.RELOCATING) and now >= self._not_before:
             return self._send(FIND_COORDINATOR, versions.find_coordinator,
                               codec.find_coordinator_request(self._group_id,
                                                              versions.find_coordinator), now)
@@ -523,8 +539,10 @@ class GroupMember:
         passing, an answer overdue), for the driver's wait."""
         times = [request.deadline for request in self._in_flight.values()]
         state, idle = self._state, not self._in_flight.keys() - {OFFSET_COMMIT}
-        if state in (State.FINDING, State.JOINING) and idle:
+        if state in (State.FINDING, State.JOINING, State.RELOCATING) and idle:
             times.append(self._not_before)
+        if state is State.RELOCATING:
+            times.append(self._alive_since + self._session_s)
         if state in (State.SYNCING, State.LEAVING) and idle:
             times.append(now)
         if state is State.STABLE:
@@ -575,12 +593,25 @@ class GroupMember:
         if not self._answered(request):
             return
         reason = f"{API_NAMES[request.api_key]} got no answer: {failure}"
-        if request.api_key == OFFSET_COMMIT:
+        if request.api_key == OFFSET_COMMIT and not self._commit_kept(request, now):
             self._events.append(CommitFailed(dict(request.offsets), reason))
+        if request.api_key == OFFSET_FETCH:
+            self._fetches.update(request.partitions)  # cleared if the generation passes
         if request.api_key == LEAVE_GROUP:
             return self._left(0)
-        if request.round == self._round and self._state in (State.FINDING, *_IN_GROUP):
+        if request.round == self._round and self._state in (State.FINDING, *_IN_GROUP,
+                                                             State.RELOCATING):
             self._coordinator_lost(reason, now)
+
+    def unreachable(self, reason: str, now: float) -> None:
+        """The coordinator cannot be connected to (its broker is down): look it up again, in
+        the generation while its session lasts; a member leaving is gone either way."""
+        if self._state is State.LEAVING:
+            log.info("the coordinator cannot be reached to leave the group; the member is "
+                     "gone either way", group=self._group_id, error=reason)
+            self._transition(Event.CLOSE)
+        elif self._state in (*_IN_GROUP, State.RELOCATING):
+            self._coordinator_lost(f"the coordinator cannot be reached: {reason}", now)
 
     def expire(self, now: float) -> None:
         """Give up on answers overdue (`request.timeout.ms`; a JoinGroup's is the rebalance
@@ -598,6 +629,8 @@ class GroupMember:
         if answer.error:
             self._fatal(FIND_COORDINATOR, answer.error)
         self._coordinator = Coordinator(answer.node_id, answer.host, answer.port)
+        if self._state is State.RELOCATING:
+            self._heartbeat_at = now  # the new coordinator's answer goes on in the generation
         self._transition(Event.COORDINATOR_FOUND)
         self._not_before = now
         log.info("found the group's coordinator", group=self._group_id,
@@ -667,6 +700,13 @@ class GroupMember:
                 self._fatal(HEARTBEAT, error)
             return
         self._alive_since = request.sent_at
+        self._retries = 0  # the generation is the member's still, where it is looked after
+        if self._moved_at is not None and self._generation is not None:
+            log.info("the group's coordinator moved; the generation goes on there",
+                     group=self._group_id, generation=self._generation.generation_id,
+                     coordinator=f"{self._coordinator.host}:{self._coordinator.port}"
+                     if self._coordinator else None, ms=round((now - self._moved_at) * 1000))
+            self._moved_at = None
 
     def _commit_answered(self, errors: Mapping[TopicPartition, int], request: Request,
                          now: float) -> None:
@@ -684,7 +724,9 @@ class GroupMember:
                                                       f"{len(unanswered)} of its partitions"))
             return
         error = min(codes, key=_severity)
-        self._events.append(CommitFailed(offsets, _describe(OFFSET_COMMIT, error)))
+        if (error in _COMMIT_ONLY or error not in _COORDINATOR_TROUBLE
+                or not self._commit_kept(request, now)):
+            self._events.append(CommitFailed(offsets, _describe(OFFSET_COMMIT, error)))
         if error in _COMMIT_ONLY or request.round != self._round:
             return
         if not self._handled_as_group_error(OFFSET_COMMIT, error, now):
@@ -697,6 +739,7 @@ class GroupMember:
         others = codes - {UNKNOWN_TOPIC_OR_PARTITION, UNSTABLE_OFFSET_COMMIT}
         if others:
             error = min(others, key=_severity)
+            self._fetches.update(request.partitions)  # cleared if the generation passes
             if not self._handled_as_group_error(OFFSET_FETCH, error, now):
                 self._fatal(OFFSET_FETCH, error)
             return
@@ -767,7 +810,7 @@ class GroupMember:
     def _check(self, now: float) -> None:
         """The clock's part: a generation whose last answered heartbeat is a session old may
         be gone at the coordinator already."""
-        if self._state is State.STABLE and now >= self._alive_since + self._session_s:
+        if self._state in _GENERATION and now >= self._alive_since + self._session_s:
             self._coordinator_lost(
                 f"no heartbeat answered for session.timeout.ms ({self._session_timeout_ms} ms)",
                 now)
@@ -790,19 +833,51 @@ class GroupMember:
                  member_id=self._member_id or None)
 
     def _coordinator_lost(self, reason: str, now: float) -> None:
-        self._pass_generation(reason)
-        self._next_round()
-        self._transition(Event.COORDINATOR_LOST)
+        kept = self._keeps_generation(now)
+        if kept:
+            # Only what the old coordinator was asked goes: a commit is sent again (or its
+            # loss reported) when answered or failed, a fetch is asked again.
+            for request in self._in_flight.values():
+                if request.api_key == OFFSET_FETCH:
+                    self._fetches.update(request.partitions)
+            self._in_flight = {key: request for key, request in self._in_flight.items()
+                               if key == OFFSET_COMMIT}
+            self._transition(Event.COORDINATOR_MOVED)
+            if self._moved_at is None:
+                self._moved_at = now
+        else:
+            self._pass_generation(reason)
+            self._next_round()
+            self._transition(Event.COORDINATOR_LOST)
         delay = min(self._backoff_max_s, self._backoff_s * 2 ** self._retries)
         self._retries += 1
         self._not_before = now + delay
         log.info("looking the group's coordinator up again", group=self._group_id,
-                 reason=reason, retry_in_ms=round(delay * 1000))
+                 reason=reason, retry_in_ms=round(delay * 1000),
+                 generation=self._generation.generation_id if kept and self._generation
+                 else None)
+
+    def _keeps_generation(self, now: float) -> bool:
+        """Whether a coordinator moved or out of reach leaves the member its generation: it is
+        in one whose session lasts, which the new coordinator takes over (Java's consumer
+        goes on heartbeating there); the lease stops delivery if no answer comes in time."""
+        return (self._state in _GENERATION and self._generation is not None
+                and now < self._alive_since + self._session_s)
+
+    def _commit_kept(self, request: Request, now: float) -> bool:
+        """Whether a commit the coordinator's move left unanswered (or answered with its
+        trouble) is sent again, to the new coordinator in the same generation: it was made
+        in the generation the member keeps. If that passes, it fails with the others."""
+        if request.round != self._round or not self._keeps_generation(now):
+            return False
+        self._commits.insert(0, dict(request.offsets))
+        return True
 
     def _pass_generation(self, reason: str, parting: bool = False) -> None:
         """The gate closes: nothing assigned may be delivered or committed any more, but for
         the parting commit when a rebalance ended the generation (`commit_parting`)."""
         self._parting = self._generation if parting else None
+        self._moved_at = None
         self._events.extend(CommitFailed(offsets, reason) for offsets in self._parting_commits)
         self._parting_commits.clear()
         if self._generation is None and not self._assigned:
