@@ -12,7 +12,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.model import TopicPartition
+from zkconsumer.model import OffsetMove, TopicPartition, offset_move
 
 Token = Hashable
 """What a coordinator's ownership is valid under: for ZooKeeper, the session the owner znode
@@ -68,7 +68,7 @@ class Claim:
         """The position to commit, if it is ahead of the committed offset: rewriting an
         unchanged offset is wasted traffic, and writing one behind it would rewind the group."""
         position = self.position
-        if position is None or (self.committed is not None and position <= self.committed):
+        if position is None or offset_move(self.committed, position) is not OffsetMove.FORWARD:
             return None
         return position
 

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.member.claims import Claim, DeliveryGate, Feed, Phase, Token
-from zkconsumer.model import TopicPartition
+from zkconsumer.model import OffsetMove, TopicPartition, offset_move
 
 
 class State(Enum):
@@ -273,7 +273,7 @@ class MemberState:
             for tp, (token, offset) in written.items():
                 claim = self._claims.get(tp)
                 if claim is not None and claim.token == token \
-                        and (claim.committed is None or offset > claim.committed):
+                        and offset_move(claim.committed, offset) is OffsetMove.FORWARD:
                     claim.committed = offset
 
     def reset_to(self, claim: Claim, position: int) -> None:
