@@ -106,9 +106,12 @@ def create_topic_command(zookeeper_connect: str | None, topic: str, partitions: 
 
 
 @cluster.command("produce")
+@click.option("--zookeeper", "zookeeper_connect", envvar="ZKCONSUMER_ZOOKEEPER_CONNECT",
+              help="host:port[,host:port...][/chroot] of another cluster's ZooKeeper, whose "
+                   "registered brokers are sent to.")
 @click.option("--bootstrap-server", envvar="ZKCONSUMER_BOOTSTRAP_SERVER",
               help="host:port,... of another cluster's brokers (default: the local cluster's, "
-                   "from --work-dir).")
+                   "from --work-dir); wins over --zookeeper.")
 @click.option("--topic", required=True, help="The topic to send to.")
 @click.option("--count", type=click.IntRange(0),
               help="Send this many generated messages ('message 0', 'message 1', ...) instead "
@@ -120,9 +123,9 @@ def create_topic_command(zookeeper_connect: str | None, topic: str, partitions: 
                    "line without SEP is an error.")
 @_work_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a line.")
-def produce_command(bootstrap_server: str | None, topic: str, count: int | None,
-                    key: str | None, key_separator: str | None, work_dir: Path,
-                    as_json: bool) -> None:
+def produce_command(zookeeper_connect: str | None, bootstrap_server: str | None, topic: str,
+                    count: int | None, key: str | None, key_separator: str | None,
+                    work_dir: Path, as_json: bool) -> None:
     """Send test messages to TOPIC: --count generated ones, or one per line of standard input
     (`printf 'a\\nb\\n' | zkconsumer cluster produce --topic t`); wait until each is
     acknowledged."""
@@ -132,6 +135,8 @@ def produce_command(bootstrap_server: str | None, topic: str, count: int | None,
         raise click.UsageError("give --key or --key-separator, not both")
     if bootstrap_server:
         servers, api_version = bootstrap_server, None
+    elif zookeeper_connect:
+        servers, api_version = _registered_brokers(zookeeper_connect), None
     else:
         servers, api_version = _local(work_dir).bootstrap_servers, LOCAL_KAFKA_API_VERSION
     lines: Iterable[str] = () if count is not None else sys.stdin
@@ -144,6 +149,23 @@ def produce_command(bootstrap_server: str | None, topic: str, count: int | None,
     else:
         spread = ", ".join(f"{n} to partition {p}" for p, n in sent.items())
         click.echo(f"produced {total} message(s) to {topic}" + (f": {spread}" if spread else ""))
+
+
+def _registered_brokers(zookeeper_connect: str) -> str:
+    """host:port,... of the brokers registered in that ZooKeeper (their PLAINTEXT
+    listeners)."""
+    from zkconsumer.localcluster import ClusterError
+    from zkconsumer.model import format_address
+    from zkconsumer.zk.registry import read_brokers
+    from zkconsumer.zk.session import zookeeper_session
+
+    with zookeeper_session(zookeeper_connect) as zk:
+        addresses = [b.address_for() for b in read_brokers(zk).values()]
+    found = ",".join(format_address(*address) for address in addresses if address)
+    if not found:
+        raise ClusterError(f"no broker with a PLAINTEXT listener is registered in ZooKeeper at "
+                           f"{zookeeper_connect}; give --bootstrap-server")
+    return found
 
 
 def _local(work_dir: Path) -> LocalCluster:
