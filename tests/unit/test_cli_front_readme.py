@@ -48,15 +48,16 @@ def shown_variables() -> dict[str, set[tuple[tuple[str, ...], str]]]:
 
 
 def own_variables() -> set[str]:
-    """Variables an option names itself, rather than the automatic ZKCONSUMER_<COMMAND>_<NAME>;
+    """Variables an option names itself, rather than the rule's ZKCONSUMER_<COMMAND>_<OPTION>;
     these the README must name, since no pattern predicts them."""
     own = set()
     for path, command in commands():
-        automatic_prefix = "_".join(["ZKCONSUMER", *path]).upper().replace("-", "_")
         for option in command.params:
-            if isinstance(option, click.Option) and option.envvar \
-                    and option.envvar != f"{automatic_prefix}_{option.name.upper()}":
-                own.add(option.envvar)
+            if isinstance(option, click.Option) and option.envvar:
+                flag = next(f for f in option.opts if f.startswith("--"))
+                if option.envvar != "_".join(["ZKCONSUMER", *path, flag[2:]]).upper() \
+                        .replace("-", "_"):
+                    own.add(option.envvar)
     return own
 
 

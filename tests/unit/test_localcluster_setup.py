@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
 import tarfile
+from pathlib import Path
 
 import pytest
 from support.log_capture import captured_logs as capture_logs
@@ -37,6 +40,17 @@ def test_java_home_wins_over_path(tmp_path):
 def test_cache_dir_comes_from_the_environment(tmp_path):
     assert default_cache_dir({"ZKCONSUMER_CACHE_DIR": str(tmp_path)}) == tmp_path
     assert default_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "zkconsumer"
+
+
+def test_the_scripts_use_the_cache_the_bare_command_uses(tmp_path):
+    """`scripts/cluster start` and a bare `zkconsumer cluster start` find one Kafka bundle: the
+    scripts name no cache of their own, so both take `default_cache_dir`'s."""
+    root = Path(__file__).resolve().parents[2]
+    environ = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    shown = subprocess.run(
+        ["bash", "-c", 'source scripts/bootstrap.sh && echo "${ZKCONSUMER_CACHE_DIR:-}"'],
+        cwd=root, env=environ, capture_output=True, text=True, check=True).stdout.strip()
+    assert (Path(shown) if shown else default_cache_dir(environ)) == tmp_path / ".cache" / "zkconsumer"
 
 
 def test_a_provisioned_bundle_is_reused_without_downloading(tmp_path, monkeypatch):

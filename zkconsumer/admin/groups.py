@@ -22,12 +22,15 @@ from kazoo.exceptions import NoNodeError
 from zkconsumer.admin.context import AdminContext
 from zkconsumer.admin.group_view import (
     coordinator_view,
+    cutover_view,
     group_status_name,
     kafka_only_partitions,
     list_row,
     look_once,
     member_rows,
     partition_rows,
+    uncommitted,
+    uncommitted_note,
     where_of,
 )
 from zkconsumer.errors import ZkConsumerError, ZnodeDataError
@@ -40,9 +43,11 @@ from zkconsumer.offsets.coordinator_groups import CoordinatorGroup
 from zkconsumer.zk.group_state import (
     committed_partitions,
     list_groups,
+    read_fence,
     read_group_state,
     read_members,
 )
+from zkconsumer.znodes.fence import Fence
 from zkconsumer.znodes.paths import GroupPaths
 
 
@@ -59,6 +64,7 @@ class GroupDescription:
     members: list[dict]         # `member_rows`: those registered in ZooKeeper
     coordinator: dict | None    # `coordinator_view`; None for a group the coordinator lacks
     missing_topics: list[str]   # asked for or subscribed to, but not in the topic registry
+    cutover: dict | None = None  # `cutover_view` of the group's fence; None: none
 
 
 @dataclass(frozen=True)
@@ -72,8 +78,10 @@ def list_groups_with_lag(ctx: AdminContext, window_s: float) -> list[dict]:
     """A `list_row` for every group under /consumers, in ZooKeeper's order, then for every
     group only Kafka's group coordinator knows, by name."""
     names = list_groups(ctx.zk) if ctx.has_zookeeper else []
-    read = ctx.for_each_group(names, lambda name: _readable_state(ctx, name), "reading groups")
-    in_zookeeper = [state for state in read.values() if state is not None]
+    read = ctx.for_each_group(names, lambda name: (_readable_state(ctx, name),
+                                                   _readable_fence(ctx, name)),
+                              "reading groups")
+    in_zookeeper = [state for state, _fence in read.values() if state is not None]
     coordinator, kafka_reachable = _listed_on_coordinator(ctx)
     for group in coordinator.values():
         _note_trouble(ctx, group)
@@ -90,8 +98,12 @@ def list_groups_with_lag(ctx: AdminContext, window_s: float) -> list[dict]:
     log_ends = _readable_log_ends(ctx, registered)
     reports = {report.group: report for report in look_once(
         states.values(), layout, log_ends, kafka, window_s, time.time())}
+    for report in reports.values():
+        if partitions := uncommitted(report):
+            ctx.reporter.note(uncommitted_note(f"group {report.group}", partitions))
     return [list_row(name, where_of(name in names, coordinator.get(name)),
-                     coordinator.get(name), states.get(name), reports.get(name))
+                     coordinator.get(name), states.get(name), reports.get(name),
+                     read[name][1] if name in read else None)
             for name in [*names, *kafka_only]]
 
 
@@ -117,6 +129,15 @@ def _readable_state(ctx: AdminContext, name: str) -> GroupState | None:
         return read_group_state(ctx.zk, name)
     except ZnodeDataError as exc:
         ctx.reporter.note(f"group {name} is listed without figures: {exc}")
+        return None
+
+
+def _readable_fence(ctx: AdminContext, name: str) -> Fence | None:
+    """The group's cutover fence; one that does not parse is left out, with a note."""
+    try:
+        return read_fence(ctx.zk, name)[0]
+    except ZnodeDataError as exc:
+        ctx.reporter.note(f"group {name} is shown without its cutover fence: {exc}")
         return None
 
 
@@ -215,6 +236,8 @@ def describe_group(ctx: AdminContext, name: str, topics: tuple[str, ...] | list[
     [report] = look_once([state], {name: partitions}, _log_ends(ctx, registered),
                          {name: kafka}, window_s, time.time())
     rows = partition_rows(report)
+    if pending := uncommitted(report):
+        ctx.reporter.note(uncommitted_note(f"group {name}", pending))
     missing = sorted(wanted - {tp.topic for tp in registered})
     if topics and not rows:
         raise ZkConsumerError(f"no topic {', '.join(missing)} in {ctx.topics_from} "
@@ -226,7 +249,8 @@ def describe_group(ctx: AdminContext, name: str, topics: tuple[str, ...] | list[
     return GroupDescription(name, where_of(in_zookeeper, coordinator), group_status_name(report),
                             rows, member_rows(zookeeper_state),
                             None if coordinator is None else coordinator_view(coordinator),
-                            missing)
+                            missing,
+                            cutover_view(_readable_fence(ctx, name)) if in_zookeeper else None)
 
 
 def _note_trouble(ctx: AdminContext, group: CoordinatorGroup) -> None:

@@ -15,6 +15,14 @@ if TYPE_CHECKING:
     from zkconsumer.admin.context import Step
 
 
+def one_group_option(callback: Callable | None = None) -> Callable:
+    """`--group`, where a command acts on one group; every such command describes it alike."""
+    return click.option("--group", "name", required=True, envvar="ZKCONSUMER_GROUP_ID",
+                        callback=callback,
+                        help="The consumer group (group.id); one that exists nowhere is an "
+                             "error.")
+
+
 def admin_options(command: Callable) -> Callable:
     """The connection options shared by every administration command."""
     return _with_admin_options(command, zookeeper_required=True)

@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING
 import click
 
 from zkconsumer.admin.cutover_plan import DEFAULT_TIMEOUT_S, CutoverRequest
-from zkconsumer.cli.admin_options import TERMINAL, admin_options, group_view_options, table_cells
+from zkconsumer.cli.admin_options import (
+    TERMINAL,
+    admin_options,
+    group_view_options,
+    one_group_option,
+    table_cells,
+)
 from zkconsumer.cli.duration_option import Duration
 from zkconsumer.cli.output import emit_json, emit_table
 from zkconsumer.lag.status import DEFAULT_WINDOW_S
@@ -48,12 +54,12 @@ def list_command(status_window, zookeeper_connect, bootstrap_server, properties,
     if as_json:
         emit_json(rows)
     else:
-        emit_table(("group", "where", "state", "members", "zk offsets", "owned", "storage",
+        emit_table(("group", "where", "cutover", "state", "members", "zk offsets", "owned", "storage",
                     "lag", "status"), table_cells(rows))
 
 
 @group.command("describe")
-@click.option("--group", "name", required=True, envvar="ZKCONSUMER_GROUP_ID")
+@one_group_option()
 @click.option("--topic", "topics", multiple=True,
               help="Only this topic (repeatable); Kafka is asked about it too, for groups whose "
                    "offsets live only there.")
@@ -72,8 +78,12 @@ def describe_command(name, topics, status_window, zookeeper_connect, bootstrap_s
     if as_json:
         emit_json({"group": found.group, "where": found.where, "status": found.status,
                    "partitions": found.partitions, "members": found.members,
-                   "coordinator": found.coordinator, "missing_topics": found.missing_topics})
+                   "coordinator": found.coordinator, "missing_topics": found.missing_topics,
+                   "cutover": found.cutover})
         return
+    if found.cutover is not None:
+        click.echo(f"cutover: {found.cutover['phase']} to {found.cutover['to']}, started "
+                   f"{_utc(found.cutover['started_ms'])}")
     emit_table(("topic", "partition", "zk offset", "kafka offset", "log end", "lag", "owner",
                 "status"), table_cells(found.partitions))
     if found.members or found.coordinator is None:  # ZooKeeper's members
@@ -84,6 +94,12 @@ def describe_command(name, topics, status_window, zookeeper_connect, bootstrap_s
                     for m in found.members])
     if found.coordinator is not None:
         _echo_coordinator(found.coordinator)
+
+
+def _utc(epoch_ms: int) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(epoch_ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _echo_coordinator(coordinator: dict) -> None:
@@ -101,7 +117,7 @@ def _echo_coordinator(coordinator: dict) -> None:
 
 
 @group.command("delete")
-@click.option("--group", "name", required=True, envvar="ZKCONSUMER_GROUP_ID")
+@one_group_option()
 @click.option("--dry-run", is_flag=True, help="Show what would be removed; remove nothing.")
 @admin_options
 def delete_command(name, dry_run, zookeeper_connect, bootstrap_server, properties,
@@ -128,8 +144,7 @@ def _group_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str
 
 
 @group.command("cutover")
-@click.option("--group", "name", required=True, envvar="ZKCONSUMER_GROUP_ID",
-              callback=_group_name)
+@one_group_option(callback=_group_name)
 @click.option("--to", "target", type=click.Choice(COORDINATIONS), required=True,
               help="The coordination to move the group to; the other one while its fence is "
                    "still draining rolls the move back.")

@@ -43,6 +43,16 @@ from zkconsumer.lag.status import Observation, Status, burrow_group_status
 from zkconsumer.metrics.http_server import Reply
 
 PREFIX = "/v3/kafka"
+
+
+def served_paths(cluster: str) -> list[str]:
+    """The Burrow paths answered, as the exporter's start line names them."""
+    group = f"{PREFIX}/{cluster}/consumer/<group>"
+    return [PREFIX, f"{PREFIX}/{cluster}", f"{PREFIX}/{cluster}/consumer", group,
+            f"{group}/status", f"{group}/lag", f"{PREFIX}/{cluster}/topic[/<topic>]",
+            f"{PREFIX}/{cluster}/topic/<topic>/consumers", "/v3/config", "/v3/admin/loglevel"]
+
+
 # More partitions than any Kafka topic has (a cluster holds some hundreds of thousands in all).
 MOST_PARTITIONS = 100_000
 T = TypeVar("T")
