@@ -55,6 +55,29 @@ class LiveGroupError(ZkConsumerError):
     """The command would change a group that has registered members."""
 
 
+class UnknownGroupError(ZkConsumerError):
+    """The group named exists nowhere: not under /consumers, not on Kafka's group
+    coordinator, and it has no offsets in Kafka."""
+
+    @classmethod
+    def of(cls, ctx: AdminContext, name: str) -> UnknownGroupError:
+        """The one line every command says it in."""
+        return cls(f"no group {name} under /consumers or on Kafka's group coordinator"
+                   if ctx.has_zookeeper else f"no group {name} on Kafka's group coordinator")
+
+
+def require_group(ctx: AdminContext, name: str) -> None:
+    """The rule every command that reads or moves one group follows (describe, delete,
+    cutover, offsets diff, spark-json, export and migrate of named groups): a group exists if
+    ZooKeeper has /consumers/<group> or members of it, Kafka's group coordinator knows it, or
+    it has offsets in Kafka; otherwise UnknownGroupError. (`offsets reset` and `import` may
+    write a group's first offsets, so they do not ask.)"""
+    if ctx.has_zookeeper and ctx.zk.exists(GroupPaths(name).root):  # its members' too
+        return
+    if ctx.coordinator_group(name) is None and not _every_offset_of(ctx, name):
+        raise UnknownGroupError.of(ctx, name)
+
+
 @dataclass(frozen=True)
 class GroupDescription:
     group: str
@@ -225,9 +248,7 @@ def describe_group(ctx: AdminContext, name: str, topics: tuple[str, ...] | list[
     else:
         kafka = _every_offset_of(ctx, name)
         if coordinator is None and not kafka:
-            raise ZkConsumerError(f"no group {name} under /consumers or on Kafka's group "
-                                  "coordinator" if ctx.has_zookeeper
-                                  else f"no group {name} on Kafka's group coordinator")
+            raise UnknownGroupError.of(ctx, name)
         wanted = set(topics) or state.topics(()) | {tp.topic for tp in kafka}
         registered = ctx.partitions_of(wanted)
         partitions = kafka_only_partitions(registered, kafka, wanted)
@@ -303,7 +324,9 @@ def delete_group(ctx: AdminContext, name: str, dry_run: bool) -> GroupDeletion:
                              f"({', '.join(list(members)[:3])}); stop them first")
     root = GroupPaths(name).root
     if not ctx.zk.exists(root):
-        raise ZkConsumerError(f"no group {name} under /consumers")
+        require_group(ctx, name)  # refused alike if nowhere, and said where it is if not
+        raise ZkConsumerError(f"group {name} is not under /consumers (it lives on Kafka's "
+                              "group coordinator, which `group delete` does not change)")
     offsets = len(committed_partitions(ctx.zk, name))
     if not dry_run:
         try:

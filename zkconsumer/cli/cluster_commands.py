@@ -4,6 +4,8 @@ a playground on it (or on any cluster given): a topic created, test messages pro
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -132,7 +134,7 @@ def produce_command(bootstrap_server: str | None, topic: str, count: int | None,
         servers, api_version = bootstrap_server, None
     else:
         servers, api_version = _local(work_dir).bootstrap_servers, LOCAL_KAFKA_API_VERSION
-    lines = click.get_text_stream("stdin") if count is None else ()
+    lines: Iterable[str] = () if count is not None else sys.stdin
     sent = send_messages(servers, topic, playground_messages(count, lines, key, key_separator),
                          api_version)
     total = sum(sent.values())

@@ -180,12 +180,17 @@ def cutover_command(name, target, execute, force, skip_missing_topics, timeout_s
 
 
 def _echo_cutover(report: CutoverReport) -> None:
+    from zkconsumer.admin.cutover_plan import copy_summary, copy_words
+
+    done = report.outcome != "dry run"
     if report.plan is not None:
-        emit_table(("topic", "partition", f"{report.target} now", "new", "change"),
+        emit_table(("topic", "partition", f"{report.target} now", "new", "copy"),
                    [(r.partition.topic, r.partition.partition,
                      "-" if r.current is None else r.current, r.new,
-                     report.plan.change_of(r).value) for r in report.plan.rows])
-    if report.outcome == "dry run":
+                     copy_words(report.plan.change_of(r), done)) for r in report.plan.rows])
+    if not done:
+        if report.plan is not None:
+            click.echo(copy_summary(report.plan, done), err=True)
         click.echo(f"next: {report.next_step}", err=True)
         click.echo("dry run: nothing written; add --execute to move the group", err=True)
         return
@@ -195,6 +200,8 @@ def _echo_cutover(report: CutoverReport) -> None:
     if report.outcome != "switched":
         return
     click.echo(f"members moved: {', '.join(report.members_moved) or 'none'}")
+    if report.plan is not None:
+        click.echo(copy_summary(report.plan, done))
     click.echo(f"offsets verified: {report.offsets_verified}, partitions: {report.partitions}")
     if report.pauses:
         emit_table(("topic", "partition", "pause ms", "since"),

@@ -7,6 +7,7 @@ without --execute); the service refuses live groups and reads back what it wrote
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +24,7 @@ from zkconsumer.cli.admin_options import (
 from zkconsumer.cli.output import emit_json, emit_table
 
 if TYPE_CHECKING:
-    from zkconsumer.admin.context import admin_context
+    from zkconsumer.admin.context import AdminContext, admin_context
     from zkconsumer.admin.offset_writes import OffsetWrite
 else:
     def admin_context(*args, **kwargs):
@@ -48,6 +49,14 @@ def _chosen_groups(groups: tuple[str, ...], every: bool) -> list[str] | None:
     if not every and not groups:
         raise click.UsageError("give --group (repeatable) or --all")
     return None if every else list(groups)
+
+
+def _require_groups(ctx: AdminContext, groups: Iterable[str]) -> None:
+    """Every group named must exist somewhere, by the rule every command follows."""
+    from zkconsumer.admin.groups import require_group
+
+    for name in groups:
+        require_group(ctx, name)
 
 
 def _show_plan(write: OffsetWrite, headers: tuple[str, ...], as_json: bool, extra: dict) -> None:
@@ -92,6 +101,7 @@ def export_command(groups, every, storage, topics, output, file_format, zookeepe
     file_format = file_format or ("json" if as_json or (output and output.suffix == ".json")
                                   else "text")
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
+        _require_groups(ctx, groups)
         exported = export_offsets(ctx, storage, list(groups) or None, topics)
     document = format_json(exported) if file_format == "json" else format_text(exported)
     if output:
@@ -147,6 +157,7 @@ def migrate_command(groups, every, target, topics, dry_run, force, allow_rewind,
 
     chosen = _chosen_groups(groups, every)
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
+        _require_groups(ctx, groups)
         write = planned_migration(ctx, chosen, target, topics, force, allow_rewind)
         _show_plan(write, ("group", "topic", "partition", f"{target} now", write.source,
                            "change"), as_json,
@@ -167,6 +178,7 @@ def diff_command(name, topics, zookeeper_connect, bootstrap_server, properties, 
     from zkconsumer.admin.offset_reads import diff_offsets
 
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
+        _require_groups(ctx, [name])
         diff = diff_offsets(ctx, name, topics)
     if as_json:
         emit_json({"group": name, "differ": diff.differing})
@@ -195,6 +207,7 @@ def spark_json_command(name, topics, storage, reset, zookeeper_connect, bootstra
     from zkconsumer.admin.offset_reads import spark_starting_offsets
 
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
+        _require_groups(ctx, [name])
         starting = spark_starting_offsets(ctx, name, topics, storage, reset)
     click.echo(offsets_to_json(starting))
 
