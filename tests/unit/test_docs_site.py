@@ -156,9 +156,16 @@ def test_each_documented_command_is_accepted_by_the_command_line(monkeypatch, tm
         if word in ("|", "&", ";", "&&", "||") or re.match(r"^\d?>", word):
             break
         words.append(word)
+    # Each command's context under its parents', as `zkconsumer ...` makes them (the help
+    # option's names, for one, come from the root's settings).
     command: click.Command = cli
+    parent = click.Context(cli, info_name="zkconsumer", **cli.context_settings)
     while isinstance(command, click.Group) and words and words[0] in command.commands:
-        command = command.commands[words.pop(0)]
+        name = words.pop(0)
+        command = command.commands[name]
+        if isinstance(command, click.Group):
+            parent = click.Context(command, parent=parent, info_name=name,
+                                   **command.context_settings)
     assert not isinstance(command, click.Group), (page, line)
     reads_files = {flag for param in command.params if isinstance(param, click.Option)
                    and isinstance(param.type, click.Path) and param.type.exists
@@ -166,4 +173,4 @@ def test_each_documented_command_is_accepted_by_the_command_line(monkeypatch, tm
     for flag, value in zip(words, words[1:], strict=False):
         if flag in reads_files:
             (tmp_path / value).touch()
-    command.make_context(command.name, words)
+    command.make_context(command.name, words, parent=parent)
