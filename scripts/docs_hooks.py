@@ -64,13 +64,12 @@ def layer_order() -> list[tuple[str, ...]]:
 
 
 def layers() -> str:
-    rows = ["| layer (top first) | units | may import |", "|---|---|---|"]
+    rows = ["| layer | units | may import from |", "|---|---|---|"]
     order = layer_order()
-    for number in range(len(order) - 1, -1, -1):
-        below = [unit for layer in order[:number] for unit in layer]
-        units = ", ".join(f"`{unit}`" for unit in order[number])
-        allowed = "its own layer" + (", " + ", ".join(f"`{u}`" for u in below) if below else "")
-        rows.append(f"| {number + 1} | {units} | {allowed} |")
+    for number in range(len(order), 0, -1):
+        units = ", ".join(f"`{unit}`" for unit in order[number - 1])
+        allowed = f"layers 1 to {number}" if number > 1 else "layer 1 only"
+        rows.append(f"| {number} | {units} | {allowed} |")
     return "\n".join(rows)
 
 

@@ -174,3 +174,11 @@ def test_each_documented_command_is_accepted_by_the_command_line(monkeypatch, tm
         if flag in reads_files:
             (tmp_path / value).touch()
     command.make_context(command.name, words, parent=parent)
+
+
+def test_the_python_api_reference_documents_every_public_name(site):
+    import zkconsumer
+
+    anchors = set(HEADING.findall((site / "reference" / "python-api" / "index.html").read_text()))
+    for name in set(zkconsumer.__all__) - {"__version__"}:
+        assert any(anchor.endswith(f".{name}") for anchor in anchors), name
