@@ -68,17 +68,18 @@ def list_row(name: str, where: str, coordinator: CoordinatorGroup | None,
     """A group `group list` could not read is still a row, with no figures; `state` is the
     coordinator's (None for a group only ZooKeeper knows); `cutover` its fence
     (`cutover_of`)."""
-    known = {"group": name, "where": where, "cutover": cutover_of(fence),
+    known = {"group": name, "where": where,
              "state": None if coordinator is None else coordinator.state or None}
     if state is None or report is None:
         return {**known, "members": None, "zookeeper_offsets": None,
-                "owned_partitions": None, "storage": None, "lag": None, "status": None}
+                "owned_partitions": None, "storage": None, "lag": None, "status": None,
+                "cutover": cutover_of(fence)}
     return {**known, "members": report.members,
             "zookeeper_offsets": len(state.zookeeper_offsets),
             "owned_partitions": len(state.owners), "storage": storage_of(report),
             "lag": report.total_lag if any(p.lag is not None for p in report.partitions)
             else None,
-            "status": group_status_name(report)}
+            "status": group_status_name(report), "cutover": cutover_of(fence)}
 
 
 def cutover_of(fence: Fence | None) -> str | None:

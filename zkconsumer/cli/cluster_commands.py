@@ -14,6 +14,7 @@ import click
 from zkconsumer.cli.output import emit_json, emit_table
 
 if TYPE_CHECKING:
+    from zkconsumer.fetch.brokers import KafkaAccess
     from zkconsumer.localcluster import LocalCluster
 
 _work_dir_option = click.option(
@@ -85,8 +86,8 @@ LOCAL_KAFKA_API_VERSION = (0, 9)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a line.")
 def create_topic_command(zookeeper_connect: str | None, topic: str, partitions: int,
                          work_dir: Path, as_json: bool) -> None:
-    """Create TOPIC with PARTITIONS partitions, replication factor 1, and wait for their
-    leaders (as `kafka-topics.sh --create --zookeeper` does)."""
+    """Create the --topic with --partitions partitions, replication factor 1, and wait for
+    their leaders (as `kafka-topics.sh --create --zookeeper` does)."""
     from zkconsumer.localcluster import create_topic
     from zkconsumer.zk.session import zookeeper_session
     from zkconsumer.znodes.paths import check_name
@@ -106,9 +107,14 @@ def create_topic_command(zookeeper_connect: str | None, topic: str, partitions: 
 
 
 @cluster.command("produce")
+@click.option("--zookeeper", "zookeeper_connect", envvar="ZKCONSUMER_ZOOKEEPER_CONNECT",
+              help="host:port[,host:port...][/chroot] of another cluster's ZooKeeper, whose "
+                   "registered brokers are sent to (in the protocol their registrations "
+                   "tell).")
 @click.option("--bootstrap-server", envvar="ZKCONSUMER_BOOTSTRAP_SERVER",
-              help="host:port,... of another cluster's brokers (default: the local cluster's, "
-                   "from --work-dir).")
+              help="host:port,... of another cluster's brokers, 0.10 or newer (default: the "
+                   "local cluster's, from --work-dir); with --zookeeper, those instead of the "
+                   "registered ones.")
 @click.option("--topic", required=True, help="The topic to send to.")
 @click.option("--count", type=click.IntRange(0),
               help="Send this many generated messages ('message 0', 'message 1', ...) instead "
@@ -120,17 +126,19 @@ def create_topic_command(zookeeper_connect: str | None, topic: str, partitions: 
                    "line without SEP is an error.")
 @_work_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a line.")
-def produce_command(bootstrap_server: str | None, topic: str, count: int | None,
-                    key: str | None, key_separator: str | None, work_dir: Path,
-                    as_json: bool) -> None:
-    """Send test messages to TOPIC: --count generated ones, or one per line of standard input
+def produce_command(zookeeper_connect: str | None, bootstrap_server: str | None, topic: str,
+                    count: int | None, key: str | None, key_separator: str | None,
+                    work_dir: Path, as_json: bool) -> None:
+    """Send test messages to the --topic: --count generated ones, or one per line of standard input
     (`printf 'a\\nb\\n' | zkconsumer cluster produce --topic t`); wait until each is
     acknowledged."""
     from zkconsumer.localcluster.playground import playground_messages, send_messages
 
     if key is not None and key_separator is not None:
         raise click.UsageError("give --key or --key-separator, not both")
-    if bootstrap_server:
+    if zookeeper_connect:
+        servers, api_version = _kafka_access(zookeeper_connect, bootstrap_server)
+    elif bootstrap_server:  # kafka-python asks the brokers their version (0.10 and newer)
         servers, api_version = bootstrap_server, None
     else:
         servers, api_version = _local(work_dir).bootstrap_servers, LOCAL_KAFKA_API_VERSION
@@ -144,6 +152,18 @@ def produce_command(bootstrap_server: str | None, topic: str, count: int | None,
     else:
         spread = ", ".join(f"{n} to partition {p}" for p, n in sent.items())
         click.echo(f"produced {total} message(s) to {topic}" + (f": {spread}" if spread else ""))
+
+
+def _kafka_access(zookeeper_connect: str, bootstrap_server: str | None) -> KafkaAccess:
+    """The brokers registered in that ZooKeeper (or those given), and the protocol their
+    registrations tell (kafka-python cannot detect a 0.8 or 0.9 broker by itself)."""
+    from zkconsumer.fetch.brokers import resolve_kafka_access
+    from zkconsumer.zk.registry import read_brokers
+    from zkconsumer.zk.session import zookeeper_session
+
+    with zookeeper_session(zookeeper_connect) as zk:
+        return resolve_kafka_access(lambda: read_brokers(zk).values(),
+                                    bootstrap_override=bootstrap_server)
 
 
 def _local(work_dir: Path) -> LocalCluster:

@@ -54,8 +54,8 @@ def list_command(status_window, zookeeper_connect, bootstrap_server, properties,
     if as_json:
         emit_json(rows)
     else:
-        emit_table(("group", "where", "cutover", "state", "members", "zk offsets", "owned", "storage",
-                    "lag", "status"), table_cells(rows))
+        emit_table(("group", "where", "state", "members", "zk offsets", "owned", "storage",
+                    "lag", "status", "cutover"), table_cells(rows))
 
 
 @group.command("describe")
@@ -81,9 +81,6 @@ def describe_command(name, topics, status_window, zookeeper_connect, bootstrap_s
                    "coordinator": found.coordinator, "missing_topics": found.missing_topics,
                    "cutover": found.cutover})
         return
-    if found.cutover is not None:
-        click.echo(f"cutover: {found.cutover['phase']} to {found.cutover['to']}, started "
-                   f"{_utc(found.cutover['started_ms'])}")
     emit_table(("topic", "partition", "zk offset", "kafka offset", "log end", "lag", "owner",
                 "status"), table_cells(found.partitions))
     if found.members or found.coordinator is None:  # ZooKeeper's members
@@ -94,6 +91,10 @@ def describe_command(name, topics, status_window, zookeeper_connect, bootstrap_s
                     for m in found.members])
     if found.coordinator is not None:
         _echo_coordinator(found.coordinator)
+    if found.cutover is not None:
+        click.echo()
+        click.echo(f"cutover: {found.cutover['phase']} to {found.cutover['to']}, started "
+                   f"{_utc(found.cutover['started_ms'])}")
 
 
 def _utc(epoch_ms: int) -> str:

@@ -215,7 +215,8 @@ def spark_json_command(name, topics, storage, reset, zookeeper_connect, bootstra
 # -- reset ----------------------------------------------------------------------------------------
 
 @offsets.command("reset")
-@one_group_option()
+@one_group_option(help="The consumer group (group.id); one with no offsets yet gets its first "
+                       "ones (with --topic).")
 @click.option("--topic", "topics", multiple=True,
               help="Reset only this topic (repeatable); default: every topic of the group.")
 # Two flags of one parameter: not from the environment, where one variable could not say which.

@@ -46,16 +46,19 @@ def send_messages(bootstrap_servers: str, topic: str, messages: Iterable[Message
     partition. Messages without a key go round the partitions in turn (an even spread to
     consume from); keyed ones go where Kafka's partitioner sends their key."""
     from kafka import KafkaProducer
-    from kafka.errors import KafkaError
+    from kafka.errors import KafkaError, KafkaTimeoutError
 
     version = {"api_version": api_version} if api_version else {}
     try:
         producer = KafkaProducer(bootstrap_servers=bootstrap_servers, acks=1, linger_ms=5,
-                                 max_block_ms=15_000, **version)
+                                 max_block_ms=10_000, **version)
     except KafkaError as exc:
         raise ProduceError(f"cannot reach Kafka at {bootstrap_servers}: {exc}") from None
     try:
-        partitions = sorted(producer.partitions_for(topic) or ())
+        try:
+            partitions = sorted(producer.partitions_for(topic) or ())
+        except KafkaTimeoutError:  # the brokers never named the topic in their metadata
+            partitions = []
         if not partitions:
             raise ProduceError(f"no topic {topic} on {bootstrap_servers}; create it first "
                                "(zkconsumer cluster create-topic)")
