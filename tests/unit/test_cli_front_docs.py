@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from test_cli_front_options import commands, option_entries
+from test_cli_front_options import FIRST, LAST, commands, option_entries
 
 from zkconsumer.admin.offset_reads import OffsetsDifferError
 from zkconsumer.cli import cli
@@ -86,6 +86,14 @@ def test_each_option_the_manual_pairs_with_a_variable_is_where_help_shows_it():
     assert pairs
     for flag, name in pairs:
         assert {shown_flag for _, shown_flag in shown[name]} == {flag}, (flag, shown[name])
+
+
+def test_the_manual_states_the_option_order_the_commands_follow():
+    rule = " ".join(paragraph_with(COMMANDS_PAGE, "lists its options in one order").split())
+    first, own, last = rule.partition("the command's own options next")
+    assert own
+    assert re.findall(r"`(--[a-z-]+)`", first) == FIRST
+    assert re.findall(r"`(--[a-z-]+)`", last) == LAST
 
 
 def consume_table() -> list[tuple[list[str], str]]:
