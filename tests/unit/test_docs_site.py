@@ -131,7 +131,7 @@ def documented_commands() -> list[tuple[str, str]]:
     manual; synopses with `[...]` are left out."""
     found = []
     for page in [README, *sorted(DOCS.rglob("*.md"))]:
-        for block in re.findall(r"^```(?:bash|sh)\n(.*?)^```$", page.read_text(),
+        for block in re.findall(r"^ *```(?:bash|sh)\n(.*?)^ *```$", page.read_text(),
                                 re.DOTALL | re.MULTILINE):
             for line in block.replace("\\\n", " ").splitlines():
                 start = line.find("zkconsumer ")
