@@ -142,7 +142,7 @@ def test_a_variable_named_like_the_version_flag_does_not_replace_a_command():
     assert result.output.startswith("Usage: zkconsumer consume"), result.output
 
 
-# The rule, as the README states it: these options share a setting's variable in every command;
+# The rule, as the manual states it (docs/reference/cli.md): these options share a setting's variable in every command;
 # any other option's variable is ZKCONSUMER_, the command's words and the option's long name.
 SHARED = {"--zookeeper": "ZKCONSUMER_ZOOKEEPER_CONNECT",
           "--bootstrap-server": "ZKCONSUMER_BOOTSTRAP_SERVER",
