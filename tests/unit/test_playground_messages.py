@@ -26,3 +26,15 @@ def test_lines_become_messages_empty_ones_left_out_and_keys_split_off():
 def test_a_line_without_the_separator_is_named():
     with pytest.raises(ProduceError, match="line 2 has no key separator ':': 'no key here'"):
         list(playground_messages(None, ["k:v\n", "no key here\n"], None, ":"))
+
+
+def test_an_empty_key_separator_is_a_usage_error_not_a_traceback(tmp_path):
+    from click.testing import CliRunner
+
+    from zkconsumer.cli import cli
+
+    result = CliRunner().invoke(cli, ["cluster", "produce", "--topic", "t", "--key-separator",
+                                      "", "--work-dir", str(tmp_path)], input="k:v\n")
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Invalid value for --key-separator: must not be empty" in result.stderr

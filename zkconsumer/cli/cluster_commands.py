@@ -136,6 +136,8 @@ def produce_command(zookeeper_connect: str | None, bootstrap_server: str | None,
 
     if key is not None and key_separator is not None:
         raise click.UsageError("give --key or --key-separator, not both")
+    if key_separator == "":
+        raise click.BadParameter("must not be empty", param_hint="--key-separator")
     if zookeeper_connect:
         servers, api_version = _kafka_access(zookeeper_connect, bootstrap_server)
     elif bootstrap_server:  # kafka-python asks the brokers their version (0.10 and newer)
