@@ -37,6 +37,7 @@ from zkconsumer.kafka.protocol.codec import (
     HEARTBEAT,
     JOIN_GROUP,
     LEAVE_GROUP,
+    LIST_GROUPS,
     OFFSET_COMMIT,
     OFFSET_FETCH,
     SYNC_GROUP,
@@ -343,17 +344,20 @@ class FetchedOffsets(NamedTuple):
     offsets: dict[TopicPartition, tuple[int, int | None]]  # (error, offset; None: no commit)
 
 
-def offset_fetch_request(group_id: str, partitions: Collection[TopicPartition],
+def offset_fetch_request(group_id: str, partitions: Collection[TopicPartition] | None,
                          version: int) -> bytes:
-    """The group's committed offsets of these partitions. From v7 on the coordinator is asked
-    to wait out offsets of transactions not yet decided (UNSTABLE_OFFSET_COMMIT), as the Java
-    consumer does, rather than answer one that may still be aborted."""
+    """The group's committed offsets of these partitions, or (None, v2+: Kafka 0.10.2 on)
+    every offset it has. From v7 on the coordinator is asked to wait out offsets of
+    transactions not yet decided (UNSTABLE_OFFSET_COMMIT), as the Java consumer does, rather
+    than answer one that may still be aborted."""
+    if partitions is None and version < 2:
+        raise ValueError(f"OffsetFetch v{version} cannot ask for every partition of a group")
     writer = Writer(is_flexible(OFFSET_FETCH, version))
     writer.string(group_id)
     per_topic: dict[str, list[int]] = {}
-    for tp in partitions:
+    for tp in partitions or ():
         per_topic.setdefault(tp.topic, []).append(tp.partition)
-    writer.array(len(per_topic))
+    writer.array(-1 if partitions is None else len(per_topic))
     for topic, numbers in per_topic.items():
         writer.string(topic)
         writer.array(len(numbers))
@@ -386,6 +390,46 @@ def decode_offset_fetch(payload: bytes | bytearray, version: int) -> FetchedOffs
     reader.end_struct()
     reader.expect_end()
     return FetchedOffsets(error, offsets)
+
+
+# -- ListGroups v0-v4 ------------------------------------------------------------------------
+
+# The least a listed group takes: two strings' lengths (compact: a byte each, and the tagged
+# fields' count).
+_LISTED_GROUP_SIZE = 3
+
+
+class ListedGroup(NamedTuple):
+    group_id: str
+    protocol_type: str  # "consumer", or "" for a group that only keeps offsets
+    state: str | None  # v4+; None before
+
+
+def list_groups_request(version: int) -> bytes:
+    """Every group the broker coordinates (from v4 on: in any state)."""
+    writer = Writer(is_flexible(LIST_GROUPS, version))
+    if version >= 4:
+        writer.array(0)  # states filter: none
+    writer.end_struct()
+    return writer.build()
+
+
+def decode_list_groups(payload: bytes | bytearray, version: int
+                       ) -> tuple[int, list[ListedGroup]]:
+    """(error code, the groups the broker coordinates)."""
+    reader = Reader(payload, is_flexible(LIST_GROUPS, version))
+    if version >= 1:
+        reader.int32()  # throttle time
+    error = reader.int16()
+    groups = []
+    for _ in range(max(0, reader.array_length(_LISTED_GROUP_SIZE))):
+        group_id, protocol_type = reader.string(), reader.string()
+        state = reader.string() if version >= 4 else None
+        reader.end_struct()
+        groups.append(ListedGroup(group_id, protocol_type, state))
+    reader.end_struct()
+    reader.expect_end()
+    return error, groups
 
 
 # -- DescribeGroups v0 ----------------------------------------------------------------------
