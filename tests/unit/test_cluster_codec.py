@@ -6,7 +6,12 @@ learned once per address (`cluster_versions`)."""
 from __future__ import annotations
 
 import pytest
-from kafka.protocol.admin import ListGroupsRequest, ListGroupsResponse
+from kafka.protocol.admin import (
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
 from kafka.protocol.consumer.group import OffsetFetchRequest
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from support.kafka_answers import api_versions_answer
@@ -93,7 +98,7 @@ def test_an_address_is_asked_its_versions_once_and_a_silent_one_is_spoken_to_as_
     assert [spoken.version(key) for key in offered] == [9, 5, 6, 7, 2, 2]
     silent = versions.unanswered("b:9092", ChannelError("no answer", timed_out=True))
     assert versions.known("b:9092") == silent
-    assert {key: silent.version(key) for key in offered} == LEGACY_CLUSTER_VERSIONS
+    assert {key: silent.version(key) for key in LEGACY_CLUSTER_VERSIONS} == LEGACY_CLUSTER_VERSIONS
     with pytest.raises(ChannelError):
         versions.unanswered("c:9092", ChannelError("reset"))
     versions.forget("a:9092")
@@ -107,3 +112,26 @@ def test_a_broker_without_a_version_in_common_is_named():
         {protocol.OFFSET_COMMIT: (9, 10)}))
     with pytest.raises(NoCommonVersion, match="a:9092 speaks OffsetCommit v9-v10"):
         spoken.version(protocol.OFFSET_COMMIT)
+
+
+@pytest.mark.parametrize("version", range(0, group.DESCRIBE_GROUPS_IMPLEMENTED[1] + 1))
+def test_describe_groups_with_their_members(version):
+    assert group.describe_many_groups_request(["a", "b"], version) == bytes(
+        DescribeGroupsRequest[version](groups=["a", "b"],
+                                       include_authorized_operations=False).encode())
+    described = DescribeGroupsResponse.DescribedGroup
+    member = described.DescribedGroupMember
+    answer = answered_by_them(DescribeGroupsResponse[version](throttle_time_ms=0, groups=[
+        described(error_code=0, error_message=None, group_id="a", group_state="Stable",
+                  protocol_type="consumer", protocol_data="range", authorized_operations=set(),
+                  members=[member(member_id="m-1", group_instance_id=None, client_id="c",
+                                  client_host="/h", member_metadata=b"sub",
+                                  member_assignment=b"asg")]),
+        described(error_code=16, error_message="moved", group_id="b", group_state="",
+                  protocol_type="", protocol_data="", authorized_operations=set(), members=[])]))
+    assert group.decode_described_groups(answer, version) == [
+        (0, "a", "Stable", "consumer", "range",
+         [("m-1", None, "c", "/h", b"sub", b"asg")]),
+        (16, "b", "", "", "", [])]
+    with pytest.raises(ProtocolError):
+        group.decode_described_groups(answer + b"\x00", version)

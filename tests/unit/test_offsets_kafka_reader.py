@@ -192,38 +192,25 @@ def test_a_failure_that_outlasts_the_retries_is_one_offset_store_error():
                        sleep=lambda _s: None)
 
 
-class FakeAdmin:
-    """kafka-python's admin client, for `ask`."""
-
-    def __init__(self) -> None:
-        self.closed = False
-
-    def close(self) -> None:
-        self.closed = True
-
-
 def test_a_group_described_by_a_broker_no_longer_its_coordinator_is_found_at_the_next_read():
     """0.9 answers DescribeGroups from a broker that stayed up after the group's coordinator
-    moved away with an error in the group's entry, which kafka-python does not raise: the
-    reader forgets the coordinators it knows, so the next read asks the new one."""
-    from zkconsumer.offsets.coordinator_groups import CoordinatorGroup, read_coordinator_group
+    moved away with an error in the group's entry: the reader forgets the coordinators it
+    knows, so the next read asks the new one."""
+    from zkconsumer.kafka.protocol.group_codec import DescribedGroupAnswer
+    from zkconsumer.offsets.coordinator_groups import read_coordinator_group
 
-    moved = CoordinatorGroup("g", error="DescribeGroups error 16", coordinator_moved=True)
-    found = CoordinatorGroup("g", state="Stable")
-    answers = iter([moved, found])
+    answers = iter([DescribedGroupAnswer(16, "g", "", "", "", []),
+                    DescribedGroupAnswer(0, "g", "Stable", "consumer", "range", [])])
 
-    class DescribingAdmin(FakeAdmin):
-        def describe_groups(self, names):
+    class DescribingWire(FakeWire):
+        def describe(self, names):
             return {name: next(answers) for name in names}
 
-    opened: list[DescribingAdmin] = []
-
-    def open_admin(_settings):
-        opened.append(DescribingAdmin())
-        return opened[-1]
-
-    reader = GroupOffsetsReader(KafkaAccess("fake:9092", (0, 9)), {}, connect=open_admin)
-    assert read_coordinator_group(reader, "g") == moved
-    assert opened[0].closed
-    assert read_coordinator_group(reader, "g") == found
-    assert len(opened) == 2 and not opened[1].closed
+    wire = DescribingWire()
+    reader, _ = _reader(wire)
+    moved_away = read_coordinator_group(reader, "g")
+    assert moved_away is not None and moved_away.coordinator_moved
+    assert wire.forgotten == 1
+    found = read_coordinator_group(reader, "g")
+    assert found is not None and (found.state, found.protocol) == ("Stable", "range")
+    assert wire.forgotten == 1

@@ -21,9 +21,8 @@ from zkconsumer.assignment import INTERNAL_TOPICS
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.fetch.kafka_client import client_settings
 from zkconsumer.kafka.errors import BrokerError, FetchError, KafkaConnectionError
-from zkconsumer.kafka.io.cluster import Cluster
+from zkconsumer.kafka.io.cluster import Cluster, cluster_dialer
 from zkconsumer.kafka.io.cluster_calls import list_offsets, read_metadata
-from zkconsumer.kafka.io.opener import Dialer
 from zkconsumer.kafka.protocol.codec import EARLIEST, LATEST
 from zkconsumer.kafka.protocol.versions import NoCommonVersion
 from zkconsumer.model import TopicPartition
@@ -214,7 +213,7 @@ class LazyLog:
             raise LogOffsetsError(f"the Kafka client for {self.where} is closed")
         if self._log is None:
             try:
-                dialer = Dialer.from_settings(self._settings)
+                dialer = cluster_dialer(self._settings)
             except (OSError, ValueError) as exc:
                 raise LogOffsetsError(f"cannot set up TLS for Kafka: {exc}") from None
             self._log = WireLog(Cluster(dialer, self.where, self._api_version),

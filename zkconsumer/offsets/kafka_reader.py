@@ -9,13 +9,12 @@ reads. A group that fails is left out and named in `failed`, the others read. A 
 that moved (or whose connection failed) is forgotten and the group asked again once, at its new
 coordinator, within the same read: kafka-python's admin client, used before, never forgot one.
 
-Describing groups (`coordinator_groups`) still goes through kafka-python's admin client,
-opened by `ask` on first use only.
+Listing the groups the brokers coordinate and describing them (`coordinator_groups`) go the
+same way: ListGroups to every broker at once, DescribeGroups at each group's coordinator.
 """
 
 from __future__ import annotations
 
-import socket
 import sys
 import threading
 import time
@@ -25,18 +24,18 @@ from typing import Any, Protocol, TypeVar
 
 from zkconsumer.errors import ZkConsumerError, describe_error
 from zkconsumer.fetch.brokers import KafkaAccess
-from zkconsumer.fetch.first_contact import KafkaUnreachable, checked_options
 from zkconsumer.fetch.kafka_client import client_settings
 from zkconsumer.kafka.errors import BrokerError, FetchError, KafkaConnectionError
-from zkconsumer.kafka.io.cluster import Cluster
+from zkconsumer.kafka.io.cluster import Cluster, cluster_dialer
 from zkconsumer.kafka.io.cluster_calls import (
     Coordinators,
     GroupSpecs,
     commit_offsets,
+    describe_groups,
     fetch_offsets,
+    list_groups,
 )
-from zkconsumer.kafka.io.connect import parse_servers
-from zkconsumer.kafka.io.opener import Dialer
+from zkconsumer.kafka.protocol.group_codec import DescribedGroupAnswer, ListedGroup
 from zkconsumer.kafka.protocol.versions import NoCommonVersion
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.retry import RetryPolicy, call_with_retries
@@ -48,9 +47,6 @@ GroupPartitions = Mapping[str, Iterable[TopicPartition]]
 _Specs = dict[str, list[TopicPartition] | None]
 # The errors of the cluster client a retry may cure (`is_transient_kafka_error`).
 KAFKA_ERRORS = (KafkaConnectionError, BrokerError)
-
-# How long the reachability check waits for one bootstrap broker to accept a connection.
-_REACH_TIMEOUT_S = 5.0
 
 T = TypeVar("T")
 
@@ -85,6 +81,10 @@ class GroupsWire(Protocol):
 
     def commit(self, group: str, offsets: Mapping[TopicPartition, int]) -> None: ...
 
+    def list_groups(self) -> list[ListedGroup]: ...
+
+    def describe(self, names: Iterable[str]) -> dict[str, DescribedGroupAnswer]: ...
+
     def forget_coordinators(self) -> None: ...
 
     def close(self) -> None: ...
@@ -104,6 +104,12 @@ class WireGroups:
     def commit(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
         commit_offsets(self._cluster, self._coordinators, group, offsets)
 
+    def list_groups(self) -> list[ListedGroup]:
+        return list_groups(self._cluster)
+
+    def describe(self, names: Iterable[str]) -> dict[str, DescribedGroupAnswer]:
+        return describe_groups(self._cluster, self._coordinators, names)
+
     def forget_coordinators(self) -> None:
         self._coordinators.forget()
 
@@ -114,7 +120,7 @@ class WireGroups:
 def open_wire(access: KafkaAccess, settings: Mapping[str, Any]) -> WireGroups:
     """KafkaReadError when the TLS files cannot be read. No connection is made yet."""
     try:
-        dialer = Dialer.from_settings(settings)
+        dialer = cluster_dialer(settings)
     except (OSError, ValueError) as exc:
         raise KafkaReadError(f"cannot set up TLS for Kafka: {exc}") from None
     return WireGroups(Cluster(dialer, access.bootstrap_servers, access.api_version))
@@ -126,10 +132,9 @@ class GroupOffsetsReader:
 
     def __init__(self, access: KafkaAccess, client_options: Mapping[str, Any],
                  request_timeout_ms: int = 30000, *, client_id: str | None = None,
-                 connect: Callable[[Mapping[str, Any]], Any] | None = None,
                  wire: Callable[[], GroupsWire] | None = None) -> None:
-        """`connect` opens the kafka-python admin client `ask` puts its questions to; `wire`
-        the cluster client every read goes through."""
+        """`wire` opens the cluster client every question goes through (a fake's, in
+        tests)."""
         self._where = access.bootstrap_servers
         managed: dict[str, Any] = {"request_timeout_ms": request_timeout_ms}
         if client_id is not None:
@@ -137,14 +142,8 @@ class GroupOffsetsReader:
         settings = client_settings(client_options, access.bootstrap_servers, access.api_version,
                                    **managed)
         self._open_wire = wire or (lambda: open_wire(access, settings))
-        # The admin client bootstraps in its constructor, for 30 s unless told: a question
-        # must not wait longer than any of its requests may.
-        self._admin_settings = {"bootstrap_timeout_ms": request_timeout_ms, **settings}
-        self._connect = connect or open_admin
         self._names_partitions = False  # the brokers answer only partitions named (0.9)
         self._wire: GroupsWire | None = None
-        self._admin: Any = None
-        self._contacted = False  # the first contact's findings are in `_admin_settings`
         self._closed = False
         self._lock = threading.Lock()
 
@@ -190,20 +189,27 @@ class GroupOffsetsReader:
         with self._lock:
             self._opened().commit(group, offsets)
 
-    def ask(self, question: Callable[[Any], T]) -> T:
-        """`question` put to kafka-python's admin client, between reads: KafkaReadError when
-        Kafka cannot be asked at all; kafka-python's error as it is, the client dropped after
-        a transient one (it never forgets a coordinator that moved)."""
-        from kafka.errors import KafkaError
+    def list_groups(self) -> list[ListedGroup]:
+        """Every group every broker coordinates: KafkaReadError when Kafka cannot be asked at
+        all; the cluster client's error as it is when a broker cannot answer."""
+        return self._asked(lambda wire: wire.list_groups())
 
+    def describe_groups(self, names: Iterable[str]) -> dict[str, DescribedGroupAnswer]:
+        """Each group as its coordinator describes it; errors as `list_groups`'."""
+        return self._asked(lambda wire: wire.describe(names))
+
+    def _asked(self, question: Callable[[GroupsWire], T]) -> T:
         with self._lock:
-            admin = self._opened_admin()
+            wire = self._opened()
             try:
-                return question(admin)
-            except KafkaError as exc:
-                if is_transient_kafka_error(exc):
-                    self._drop_admin()
-                raise
+                return question(wire)
+            except FetchError as exc:  # a refused login, one line naming the broker already
+                raise KafkaReadError(str(exc)) from None
+            except KafkaConnectionError as exc:
+                if exc.failures is None:
+                    raise
+                raise KafkaReadError(f"cannot reach Kafka at {self._where}: "
+                                     f"{describe_error(exc)}") from None
 
     def _read(self, specs: _Specs) -> GroupOffsets:
         if not specs:
@@ -236,7 +242,6 @@ class GroupOffsetsReader:
             wire, self._wire = self._wire, None
             if wire is not None:
                 wire.close()
-            self._drop_admin()
 
     def _opened(self) -> GroupsWire:
         if self._closed:
@@ -245,42 +250,12 @@ class GroupOffsetsReader:
             self._wire = self._open_wire()
         return self._wire
 
-    def _opened_admin(self) -> Any:
-        from kafka import KafkaAdminClient
-        from kafka.errors import KafkaError
-
-        if self._closed:
-            raise KafkaReadError(f"the offsets reader for Kafka at {self._where} is closed")
-        if self._admin is None:
-            try:
-                if not self._contacted:
-                    # Once: a broker slow to answer ApiVersions while in the trouble that
-                    # made the client be dropped must not get it taken for a 0.9 broker on
-                    # reopening.
-                    self._admin_settings = {
-                        key: value for key, value in _first_contact(self._admin_settings).items()
-                        if key in KafkaAdminClient.DEFAULT_CONFIG}
-                    self._contacted = True
-                self._admin = self._connect(self._admin_settings)
-            except FetchError as exc:  # ours, and one line naming the brokers already
-                raise KafkaReadError(str(exc)) from None
-            except (KafkaError, KafkaConnectionError) as exc:
-                raise KafkaReadError(f"cannot reach Kafka at {self._where}: "
-                                     f"{describe_error(exc)}") from exc
-        return self._admin
-
     def forget_coordinators(self) -> None:
-        """Forget the coordinators found (the admin client's with the client itself): the
-        next read asks where each group's coordinator is now."""
+        """Forget the coordinators found: the next read asks where each group's coordinator
+        is now."""
         with self._lock:
-            self._drop_admin()
             if self._wire is not None:
                 self._wire.forget_coordinators()
-
-    def _drop_admin(self) -> None:
-        admin, self._admin = self._admin, None
-        if admin is not None:
-            admin.close()
 
 
 def read_committed(reader: GroupOffsetsReader, group: str, partitions: Iterable[TopicPartition],
@@ -295,40 +270,6 @@ def read_committed(reader: GroupOffsetsReader, group: str, partitions: Iterable[
                                  handled=KAFKA_ERRORS, sleep=sleep)
     except FetchError as exc:
         raise OffsetStoreError(f"{what} failed: {exc}") from None
-
-
-def _first_contact(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """`checked_options`: nothing it would hide (a refused login), the version of a 0.9
-    broker found. Out of reach is a lost connection, transient, however it was found."""
-    try:
-        return checked_options(settings)
-    except KafkaUnreachable as exc:
-        raise KafkaConnectionError(str(exc)) from None
-
-
-def open_admin(settings: Mapping[str, Any], admin_class: type | None = None) -> Any:
-    """An admin client, once a bootstrap broker accepts connections: kafka-python 3 starts a
-    client's I/O thread before bootstrapping and leaves it running when bootstrapping fails,
-    so every read of a cluster that cannot be reached would otherwise leave a thread behind."""
-    if admin_class is None:
-        from kafka import KafkaAdminClient
-
-        admin_class = KafkaAdminClient
-    if not (settings.get("proxy_url") or settings.get("socks5_proxy")):
-        _check_reachable(settings["bootstrap_servers"], settings["request_timeout_ms"] / 1000)
-    return admin_class(**settings)
-
-
-def _check_reachable(bootstrap_servers: str, timeout_s: float) -> None:
-    failures = []
-    for host, port in parse_servers(bootstrap_servers):
-        try:
-            socket.create_connection((host, port), min(timeout_s, _REACH_TIMEOUT_S)).close()
-            return
-        except OSError as exc:
-            failures.append(f"{host}:{port}: {describe_error(exc)}")
-    raise KafkaConnectionError(
-        f"no bootstrap broker accepts connections ({'; '.join(failures)})")
 
 
 def _specs(wanted: GroupPartitions) -> _Specs:

@@ -1,7 +1,7 @@
 """The cluster-wide questions the offset store, the offset readers, the log-offsets client, the
 exporter and the admin commands ask, over a `Cluster`'s connections: topic metadata, log
 offsets per leader, group coordinators, groups' committed offsets, commits, the groups each
-broker coordinates. The bytes are the codec's (`codec`, `group_codec`); what an error code
+broker coordinates and how their coordinators describe them. The bytes are the codec's (`codec`, `group_codec`); what an error code
 means, and the coordinator-moved rule, are `retry_policy`'s.
 """
 
@@ -15,7 +15,7 @@ from zkconsumer.kafka.io.cluster import Address, Call, Cluster
 from zkconsumer.kafka.protocol import codec, group_codec
 from zkconsumer.kafka.protocol.cluster_versions import Spoken
 from zkconsumer.kafka.protocol.codec import Metadata, ProtocolError
-from zkconsumer.kafka.protocol.group_codec import ListedGroup
+from zkconsumer.kafka.protocol.group_codec import DescribedGroupAnswer, ListedGroup
 from zkconsumer.kafka.protocol.retry_policy import COORDINATOR_MOVED, broker_error
 from zkconsumer.kafka.protocol.versions import NoCommonVersion
 from zkconsumer.model import TopicPartition
@@ -286,5 +286,55 @@ def list_groups(cluster: Cluster) -> list[ListedGroup]:
     return listed
 
 
+# Groups described per DescribeGroups request: bounds an answer's size on a big cluster.
+DESCRIBED_PER_REQUEST = 100
+
+
+def describe_groups(cluster: Cluster, coordinators: Coordinators, names: Iterable[str]
+                    ) -> dict[str, DescribedGroupAnswer]:
+    """Each group as its coordinator describes it, the groups of each coordinator asked in a
+    few requests, every coordinator at once. A group whose coordinator could not be found or
+    moved is described by its error code (the coordinator forgotten when it moved);
+    KafkaConnectionError when a coordinator's connection fails."""
+    names = list(dict.fromkeys(names))
+    located, errors = coordinators.find(names)
+    described = {group: DescribedGroupAnswer(error.code, group, "", "", "", [])
+                 for group, error in errors.items() if isinstance(error, BrokerError)}
+    per_coordinator: dict[Address, list[list[str]]] = {}
+    for group, address in located.items():
+        batches = per_coordinator.setdefault(address, [])
+        if not batches or len(batches[-1]) == DESCRIBED_PER_REQUEST:
+            batches.append([])
+        batches[-1].append(group)
+
+    def asker(batches: list[list[str]]) -> Callable[[Spoken], list[Call]]:
+        def calls(spoken: Spoken) -> list[Call]:
+            version = spoken.version(codec.DESCRIBE_GROUPS)
+            return [Call(codec.DESCRIBE_GROUPS, version,
+                         group_codec.describe_many_groups_request(batch, version))
+                    for batch in batches]
+        return calls
+
+    answered = cluster.exchange_many({address: asker(batches)
+                                      for address, batches in per_coordinator.items()})
+    for address, answers in answered.items():
+        if isinstance(answers, KafkaConnectionError):
+            coordinators.forget(coordinators.at(address))
+            raise answers
+        for call, payload in zip(answers.calls, answers.payloads, strict=True):
+            try:
+                groups = group_codec.decode_described_groups(payload, call.version)
+            except ProtocolError as exc:
+                cluster.drop(address)
+                coordinators.forget(coordinators.at(address))
+                raise _unreadable(address, "DescribeGroups", exc) from None
+            for answer in groups:
+                if answer.error_code in COORDINATOR_MOVED:
+                    coordinators.forget([answer.group_id])
+                described[answer.group_id] = answer
+    return described
+
+
 __all__ = ["BrokerError", "Coordinators", "KafkaConnectionError", "commit_offsets",
+           "describe_groups",
            "fetch_offsets", "list_groups", "list_offsets", "read_metadata"]

@@ -1,5 +1,5 @@
 """Which version of each cluster-wide request (Metadata, ListOffsets, FindCoordinator,
-OffsetFetch, OffsetCommit, ListGroups) a connection speaks, remembered per broker address.
+OffsetFetch, OffsetCommit, ListGroups, DescribeGroups) a connection speaks, remembered per broker address.
 
 The offset store, the offset readers, the log-offsets client, the exporter and the admin
 commands speak these on connections of their own (`kafka.io.cluster`). Each address is asked
@@ -9,7 +9,7 @@ after that, so a 0.9 broker costs that timeout once per address, not once per co
 Settings that say the brokers predate 0.10 (`kafka.api.version`) skip the question.
 
 Brokers 0.9 get the versions the legacy clients spoke: Metadata, ListOffsets, FindCoordinator
-(GroupCoordinator there) and ListGroups v0, OffsetFetch v1 and OffsetCommit v2, the oldest
+(GroupCoordinator there), ListGroups and DescribeGroups v0, OffsetFetch v1 and OffsetCommit v2, the oldest
 that keep offsets in Kafka rather than ZooKeeper.
 
 Pure: told what a broker answered, it says which version to speak, or `NoCommonVersion`.
@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from zkconsumer.kafka.errors import ChannelError
 from zkconsumer.kafka.protocol.codec import (
+    DESCRIBE_GROUPS,
     FIND_COORDINATOR,
     IMPLEMENTED,
     LIST_GROUPS,
@@ -31,7 +32,7 @@ from zkconsumer.kafka.protocol.codec import (
     OFFSET_FETCH,
     decode_api_versions,
 )
-from zkconsumer.kafka.protocol.group_codec import GROUP_IMPLEMENTED
+from zkconsumer.kafka.protocol.group_codec import DESCRIBE_GROUPS_IMPLEMENTED, GROUP_IMPLEMENTED
 from zkconsumer.kafka.protocol.sasl import LEGACY_SASL, SaslVersions, sasl_versions
 from zkconsumer.kafka.protocol.versions import asks_api_versions, newest_common
 
@@ -39,10 +40,11 @@ from zkconsumer.kafka.protocol.versions import asks_api_versions, newest_common
 CLUSTER_IMPLEMENTED = {METADATA: IMPLEMENTED[METADATA], LIST_OFFSETS: IMPLEMENTED[LIST_OFFSETS],
                        FIND_COORDINATOR: GROUP_IMPLEMENTED[FIND_COORDINATOR],
                        OFFSET_FETCH: GROUP_IMPLEMENTED[OFFSET_FETCH],
-                       OFFSET_COMMIT: GROUP_IMPLEMENTED[OFFSET_COMMIT], LIST_GROUPS: (0, 4)}
+                       OFFSET_COMMIT: GROUP_IMPLEMENTED[OFFSET_COMMIT], LIST_GROUPS: (0, 4),
+                       DESCRIBE_GROUPS: DESCRIBE_GROUPS_IMPLEMENTED}
 # What a broker that predates ApiVersions (0.9) is spoken to in.
 LEGACY_CLUSTER_VERSIONS = {METADATA: 0, LIST_OFFSETS: 0, FIND_COORDINATOR: 0, OFFSET_FETCH: 1,
-                           OFFSET_COMMIT: 2, LIST_GROUPS: 0}
+                           OFFSET_COMMIT: 2, LIST_GROUPS: 0, DESCRIBE_GROUPS: 0}
 
 
 class Spoken(NamedTuple):
