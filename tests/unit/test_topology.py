@@ -10,8 +10,7 @@ from support.waiting import wait_until
 
 from zkconsumer.exporter.kafka_reads import ClusterReads
 from zkconsumer.fetch import KafkaAccess
-from zkconsumer.fetch.kafka_client import LazyConsumer
-from zkconsumer.fetch.log_offsets import LogOffsets, LogOffsetsError
+from zkconsumer.fetch.log_offsets import LazyLog, LogOffsets, LogOffsetsError
 from zkconsumer.kafka.errors import KafkaConnectionError
 from zkconsumer.model import TopicPartition
 from zkconsumer.topology import (
@@ -263,9 +262,9 @@ def test_an_unexpected_error_does_not_end_the_checks():
 
 
 def test_a_closed_client_is_not_opened_again():
-    client = LazyConsumer({"bootstrap_servers": "k:9092"}, TopicMetadataError)
+    client = LazyLog({"bootstrap_servers": "k:9092"}, None)
     client.close()
-    with pytest.raises(TopicMetadataError, match="is closed"):
+    with pytest.raises(LogOffsetsError, match="is closed"):
         client.get()
 
 
