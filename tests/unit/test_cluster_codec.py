@@ -17,14 +17,19 @@ from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from support.kafka_answers import api_versions_answer
 
 from zkconsumer.kafka.errors import ChannelError
+from zkconsumer.kafka.io.cluster import Answers
+from zkconsumer.kafka.io.cluster_calls import fetch_offsets
 from zkconsumer.kafka.protocol import codec as protocol
 from zkconsumer.kafka.protocol import group_codec as group
 from zkconsumer.kafka.protocol.cluster_versions import (
     LEGACY_CLUSTER_VERSIONS,
     RememberedVersions,
+    Spoken,
 )
 from zkconsumer.kafka.protocol.codec import ProtocolError
+from zkconsumer.kafka.protocol.sasl import LEGACY_SASL
 from zkconsumer.kafka.protocol.versions import NoCommonVersion
+from zkconsumer.model import TopicPartition
 
 
 def answered_by_them(response) -> bytes:
@@ -135,3 +140,42 @@ def test_describe_groups_with_their_members(version):
         (16, "b", "", "", "", [])]
     with pytest.raises(ProtocolError):
         group.decode_described_groups(answer + b"\x00", version)
+
+
+class _OneCoordinator:
+    def find(self, specs):
+        return dict.fromkeys(specs, ("a", 1)), {}
+
+    def forget(self, groups=None):
+        pass
+
+
+class _AnsweringCluster:
+    """Answers every request with `answer`, as a broker offering OffsetFetch v0-v7 would."""
+
+    def __init__(self, answer: bytes) -> None:
+        self.answer = answer
+        self.dropped: list = []
+
+    def exchange_many(self, per_broker):
+        answered = {}
+        for address, make in per_broker.items():
+            spoken = Spoken("a:1", {protocol.OFFSET_FETCH: (0, 7)}, LEGACY_SASL)
+            calls = make(spoken)
+            answered[address] = Answers(spoken, calls, [bytearray(self.answer) for _ in calls])
+        return answered
+
+    def drop(self, address):
+        self.dropped.append(address)
+
+
+def test_an_every_partition_answer_that_leaves_out_the_topics_means_naming_them():
+    """Tansu answers OffsetFetch v7 for every partition of a group with no topics array at
+    all (these bytes); the reader then names the partitions, as it does for a 0.9 broker."""
+    cluster = _AnsweringCluster(bytes.fromhex("000000020000000000000000"))
+    with pytest.raises(NoCommonVersion, match="a:1 answered OffsetFetch for every partition"):
+        fetch_offsets(cluster, _OneCoordinator(), {"g": None})
+    assert cluster.dropped == [("a", 1)]
+    found, errors = fetch_offsets(_AnsweringCluster(bytes.fromhex("000000020000000000000000")),
+                                  _OneCoordinator(), {"g": [TopicPartition("t", 0)]})
+    assert found == {} and "does not parse" in str(errors["g"])

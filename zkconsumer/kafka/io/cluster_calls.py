@@ -179,7 +179,8 @@ def fetch_offsets(cluster: Cluster, coordinators: Coordinators, specs: GroupSpec
     has; why a group's could not be read). A group whose coordinator moved, or whose
     coordinator's connection failed, has its coordinator forgotten, so the next read finds it
     anew; its error is retriable. NoCommonVersion for a group asked for every partition of a
-    broker that cannot answer that (OffsetFetch v1, Kafka before 0.10.2)."""
+    broker that cannot answer that (OffsetFetch v1, Kafka before 0.10.2), or that answers it
+    in a form that does not parse."""
     found: dict[str, dict[TopicPartition, int]] = {}
     located, errors = coordinators.find(specs)
     per_coordinator: dict[Address, list[str]] = {}
@@ -211,6 +212,13 @@ def fetch_offsets(cluster: Cluster, coordinators: Coordinators, specs: GroupSpec
             except ProtocolError as exc:
                 cluster.drop(address)
                 coordinators.forget(groups)
+                if specs[group] is None:
+                    # Some brokers (Tansu) answer a question for every partition in a form
+                    # that leaves out the topics: such a broker can answer only partitions
+                    # named, as a 0.9 one can.
+                    raise NoCommonVersion(f"broker {address[0]}:{address[1]} answered "
+                                          f"OffsetFetch for every partition of a group in a "
+                                          f"form that does not parse: {exc}") from None
                 unreadable = _unreadable(address, "OffsetFetch", exc)
                 errors.update({g: unreadable for g in groups if g not in found})
                 break
