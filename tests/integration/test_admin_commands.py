@@ -123,8 +123,9 @@ def test_group_describe_and_list_show_status_and_total_lag(
     code, out, _ = admin("group", "list", "--status-window", "1s")
     assert code == 0
     header, *lines = out.splitlines()
-    assert header.split()[-2:] == ["LAG", "STATUS"]
-    assert any(line.split()[0] == stopped and line.split()[-2:] == ["6", "STOP"]
+    # The table's last columns: lag, status, and where a cutover stands (none here).
+    assert header.split()[-3:] == ["LAG", "STATUS", "CUTOVER"]
+    assert any(line.split()[0] == stopped and line.split()[-3:] == ["6", "STOP", "-"]
                for line in lines)
 
 
