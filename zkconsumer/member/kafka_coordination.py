@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.kafka.errors import ChannelError, ProtocolRefusedError
@@ -522,6 +522,19 @@ class KafkaCoordination:
         return opened.channel, opened.known[0]
 
 
+class GroupOffsets(Protocol):
+    """What `GroupCommits` needs of the coordination: `KafkaCoordination`'s calls."""
+
+    @property
+    def assignment(self) -> Assigned | None: ...
+
+    def fetch_offsets(self, partitions: Collection[TopicPartition], generation: Generation
+                      ) -> dict[TopicPartition, int]: ...
+
+    def commit(self, offsets: Mapping[TopicPartition, int],
+               tokens: Mapping[TopicPartition, Token]) -> None: ...
+
+
 class GroupCommits:
     """The committer's store for a Kafka-coordinated member: every commit goes through the
     group coordinator in the generation of the claims it commits (`owners`: each partition's
@@ -530,7 +543,7 @@ class GroupCommits:
 
     name = "kafka"
 
-    def __init__(self, coordination: KafkaCoordination) -> None:
+    def __init__(self, coordination: GroupOffsets) -> None:
         self._coordination = coordination
 
     def fetch(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
