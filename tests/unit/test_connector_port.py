@@ -15,9 +15,17 @@ from test_connector import FakeFetcher
 
 from zkconsumer.fetch import KafkaAccess
 from zkconsumer.member.connector import ConsumerConnector
-from zkconsumer.member.coordination import CommitRoute, Host, Wording
+from zkconsumer.member.coordination import (
+    Assigned,
+    CommitRoute,
+    Host,
+    LeaseLost,
+    Revoked,
+    Wording,
+    report,
+)
 from zkconsumer.member.fence_decision import FenceAction, FenceDecision, GroupMoved
-from zkconsumer.member.state import Event, StaleClaimError, State
+from zkconsumer.member.state import StaleClaimError, State
 from zkconsumer.member.streams import ConsumerTimeout
 from zkconsumer.model import TopicPartition
 from zkconsumer.znodes.fence import Fence, FencePhase
@@ -127,19 +135,18 @@ class ScriptedCoordination:
     def assign(self, term: int, partitions: set[TopicPartition], lease: float) -> None:
         """A term begins with these partitions, held until `lease` on the member's clock."""
         self.assigned = (term, frozenset(partitions))
-        self.member.gate.lease(lease)
-        self.member.session_event(Event.CONNECTED, term)
+        report(self.member, Assigned(term, frozenset(partitions), lease))
 
     def revoke(self) -> None:
         """The term ends: delivery stops, then the claims go (what was fetched is forgotten)."""
         self.assigned = None
         self.member.withdraw(self.member.owned())
-        self.member.session_event(Event.SESSION_EXPIRED, None)
+        report(self.member, Revoked("the script says so"))
         self.host._fetch_loop.routing_changed()
         self.host._committer.released()
 
     def lose_lease(self) -> None:
-        self.member.gate.lease(float("-inf"))
+        report(self.member, LeaseLost())
 
     def _release_all(self) -> None:
         held = self.member.held()

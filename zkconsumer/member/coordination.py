@@ -5,11 +5,13 @@ One connector composes one coordination: ZooKeeper's registry and sorted-range r
 unit tests, a scripted one. The connector has the parts every member has (the streams, the fetch
 loop, the committer, the auto-committer, the worker thread, the member's state, the cutover
 fence, the metrics); the coordination has its clients, joins and leaves the group, and reports
-what happens to the member's state in neutral terms: a term of ownership (a ZooKeeper session,
-a Kafka generation) that begins (`MemberState.session_event(CONNECTED, term)`), pauses and
-resumes (a suspended connection) or ends (`SESSION_EXPIRED`), with the lease the coordination
-renews on the delivery gate. Neither implementation imports the connector, nor the connector
-anything of theirs but their constructors.
+what happens to the member's state in neutral terms (`report`): a term of ownership (a
+ZooKeeper session, a Kafka generation) is `Assigned` with its partitions and the lease they are
+held under, its lease is lost (`LeaseLost`: the term may be ending where the member cannot
+hear of it) until the same term is assigned again, or it is `Revoked`; the cutover fence moving
+the group away is `Fenced` (see `ConsumerConnector._fenced`). Between those the coordination
+renews the lease on the delivery gate. Neither implementation imports the connector, nor the
+connector anything of theirs but their constructors.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from zkconsumer.member.fence_decision import GroupMoved
 from zkconsumer.member.fence_watch import MemberFence
 from zkconsumer.member.fetch_loop import FetchLoop
 from zkconsumer.member.rebalancer import RebalanceCallbacks
-from zkconsumer.member.state import MemberState
+from zkconsumer.member.state import Event, MemberState
 from zkconsumer.member.streams import KafkaStream
 from zkconsumer.metrics import MemberMetrics
 from zkconsumer.model import TopicPartition
@@ -37,6 +39,50 @@ from zkconsumer.znodes.consumers import ConsumerRegistration
 # A step of leaving, named for the log; one returning False counts as not done.
 LeavingStep = tuple[str, Callable[[], object]]
 StreamFor = Callable[[TopicPartition, str], KafkaStream]
+
+
+class Assigned(NamedTuple):
+    """A term of ownership began, or goes on: a ZooKeeper session connected, a Kafka
+    generation assigned (`term`; None: a connection with no session to speak of, which is
+    no term the member had). `partitions`: what it assigns (None: the member's rebalance
+    decides, as on ZooKeeper); `lease`: the deadline they are held under on the member's clock
+    (None: renewed apart, by the session's answers)."""
+
+    term: Token | None
+    partitions: frozenset[TopicPartition] | None = None
+    lease: float | None = None
+
+
+class LeaseLost(NamedTuple):
+    """The term may be ending where the member cannot hear of it (a suspended connection):
+    delivery and commits pause until the same term is `Assigned` again."""
+
+
+class Revoked(NamedTuple):
+    """The term ended (a session expired, a generation passed): every claim goes with it."""
+
+    reason: str = ""
+
+
+class Fenced(NamedTuple):
+    """The cutover fence moved the group away: delivery stops, and the member drains."""
+
+    moved: GroupMoved
+
+
+TermEvent = Assigned | LeaseLost | Revoked
+
+
+def report(member: MemberState, event: TermEvent) -> Event:
+    """A coordination's event, applied to the member's state in one step; returns what it was
+    there (an `Assigned` term is the same one resumed, or a new one)."""
+    if isinstance(event, Assigned):
+        if event.lease is not None:
+            member.gate.lease(event.lease)
+        return member.session_event(Event.CONNECTED, event.term)
+    if isinstance(event, LeaseLost):
+        return member.session_event(Event.CONNECTION_SUSPENDED, None)
+    return member.session_event(Event.SESSION_EXPIRED, None)
 
 
 class Wording(NamedTuple):

@@ -22,7 +22,18 @@ from zkconsumer.errors import ZkConsumerError
 from zkconsumer.fetch import KafkaAccess, resolve_kafka_access
 from zkconsumer.fetch.kafka_client import kafka_client_options
 from zkconsumer.member.claims import Token
-from zkconsumer.member.coordination import CommitRoute, Host, LeavingStep, StreamFor, Wording
+from zkconsumer.member.coordination import (
+    Assigned,
+    CommitRoute,
+    Host,
+    LeaseLost,
+    LeavingStep,
+    Revoked,
+    StreamFor,
+    TermEvent,
+    Wording,
+    report,
+)
 from zkconsumer.member.rebalancer import Rebalancer
 from zkconsumer.member.state import Event, MemberState
 from zkconsumer.member.zk_membership import ZookeeperMembership
@@ -37,9 +48,6 @@ from zkconsumer.znodes.consumers import ConsumerRegistration
 BROKER_WAIT_S = 60.0
 # How often a start-up step waiting on a thread of its own looks for a shutdown.
 _START_POLL_S = 0.1
-_SESSION_EVENTS = {KazooState.SUSPENDED: Event.CONNECTION_SUSPENDED,
-                   KazooState.LOST: Event.SESSION_EXPIRED,
-                   KazooState.CONNECTED: Event.CONNECTED}
 
 WORDING = Wording(
     coordinator="ZooKeeper", name="zookeeper",
@@ -284,7 +292,10 @@ class ZookeeperGroup:
         hearing from the server, see `zkconsumer.zk.hearing`, so before the server can expire
         it) until the same session is back.
         """
-        applied = self._member.session_event(_SESSION_EVENTS[state], current_session(self._zk))
+        event: TermEvent = LeaseLost() if state is KazooState.SUSPENDED \
+            else Revoked("ZooKeeper session expired") if state is KazooState.LOST \
+            else Assigned(current_session(self._zk))
+        applied = report(self._member, event)
         log = self._host._log
         if applied is Event.CONNECTION_SUSPENDED:
             log.warning("ZooKeeper connection lost; delivery and commits paused")
