@@ -25,6 +25,7 @@ from zkconsumer.member.coordination import (
     report,
 )
 from zkconsumer.member.fence_decision import FenceAction, FenceDecision, GroupMoved
+from zkconsumer.member.release import Release
 from zkconsumer.member.state import StaleClaimError, State
 from zkconsumer.member.streams import ConsumerTimeout
 from zkconsumer.model import TopicPartition
@@ -140,19 +141,18 @@ class ScriptedCoordination:
     def revoke(self) -> None:
         """The term ends: delivery stops, then the claims go (what was fetched is forgotten)."""
         self.assigned = None
-        self.member.withdraw(self.member.owned())
+        sequence = Release(self.member, self.host._fetch_loop, self.host._committer)
+        sequence.stop_delivery(self.member.owned())
         report(self.member, Revoked("the script says so"))
-        self.host._fetch_loop.routing_changed()
-        self.host._committer.released()
+        sequence.forget()
 
     def lose_lease(self) -> None:
         report(self.member, LeaseLost())
 
     def _release_all(self) -> None:
         held = self.member.held()
-        self.member.withdraw(held)
-        self.host._committer.commit_releasing(set(held))
-        self.member.drop(held)
+        Release(self.member, self.host._fetch_loop, self.host._committer).release(
+            held, self.host._committer.commit_releasing, lambda _partitions: None)
         self.calls.append(f"released {sorted(map(str, held))}")
 
 

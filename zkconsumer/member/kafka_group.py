@@ -47,6 +47,7 @@ from zkconsumer.member.claims import Token
 from zkconsumer.member.coordination import CommitRoute, Host, LeavingStep, StreamFor, Wording
 from zkconsumer.member.kafka_coordination import GroupCommits, KafkaCoordination
 from zkconsumer.member.rebalancer import call_back
+from zkconsumer.member.release import Release
 from zkconsumer.member.state import Event, MemberState, StaleClaimError
 from zkconsumer.member.stream_threads import deal_to_stream_threads
 from zkconsumer.model import TopicPartition
@@ -158,6 +159,8 @@ class KafkaGroup:
         config = self._config
         assert config.bootstrap_servers is not None  # required with group.coordination=kafka
         self._stream_for = stream_for
+        self._release_sequence = Release(self._member, self._host._fetch_loop,
+                                         self._host._committer)
         settings = kafka_consumer_settings(config, config.bootstrap_servers,
                                            config.kafka_api_version)
         group = GroupMember(
@@ -223,8 +226,7 @@ class KafkaGroup:
         the parting commit. Claims still being made are left to fail on the session's end."""
         host = self._host
         owned = self._member.owned()
-        self._member.withdraw(owned)
-        host._fetch_loop.routing_changed()
+        self._release_sequence.stop_delivery(owned)
         self._parting_commit_asked = False
         self._tell_revoked()
         if not (self._config.auto_commit_enable or self._parting_commit_asked):
@@ -234,8 +236,7 @@ class KafkaGroup:
     def _forget_revoked(self) -> None:
         """On the coordination thread, once the generation passed and its claims went: what
         was fetched and consumed under them is forgotten, not committed."""
-        self._host._fetch_loop.routing_changed()
-        self._host._committer.released()
+        self._release_sequence.forget()
 
     # -- the worker -------------------------------------------------------------------------
 
