@@ -92,7 +92,7 @@ class ScriptedCoordination:
 
     def rebalance(self) -> bool:
         assigned = self.assigned
-        if assigned is None or assigned[0] != self.member.session:
+        if assigned is None or assigned[0] != self.member.term:
             return False
         term, partitions = assigned
         held = self.member.held()
@@ -108,7 +108,7 @@ class ScriptedCoordination:
         return True
 
     def renew_term(self) -> None:
-        self.member.reregistered(None if self.assigned is None else self.assigned[0])
+        self.member.rejoined(None if self.assigned is None else self.assigned[0])
 
     def commit_in_callback(self, in_hand: bool) -> bool:
         return False
@@ -206,7 +206,7 @@ def test_the_term_ending_stops_delivery_and_drops_the_claims_before_the_next_one
         take(stream, 1)
         scripted.revoke()
         assert member.owned_partitions() == {}
-        assert member.state is State.EXPIRED
+        assert member.state is State.TERM_ENDED
         assert not member._member.delivering
         assert member.commit_offsets() == {}, "nothing committed out of its term"
         scripted.assign(2, {C}, lease=clock.now + LEASE_S)

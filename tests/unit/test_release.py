@@ -59,7 +59,7 @@ def test_a_term_that_ends_runs_the_sequence_around_its_end():
     sequence = Release(member, recorder, recorder)
     sequence.stop_delivery(member.owned())
     assert member.owned() == {} and member.claims[A].phase is Phase.RELEASING
-    member.session_event(Event.SESSION_EXPIRED, None)  # the term's end drops the records
+    member.term_event(Event.TERM_ENDED, None)  # the term's end drops the records
     sequence.forget()
     assert journal == ["routing changed", "routing changed", "positions forgotten: ['all']"]
     assert not member.claims

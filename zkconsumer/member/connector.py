@@ -235,7 +235,7 @@ class ConsumerConnector:
                 self._worker.join(timeout=max(0.0, deadline - time.monotonic()) / 2)
             # After a session expiry the owners are gone and others may have moved on: a
             # commit now could rewind them.
-            self._leave_group(commit and self._member.session is not None,
+            self._leave_group(commit and self._member.term is not None,
                               deadline - _CLOSING_S)
             self._close_clients()
         self._stop_metrics_server()
@@ -463,7 +463,7 @@ class ConsumerConnector:
                     self._leave_after_failure()
                 return
             try:
-                if work is Work.REREGISTER:
+                if work is Work.REJOIN:
                     self._coordination.renew_term()
                     continue
                 if self._coordination.rebalance():
@@ -490,7 +490,7 @@ class ConsumerConnector:
         if state is State.FAILED and failure is not None:
             return False, f"failed: {_one_line(failure)}"
         return False, {State.NEW: "not registered yet", State.FAILED: "failed",
-                       State.EXPIRED: self._coordination.wording.term_ended,
+                       State.TERM_ENDED: self._coordination.wording.term_ended,
                        State.CLOSED: "shut down"}[state]
 
     def _stop_metrics_server(self) -> None:
@@ -535,7 +535,7 @@ class ConsumerConnector:
         committing what was consumed, whatever the user's callbacks do (they are not told)."""
         self._stop_refresher()
         self._fetch_loop.stop()
-        if self._leave_group(self._member.session is not None,
+        if self._leave_group(self._member.term is not None,
                              time.monotonic() + SHUTDOWN_TIMEOUT_S - _CLOSING_S, failed=True):
             self._log.info("left the group after the failure", group=self.config.group_id)
 

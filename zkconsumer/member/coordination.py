@@ -79,10 +79,10 @@ def report(member: MemberState, event: TermEvent) -> Event:
     if isinstance(event, Assigned):
         if event.lease is not None:
             member.gate.lease(event.lease)
-        return member.session_event(Event.CONNECTED, event.term)
+        return member.term_event(Event.ASSIGNED, event.term)
     if isinstance(event, LeaseLost):
-        return member.session_event(Event.CONNECTION_SUSPENDED, None)
-    return member.session_event(Event.SESSION_EXPIRED, None)
+        return member.term_event(Event.LEASE_LOST, None)
+    return member.term_event(Event.TERM_ENDED, None)
 
 
 class Wording(NamedTuple):

@@ -243,7 +243,7 @@ class KafkaGroup:
     def renew_term(self) -> None:
         """A generation came as a new session: the member claims in it from now on."""
         assigned = self.assignment
-        self._member.reregistered(None if assigned is None else assigned.generation)
+        self._member.rejoined(None if assigned is None else assigned.generation)
 
     def rebalance(self) -> bool:
         """Claim what the generation the member is in assigned, from the offsets committed
@@ -251,7 +251,7 @@ class KafkaGroup:
         coordination, host = self._coordination, self._host
         assert coordination is not None  # made as the member joined
         assigned = coordination.assignment
-        if assigned is None or assigned.generation != self._member.session:
+        if assigned is None or assigned.generation != self._member.term:
             return False
         self._tell_revoked()
         held = self._member.held()

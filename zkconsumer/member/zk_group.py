@@ -203,7 +203,7 @@ class ZookeeperGroup:
         if fence is not None:  # the promise went with the session: made again first
             fence.declare()
         self._membership.register()
-        if not self._member.reregistered(current_session(self._zk)) \
+        if not self._member.rejoined(current_session(self._zk)) \
                 and not self._member.leaving:
             self._host._log.info("the ZooKeeper session changed while registering; "
                                  "registering again")
@@ -297,12 +297,12 @@ class ZookeeperGroup:
             else Assigned(current_session(self._zk))
         applied = report(self._member, event)
         log = self._host._log
-        if applied is Event.CONNECTION_SUSPENDED:
+        if applied is Event.LEASE_LOST:
             log.warning("ZooKeeper connection lost; delivery and commits paused")
-        elif applied is Event.SESSION_EXPIRED:
+        elif applied is Event.TERM_ENDED:
             self._host._metrics.observe_session_expired()
             log.warning("ZooKeeper session expired; registration and owners are gone")
-        elif applied is Event.NEW_SESSION:
+        elif applied is Event.NEW_TERM:
             log.info("new ZooKeeper session; registering again before delivering")
         else:
             log.info("ZooKeeper connection back in the same session; delivering again")
