@@ -174,6 +174,16 @@ def connector(scripted, clock=None, properties=None, **options):
         member.shutdown()
 
 
+@contextlib.contextmanager
+def stable_in_term(scripted, partitions: set[TopicPartition], properties=None):
+    """A member the script assigned `partitions` in term 1, stable; with its clock."""
+    clock = Clock()
+    with connector(scripted, clock, properties) as (member, stream):
+        scripted.assign(1, partitions, lease=clock.now + LEASE_S)
+        assert member.wait_until_stable(timeout=10)
+        yield member, stream, clock
+
+
 def take(stream, count: int) -> list[tuple[TopicPartition, int]]:
     taken = []
     for message in stream:
@@ -199,10 +209,7 @@ def test_an_assignment_is_claimed_in_its_term_and_delivered_from_the_committed_o
 
 
 def test_the_term_ending_stops_delivery_and_drops_the_claims_before_the_next_one(scripted):
-    clock = Clock()
-    with connector(scripted, clock) as (member, stream):
-        scripted.assign(1, {A, B}, lease=clock.now + LEASE_S)
-        assert member.wait_until_stable(timeout=10)
+    with stable_in_term(scripted, {A, B}) as (member, stream, clock):
         take(stream, 1)
         scripted.revoke()
         assert member.owned_partitions() == {}
@@ -216,10 +223,7 @@ def test_the_term_ending_stops_delivery_and_drops_the_claims_before_the_next_one
 
 
 def test_a_lapsed_lease_stops_commits_on_the_clock_and_a_renewal_resumes_them(scripted):
-    clock = Clock()
-    with connector(scripted, clock) as (member, stream):
-        scripted.assign(1, {A}, lease=clock.now + LEASE_S)
-        assert member.wait_until_stable(timeout=10)
+    with stable_in_term(scripted, {A}) as (member, stream, clock):
         take(stream, 3)
         clock.now += LEASE_S + 1  # past the lease: the term may have ended on the coordinator's side
         assert member.commit_offsets() == {}
@@ -229,10 +233,7 @@ def test_a_lapsed_lease_stops_commits_on_the_clock_and_a_renewal_resumes_them(sc
 
 
 def test_a_lost_lease_stops_the_hand_out_at_once(scripted):
-    clock = Clock()
-    with connector(scripted, clock) as (member, stream):
-        scripted.assign(1, {A}, lease=clock.now + LEASE_S)
-        assert member.wait_until_stable(timeout=10)
+    with stable_in_term(scripted, {A}) as (member, stream, clock):
         take(stream, 1)
         scripted.lose_lease()
         with pytest.raises(ConsumerTimeout):
@@ -240,10 +241,7 @@ def test_a_lost_lease_stops_the_hand_out_at_once(scripted):
 
 
 def test_leaving_runs_the_coordinations_steps_after_the_shared_ones(scripted):
-    clock = Clock()
-    with connector(scripted, clock, {"auto.commit.enable": "true"}) as (member, stream):
-        scripted.assign(1, {A}, lease=clock.now + LEASE_S)
-        assert member.wait_until_stable(timeout=10)
+    with stable_in_term(scripted, {A}, {"auto.commit.enable": "true"}) as (member, stream, clock):
         take(stream, 2)
     assert scripted.calls[-4:] == ["stop watching", "released ['t-0']", "close clients",
                                    "disconnect"]
@@ -252,10 +250,7 @@ def test_leaving_runs_the_coordinations_steps_after_the_shared_ones(scripted):
 
 
 def test_a_fenced_member_tells_its_coordination_and_ends_its_streams(scripted):
-    clock = Clock()
-    with connector(scripted, clock) as (member, stream):
-        scripted.assign(1, {A}, lease=clock.now + LEASE_S)
-        assert member.wait_until_stable(timeout=10)
+    with stable_in_term(scripted, {A}) as (member, stream, clock):
         member._fenced(_moved())
         assert "fenced" in scripted.calls
         wait_until(lambda: stream_ended(stream), timeout=10, interval=0.01,
