@@ -18,6 +18,7 @@ from zkconsumer.member.connector import ConsumerConnector
 from zkconsumer.member.coordination import (
     Assigned,
     CommitRoute,
+    Fenced,
     Host,
     LeaseLost,
     Revoked,
@@ -251,7 +252,7 @@ def test_leaving_runs_the_coordinations_steps_after_the_shared_ones(scripted):
 
 def test_a_fenced_member_tells_its_coordination_and_ends_its_streams(scripted):
     with stable_in_term(scripted, {A}) as (member, stream, clock):
-        member._fenced(_moved())
+        member._fenced(Fenced(_moved()))
         assert "fenced" in scripted.calls
         wait_until(lambda: stream_ended(stream), timeout=10, interval=0.01,
                    message="the stream to end")

@@ -25,7 +25,7 @@ from zkconsumer.fetch import open_fetcher
 from zkconsumer.fetch.fetcher import Fetcher
 from zkconsumer.logs import get_logger
 from zkconsumer.member.committer import OffsetCommitter
-from zkconsumer.member.coordination import Coordination, LeavingStep
+from zkconsumer.member.coordination import Coordination, Fenced, LeavingStep
 from zkconsumer.member.fence_decision import (
     FenceAction,
     GroupMoved,
@@ -433,15 +433,17 @@ class ConsumerConnector:
         decision = decide(Stage.RUNNING, self._coordination.wording.name, fence,
                           self.config.cutover_on_fence)
         if decision.drains:
-            self._fenced(GroupMoved(self.config.group_id, fence, decision, self._access))
+            self._fenced(Fenced(GroupMoved(self.config.group_id, fence, decision,
+                                           self._access)))
 
-    def _fenced(self, moved: GroupMoved) -> None:
-        """Delivery stops now; the drain itself is `shutdown()`'s (with `moved` set it commits
-        to both storages), called by whoever consumes the streams once they ended (so what
-        their threads finished is committed), or else by the member itself after
-        `FENCED_SHUTDOWN_GRACE_S`."""
+    def _fenced(self, event: Fenced) -> None:
+        """The fence, watched by the connector whatever coordinates the group, moved the
+        group away: the coordination is told (`Coordination.fenced`), and delivery stops now;
+        the drain itself is `shutdown()`'s (with `moved` set it commits to both storages),
+        called by whoever consumes the streams once they ended (so what their threads finished
+        is committed), or else by the member itself after `FENCED_SHUTDOWN_GRACE_S`."""
         self._coordination.fenced()
-        self.moved = moved
+        self.moved = moved = event.moved
         fence = moved.fence
         self._log.info("fenced", to=fence.to if fence else None,
                        phase=fence.phase if fence else None, then=moved.decision.action.value)
