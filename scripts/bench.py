@@ -72,6 +72,7 @@ from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
 from aiokafka.record.memory_records import MemoryRecords as AiokafkaMemoryRecords
 from bench_exporter import exporter
 from bench_fleet import fleet, reference_fleet
+from bench_kafka_offsets import measure as kafka_offsets
 from bench_peers import API_VERSION, PEERS, SAME_VENV_PEERS, TOPIC, measure
 from bench_start import add_arguments as add_start_arguments
 from bench_start import start
@@ -90,10 +91,11 @@ from zkconsumer.records.decoding import decode_records
 from zkconsumer.testing.reference import produce_test_data
 from zkconsumer.zk.session import zookeeper_session
 
-CLUSTER_SCENARIOS = ("throughput", "sasl", "commit", "rebalance", "exporter", "fleet", "start")
+CLUSTER_SCENARIOS = ("throughput", "sasl", "commit", "rebalance", "exporter", "fleet", "start",
+                     "kafka-offsets")
 SCENARIOS = (*CLUSTER_SCENARIOS, "decode", "handout")
 # Run only when asked for (--only fleet): hundreds of members take the machine for minutes.
-ON_REQUEST = ("fleet",)
+ON_REQUEST = ("fleet", "kafka-offsets")
 
 
 # -- contenders, each run in a fresh process by `--contender NAME` --------------------------
@@ -917,6 +919,8 @@ def main() -> None:
     parser.add_argument("--kafka-groups", type=int, default=0,
                         help="also this many Kafka-coordinated groups, where the exporter "
                              "watches them")
+    parser.add_argument("--kafka-offset-groups", type=int, default=5000,
+                        help="groups whose Kafka-stored offsets the kafka-offsets part reads")
     parser.add_argument("--fleet-members", type=int, default=200)
     parser.add_argument("--fleet-partitions", type=int, default=5000)
     parser.add_argument("--members-per-process", type=int, default=20,
@@ -996,6 +1000,11 @@ def run_on_a_cluster(chosen: list[str], args) -> None:
             if "start" in chosen:
                 print("== start-up, each start a process of its own")
                 start(cluster, args)
+            if "kafka-offsets" in chosen:
+                print("== Kafka-stored offsets: the exporter's scan, and a commit")
+                kafka_offsets(cluster.bootstrap_servers, cluster.zookeeper_connect,
+                              args.kafka_offset_groups, args.group_partitions, 1000,
+                              args.baseline_tree)
         finally:
             cluster.stop(remove_data=True)
 

@@ -4,7 +4,9 @@
 set -euo pipefail
 ZKC_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ZKC_VENV=${ZKCONSUMER_VENV:-$ZKC_ROOT/.venv}
-export ZKCONSUMER_CACHE_DIR=${ZKCONSUMER_CACHE_DIR:-$ZKC_ROOT/.cache}
+# Downloads (the Kafka bundle, ...) go where the bare `zkconsumer` command puts them, wherever
+# it is started from: $ZKCONSUMER_CACHE_DIR if set, else the user's cache folder (see
+# zkconsumer.localcluster.bundle.default_cache_dir). Nothing is set here, so there is one cache.
 
 zkc_python=${PYTHON:-python3}
 if ! "$zkc_python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then

@@ -1,5 +1,5 @@
-"""The README's pictures of the exporter's page (docs/exporter-page.png, docs/exporter-group-page.png);
-run by hand, not part of the suite:
+"""The manual's pictures of the exporter's page (docs/lag/page.md): docs/exporter-page.png and
+docs/exporter-group-page.png; run by hand, not part of the suite:
 
     python scripts/exporter_page_screenshots.py [--out docs]
 

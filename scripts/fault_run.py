@@ -140,7 +140,7 @@ from zkconsumer.localcluster.topics import (
 )
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import KafkaOffsetStore, ZookeeperOffsetStore
-from zkconsumer.offsets.coordinator_groups import open_groups_admin, read_coordinator_group
+from zkconsumer.offsets.coordinator_groups import read_coordinator_group
 from zkconsumer.offsets.kafka_reader import GroupOffsetsReader
 from zkconsumer.testing import delivery_log
 from zkconsumer.testing.consume_process import API_WORKER, CLI, ConsumeProcess
@@ -547,7 +547,7 @@ class Run:
         describes them (a group rebalancing shows none assigned). A group started on ZooKeeper
         is described only while a cutover round has it on Kafka's coordinator."""
         reader = GroupOffsetsReader(KafkaAccess(self.cluster.bootstrap_servers, (0, 9)), {},
-                                    request_timeout_ms=3000, connect=open_groups_admin)
+                                    request_timeout_ms=3000)
         try:
             while not self._stop.wait(0.1):
                 if self.group_on != "kafka":

@@ -5,7 +5,8 @@ them; the targets' seeds, mutations and entry points are in tests/fuzz/*_fuzzing
                   Arrow batches and Spark's conversion (CorruptMessageError allowed)
     sasl          a broker's answers to a SASL login: SaslHandshake, SaslAuthenticate, bare
                   tokens, SCRAM's server-first and server-final messages (SaslLoginError)
-    responses     the protocol codec's ApiVersions, Metadata, ListOffsets and Fetch answers, in
+    responses     the protocol codec's ApiVersions, Metadata, ListOffsets, Fetch, FindCoordinator,
+                  OffsetFetch, OffsetCommit, ListGroups and DescribeGroups answers, in
                   every version (ProtocolError)
     znodes        registrations, owners, offsets, broker and topic znodes, decoded and then
                   written out as the renderers write them (ZnodeDataError)

@@ -25,11 +25,25 @@ def pytest_configure(config) -> None:
                                        f"out unless -m names it (scripts/test -m {LONG})")
 
 
+def pytest_addoption(parser) -> None:
+    parser.addoption(
+        "--servers", choices=("all", "shared", "own"), default="all",
+        help="shared: only the tests on the session's cluster; own: only the tests that start "
+             "none of it (their own servers, or none); scripts/test runs the two side by side")
+
+
+def _uses_the_shared_cluster(item) -> bool:
+    return "cluster" in getattr(item, "fixturenames", ())
+
+
 def pytest_collection_modifyitems(config, items) -> None:
-    """The default run keeps one case of each kind; runs marked `long` only when asked for."""
-    if LONG in (config.option.markexpr or ""):
-        return
-    kept = [item for item in items if item.get_closest_marker(LONG) is None]
+    """The default run keeps one case of each kind; runs marked `long` only when asked for.
+    `--servers` keeps one side of the split between the session's cluster and the rest."""
+    servers = config.getoption("servers")
+    keep_long = LONG in (config.option.markexpr or "")
+    kept = [item for item in items
+            if (keep_long or item.get_closest_marker(LONG) is None)
+            and (servers == "all" or _uses_the_shared_cluster(item) == (servers == "shared"))]
     if len(kept) < len(items):
         config.hook.pytest_deselected(items=[item for item in items if item not in kept])
         items[:] = kept

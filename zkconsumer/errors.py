@@ -13,11 +13,12 @@ class ZkConsumerError(Exception):
 
 
 def describe_error(exc: BaseException) -> str:
-    """One line naming the error type, never empty: kazoo's ConnectionLoss and friends have no
-    message at all, and kafka-python appends ': None' to its own."""
+    """One line naming the error type, never empty and never ending in a dangling colon:
+    kazoo's ConnectionLoss and friends have no message at all, and kafka-python appends
+    ': None' or ': ' (an empty error message of the broker's) to its own."""
     name = type(exc).__name__
     text = " ".join(str(exc).split())
-    text = text.removesuffix(": None")
+    text = text.removesuffix(": None").rstrip(": ")
     if not text or text == "None":
         return name
     return text if name in text else f"{name}: {text}"

@@ -38,7 +38,7 @@ from zkconsumer.assignment import consumer_of_thread
 from zkconsumer.assignment.group_assignors import range_assign
 from zkconsumer.fetch.brokers import KafkaAccess
 from zkconsumer.model import TopicPartition
-from zkconsumer.offsets.coordinator_groups import open_groups_admin, read_coordinator_group
+from zkconsumer.offsets.coordinator_groups import read_coordinator_group
 from zkconsumer.offsets.kafka_reader import GroupOffsetsReader
 from zkconsumer.offsets.zookeeper_store import ZookeeperOffsetStore
 from zkconsumer.testing import delivery_log
@@ -128,7 +128,7 @@ def carried_over(cluster, zk, group: str, topic: str) -> dict[int, int]:
 def described(cluster, group: str):
     """The group as Kafka's coordinator describes it (None: it does not know it)."""
     reader = GroupOffsetsReader(KafkaAccess(cluster.bootstrap_servers, cluster.kafka_api_version),
-                                {}, 5000, connect=open_groups_admin)
+                                {}, 5000)
     try:
         return read_coordinator_group(reader, group)
     finally:

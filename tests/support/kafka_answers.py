@@ -7,13 +7,18 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 
+from kafka.protocol.admin import DescribeGroupsResponse, ListGroupsResponse
 from kafka.protocol.consumer.fetch import FetchRequest, FetchResponse
+from kafka.protocol.consumer.group import OffsetCommitResponse, OffsetFetchResponse
 from kafka.protocol.consumer.offsets import ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsResponse
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataResponse
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 from zkconsumer.kafka.protocol import codec as protocol
+from zkconsumer.kafka.protocol import group_codec
+from zkconsumer.kafka.protocol.cluster_versions import CLUSTER_IMPLEMENTED
 from zkconsumer.model import TopicPartition
 
 # The two partitions the fetcher tests read: one whose answers the test spoils, one left alone.
@@ -151,6 +156,45 @@ def valid_answers() -> list[tuple[str, int, bytes]]:
                               error_code=0, partition_index=0, leader_id=0, leader_epoch=1,
                               replica_nodes=[0], isr_nodes=[0], offline_replicas=[])])])))
         for v in METADATA_VERSIONS]
+    return answers + group_answers()
+
+
+def _versions(api_key: int) -> range:
+    lowest, highest = CLUSTER_IMPLEMENTED[api_key]
+    return range(lowest, highest + 1)
+
+
+def group_answers() -> list[tuple[str, int, bytes]]:
+    """(decoder, version, a valid answer) for the group coordinator's and the cluster's
+    group answers the offset readers and the admin commands decode."""
+    answers = [("find_coordinator", v, encoded(FindCoordinatorResponse[v](
+        throttle_time_ms=0, error_code=0, error_message=None, node_id=3, host="h", port=9093)))
+        for v in _versions(protocol.FIND_COORDINATOR)]
+    fetched = OffsetFetchResponse.OffsetFetchResponseTopic
+    answers += [("offset_fetch", v, encoded(OffsetFetchResponse[v](
+        throttle_time_ms=0, error_code=0, topics=[fetched(name="t", partitions=[
+            fetched.OffsetFetchResponsePartition(partition_index=0, committed_offset=12,
+                                                 committed_leader_epoch=-1, metadata="",
+                                                 error_code=0)])])))
+        for v in _versions(protocol.OFFSET_FETCH)]
+    committed = OffsetCommitResponse.OffsetCommitResponseTopic
+    answers += [("offset_commit", v, encoded(OffsetCommitResponse[v](throttle_time_ms=0, topics=[
+        committed(name="t", partitions=[committed.OffsetCommitResponsePartition(
+            partition_index=0, error_code=0)])])))
+        for v in _versions(protocol.OFFSET_COMMIT)]
+    answers += [("list_groups", v, encoded(ListGroupsResponse[v](
+        throttle_time_ms=0, error_code=0, groups=[ListGroupsResponse.ListedGroup(
+            group_id="g", protocol_type="consumer", group_state="Stable")])))
+        for v in _versions(protocol.LIST_GROUPS)]
+    described = DescribeGroupsResponse.DescribedGroup
+    answers += [("described_groups", v, encoded(DescribeGroupsResponse[v](
+        throttle_time_ms=0, groups=[described(
+            error_code=0, error_message=None, group_id="g", group_state="Stable",
+            protocol_type="consumer", protocol_data="range", authorized_operations=set(),
+            members=[described.DescribedGroupMember(
+                member_id="m", group_instance_id=None, client_id="c", client_host="/h",
+                member_metadata=b"\x00\x00", member_assignment=b"\x00\x00")])])))
+        for v in _versions(protocol.DESCRIBE_GROUPS)]
     return answers
 
 
@@ -160,4 +204,5 @@ def decode_answer(decoder: str, version: int, payload: bytes):
         return protocol.decode_api_versions(payload)
     if decoder == "fetch":
         return protocol.decode_fetch(version, payload)
-    return getattr(protocol, f"decode_{decoder}")(payload, version)
+    module = protocol if hasattr(protocol, f"decode_{decoder}") else group_codec
+    return getattr(module, f"decode_{decoder}")(payload, version)

@@ -12,9 +12,12 @@ import pytest
 from zkconsumer.admin.context import AdminContext, Silent
 from zkconsumer.admin.group_view import (
     coordinator_view,
+    cutover_of,
     kafka_only_partitions,
     list_row,
     look_once,
+    uncommitted,
+    uncommitted_note,
     where_of,
 )
 from zkconsumer.admin.groups import describe_group
@@ -24,6 +27,7 @@ from zkconsumer.lag.report import GroupState, ZookeeperOffset, with_offsets
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import GroupOffsets
 from zkconsumer.offsets.coordinator_groups import CoordinatorGroup, CoordinatorMember
+from zkconsumer.znodes.fence import Fence
 
 T0, T1, T2 = (TopicPartition("t", p) for p in range(3))
 U0 = TopicPartition("u", 0)
@@ -48,7 +52,29 @@ def test_a_kafka_groups_list_row_counts_its_coordinator_members_and_lag():
     row = list_row("g", "kafka", STABLE, state, report)
     assert row == {"group": "g", "where": "kafka", "state": "Stable", "members": 2,
                    "zookeeper_offsets": 0, "owned_partitions": 3, "storage": "kafka",
-                   "lag": 3, "status": "OK"}
+                   "lag": 3, "status": "OK", "cutover": None}
+
+
+def test_a_consumed_partition_with_nothing_committed_yet_is_explained():
+    """Right after a member starts, an owned partition shows '-' for offset and lag until the
+    member's first commit; the note says so, and when that comes."""
+    [state] = merged_states([], {"g": STABLE})
+    [report] = look_once([state], {"g": with_offsets([T0, T1, U0], state)},
+                         {T0: 10, T1: 10, U0: 4}, {"g": {T0: 7, U0: 4}}, window_s=60,
+                         now=time.time())
+    assert uncommitted(report) == ["t-1"]
+    note = uncommitted_note("group g", uncommitted(report))
+    assert note == ("group g: 1 owned partition(s) with nothing committed yet (t-1): offsets "
+                    "and lag show '-' until the member commits, every auto.commit.interval.ms "
+                    "(60 s by default) and when it stops")
+
+
+def test_a_group_row_shows_where_its_cutover_stands():
+    [state] = merged_states([], {"g": STABLE})
+    draining, switched = Fence("kafka", "draining", 1), Fence("zookeeper", "switched", 1)
+    assert list_row("g", "both", STABLE, state, None, draining)["cutover"] == "draining to kafka"
+    assert cutover_of(switched) == "switched to zookeeper"
+    assert cutover_of(None) is None
 
 
 def test_a_zookeeper_group_has_no_coordinator_state_and_an_unread_one_no_figures():

@@ -181,10 +181,10 @@ def test_a_listed_group_without_figures_keeps_its_row_and_one_with_no_lag_says_n
     assert list_row("broken", "zookeeper", None, None, None) == {
         "group": "broken", "where": "zookeeper", "state": None, "members": None,
         "zookeeper_offsets": None, "owned_partitions": None, "storage": None, "lag": None,
-        "status": None}
+        "status": None, "cutover": None}
     state = GroupState("g", zookeeper_offsets={TP("t", 0): ZookeeperOffset(3, 999.0)})
     [report] = look_once([state], {"g": [TP("t", 0)]}, {}, {}, 300, 1000.0)
     assert list_row("g", "zookeeper", None, state, report) == {
         "group": "g", "where": "zookeeper", "state": None, "members": 0,
         "zookeeper_offsets": 1, "owned_partitions": 0, "storage": "zookeeper", "lag": None,
-        "status": "OK"}
+        "status": "OK", "cutover": None}

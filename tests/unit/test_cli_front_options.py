@@ -140,3 +140,79 @@ def test_a_variable_named_like_the_version_flag_does_not_replace_a_command():
                                 prog_name="zkconsumer")
     assert result.exit_code == 0
     assert result.output.startswith("Usage: zkconsumer consume"), result.output
+
+
+# The rule, as the manual states it (docs/reference/cli.md): these options share a setting's variable in every command;
+# any other option's variable is ZKCONSUMER_, the command's words and the option's long name.
+SHARED = {"--zookeeper": "ZKCONSUMER_ZOOKEEPER_CONNECT",
+          "--bootstrap-server": "ZKCONSUMER_BOOTSTRAP_SERVER",
+          "--group": "ZKCONSUMER_GROUP_ID",
+          "--metrics-port": "ZKCONSUMER_METRICS_PORT",
+          "--metrics-host": "ZKCONSUMER_METRICS_HOST"}
+FIRST = ["--zookeeper", "--bootstrap-server", "--group"]
+LAST = ["--property", "--zk-tls-config-file", "--json"]
+
+
+def shown_variable(entry: str) -> str | None:
+    found = re.search(r"env var: ([A-Z0-9_ ]+)[];]", entry)  # a long name may be wrapped
+    return found.group(1).replace(" ", "") if found else None
+
+
+def expected_variable(path: tuple[str, ...], flag: str, repeatable: bool) -> str:
+    if not path and flag in ("--log-format", "--log-level"):
+        return "ZKCONSUMER_" + flag[2:].upper().replace("-", "_")
+    if flag in SHARED and not (flag == "--group" and repeatable):
+        return SHARED[flag]
+    return "_".join(["ZKCONSUMER", *path, flag[2:]]).upper().replace("-", "_")
+
+
+def help_page(path: tuple[str, ...]) -> str:
+    result = CliRunner().invoke(cli, [*path, "--help"], prog_name="zkconsumer")
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.parametrize(("path", "command"), COMMANDS,
+                         ids=[" ".join(path) or "zkconsumer" for path, _ in COMMANDS])
+def test_every_option_is_described_and_named_by_the_one_rule(path, command):
+    entries = option_entries(help_page(path))
+    for option in command.params:
+        if not isinstance(option, click.Option) or option.hidden:
+            continue
+        flag = next(f for f in option.opts if f.startswith("--"))
+        entry = entries[option.opts[0]]
+        assert option.help, f"{' '.join(path)} {flag} has no help"
+        if flag in ("--version", "--help") or not option.allow_from_autoenv:
+            continue
+        assert shown_variable(entry) == expected_variable(path, flag, option.multiple), entry
+
+
+@pytest.mark.parametrize(("path", "command"), COMMANDS,
+                         ids=[" ".join(path) or "zkconsumer" for path, _ in COMMANDS])
+def test_every_command_orders_its_options_by_the_one_rule(path, command):
+    """The connection and the group first, the command's own next, --property,
+    --zk-tls-config-file and --json last, in --help as everywhere."""
+    shown = list(option_entries(help_page(path)))
+    first = [flag for flag in shown if flag in FIRST]
+    last = [flag for flag in shown if flag in LAST]
+    own = [flag for flag in shown if flag not in FIRST + LAST and flag not in ("-h", "--help")]
+    assert first == [flag for flag in FIRST if flag in first]
+    assert last == [flag for flag in LAST if flag in last]
+    assert shown[:len(first)] == first, shown
+    assert shown[len(first):len(first) + len(own)] == own, shown
+
+
+@pytest.mark.parametrize(("variable", "words"), [
+    ("ZKCONSUMER_GROUP_CUTOVER_TIMEOUT", []),
+    ("ZKCONSUMER_GROUP_CUTOVER_TIMEOUT_S", ["deprecated environment variable",
+                                            "ZKCONSUMER_GROUP_CUTOVER_TIMEOUT"]),
+], ids=["the-rule's-name", "the-old-name"])
+def test_a_renamed_variable_still_works_under_its_old_name_with_a_warning(no_connection,
+                                                                          variable, words):
+    result = CliRunner().invoke(cli, ["group", "cutover", "--zookeeper", UNREACHABLE, "--group",
+                                      "g", "--to", "kafka"], env={variable: "soon"},
+                                prog_name="zkconsumer")
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--timeout'" in result.stderr, result.stderr
+    for word in words:
+        assert word in result.stderr, result.stderr

@@ -21,6 +21,8 @@ from zkconsumer.admin.cutover_plan import (
     RollBack,
     WriteFence,
     copy_plan,
+    copy_summary,
+    copy_words,
     decide,
     moving_members,
     not_yet_arrived,
@@ -107,7 +109,7 @@ def test_the_way_back_after_a_switch_is_a_move_of_its_own():
         Fence("zookeeper", FencePhase.DRAINING, NOW), SWITCHED_TO_KAFKA)
     draining_back = Fence("zookeeper", FencePhase.DRAINING, NOW)
     assert decide(replace(view, fence=draining_back), TO_ZOOKEEPER, NOW) == AwaitDrain(
-        draining_back, (kafka_member(ZK_MEMBER).name,))
+        draining_back, (ZK_MEMBER,))  # by the consumer id it promised under
     gone = replace(view, fence=draining_back, kafka_state="Empty", kafka_members=())
     decision = decide(gone, TO_ZOOKEEPER, NOW)
     assert isinstance(decision, CopyOffsets)
@@ -279,6 +281,21 @@ def test_the_copy_never_moves_an_offset_backwards():
         (0, 15, 15, Change.UNCHANGED), (1, 20, 20, Change.UNCHANGED),
         (2, 25, 30, Change.WRITE)]
     assert plan.writes() == {"g": {TP("t", 2): 30}}
+
+
+def test_the_dry_run_and_the_report_say_the_copy_in_the_same_words():
+    """What the dry run had to copy is often already there by the copy (the draining members
+    commit to both storages): `already there` then, in both, never an `unchanged` that reads
+    as a failure after a `write`."""
+    before = copy_plan(idle(), TO_KAFKA)
+    after = copy_plan(idle(kafka_offsets={TP("t", 0): 10, TP("t", 1): 20}), TO_KAFKA)
+    assert [copy_words(before.change_of(r), done=False) for r in before.rows] == \
+        ["to copy", "to copy"]
+    assert [copy_words(after.change_of(r), done=True) for r in after.rows] == \
+        ["already there", "already there"]
+    assert copy_words(Change.WRITE, done=True) == "copied"
+    assert copy_summary(before, done=False).startswith("offsets: 2 to copy, 0 already there; ")
+    assert copy_summary(after, done=True).startswith("offsets: 0 copied, 2 already there ")
 
 
 def test_a_read_back_short_of_the_plan_is_unverified():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 from support import burrow_shapes as shapes
@@ -320,3 +321,27 @@ def test_other_burrow_paths_are_burrows_invalid_request(path):
 def test_paths_not_burrows_are_left_to_the_server():
     assert burrow_reply("/metrics", SETUP, {}, HEALTHY) is None
     assert burrow_reply("/", SETUP, {}, HEALTHY) is None
+
+
+def test_the_exporters_start_line_names_every_path_it_serves():
+    """The start line named /metrics and /healthz alone; the pages and Burrow's paths are
+    served too, every one the Burrow module lists."""
+    from support.log_capture import captured_logs
+
+    from zkconsumer.exporter import burrow_view
+    from zkconsumer.metrics import MetricsServer
+
+    exporter = LagExporter(None, None, ExporterSettings(10, RULES, connections=CONNECTIONS),
+                           clock=lambda: 1000.0)
+    listed = [line.split()[0].replace("<cluster>", "local")
+              for line in burrow_view.__doc__.splitlines() if line.startswith("  /")]
+    assert set(listed) <= set(exporter.paths) and "/" in exporter.paths
+    for path in exporter.paths:
+        concrete = re.sub(r"\[.*\]", "", path).replace("<group>", "orders").replace("<topic>", "t")
+        assert exporter.route(concrete) is not None, path
+    with captured_logs() as logs:
+        server = MetricsServer("127.0.0.1", 0, exporter.registry, exporter.health,
+                               exporter.route, paths=exporter.paths)
+        server.stop()
+    [started] = [entry for entry in logs if entry["event"] == "serving metrics"]
+    assert started["paths"] == ["/metrics", "/healthz", *exporter.paths]

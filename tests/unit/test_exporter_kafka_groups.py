@@ -11,8 +11,6 @@ from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
-from kafka import KafkaAdminClient
-from kafka.errors import KafkaConnectionError
 from kafka.protocol.admin import DescribeGroupsResponse
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 from support.log_capture import captured_logs
@@ -23,7 +21,7 @@ from zkconsumer.config import kafka_only_settings
 from zkconsumer.errors import ConfigError
 from zkconsumer.exporter.kafka_groups import CoordinatorWatch, merged_states
 from zkconsumer.exporter.service import ExporterSettings, LagExporter
-from zkconsumer.kafka.errors import GroupMetadataError
+from zkconsumer.kafka.errors import GroupMetadataError, KafkaConnectionError
 from zkconsumer.kafka.protocol.consumer_protocol import (
     Subscription,
     decode_assignment,
@@ -37,7 +35,6 @@ from zkconsumer.offsets import GroupOffsets
 from zkconsumer.offsets.coordinator_groups import (
     CoordinatorGroup,
     CoordinatorMember,
-    GroupsAdmin,
     described_group,
     listed_groups,
 )
@@ -85,24 +82,12 @@ def member(member_id: str, data: bytes, metadata: bytes = b"") -> _Member:
 
 
 def described(name: str, *members: _Member, error_code: int = 0) -> _Group:
-    """A DescribeGroups v0 answer's group as kafka-python decodes it from the wire (our
-    `GroupsAdmin` leaves the assignments as these bytes)."""
+    """A DescribeGroups v0 answer's group as kafka-python decodes it from the wire, the
+    assignments left as bytes (as `group_codec` leaves them)."""
     response = DescribeGroupsResponse(version=0, groups=[_Group(
         error_code=error_code, group_id=name, group_state="Stable", protocol_type="consumer",
         protocol_data="range", members=list(members))])
     return DescribeGroupsResponse.decode(response.encode(), version=0).groups[0]
-
-
-def test_describe_groups_asks_for_no_authorized_operations_and_decodes_nothing_itself():
-    """The two steps of kafka-python's describe_groups that `GroupsAdmin` replaces; an upgrade
-    renaming them fails here, not in a scan."""
-    for hook in ("_describe_groups_request", "_describe_groups_process_response"):
-        assert callable(getattr(KafkaAdminClient, hook))
-    admin = object.__new__(GroupsAdmin)  # the hooks need no connection
-    assert admin._describe_groups_request(["g"]).include_authorized_operations is False
-    response = DescribeGroupsResponse(version=0, groups=[
-        described("g", member("m1", b"\x00\x00\x7f"))])
-    assert admin._describe_groups_process_response(response)["g"].malformed is not None
 
 
 def test_a_described_group_names_each_members_partitions():

@@ -40,3 +40,16 @@ def test_a_condition_is_warned_about_when_it_starts_then_at_most_every_30_s():
     warned = [(e["event"], e["second"]) for e in logs if e["log_level"] == "warning"]
     assert warned == [("retrying", 0), ("retrying", 30), ("retrying", 60), ("retrying", 64)]
     assert len(logs) == 66  # every repeat still logged, at debug
+
+
+def test_a_kafka_python_error_with_an_empty_broker_message_ends_in_no_dangling_colon():
+    """`group list` showed `note: ... FindCoordinatorResponse error for GROUP/g:`."""
+    from kafka.errors import CoordinatorNotAvailableError
+
+    from zkconsumer.errors import describe_error as one_line
+
+    for message in ("", None):
+        error = CoordinatorNotAvailableError(
+            f"FindCoordinatorResponse error for GROUP/orders-audit: {message}")
+        assert one_line(error) == ("[Error 15] CoordinatorNotAvailableError: "
+                                   "FindCoordinatorResponse error for GROUP/orders-audit")

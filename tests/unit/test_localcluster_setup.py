@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
 import tarfile
 
 import pytest
@@ -37,6 +39,18 @@ def test_java_home_wins_over_path(tmp_path):
 def test_cache_dir_comes_from_the_environment(tmp_path):
     assert default_cache_dir({"ZKCONSUMER_CACHE_DIR": str(tmp_path)}) == tmp_path
     assert default_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "zkconsumer"
+
+
+def test_the_scripts_use_the_cache_the_bare_command_uses(tmp_path):
+    """`scripts/cluster start` and a bare `zkconsumer cluster start` find one Kafka bundle: the
+    scripts name no cache of their own, so both take `default_cache_dir`'s."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    environ = {"PATH": os.environ["PATH"], "HOME": str(tmp_path),
+               "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    shown = subprocess.run(
+        ["bash", "-c", 'source scripts/bootstrap.sh && echo "${ZKCONSUMER_CACHE_DIR:-}"'],
+        cwd=root, env=environ, capture_output=True, text=True, check=True).stdout.strip()
+    assert shown in ("", str(default_cache_dir(environ))), shown
 
 
 def test_a_provisioned_bundle_is_reused_without_downloading(tmp_path, monkeypatch):

@@ -11,6 +11,7 @@ from zkconsumer.fetch.log_offsets import (
     LogOffsetsError,
     log_ends_of_each_topic,
 )
+from zkconsumer.kafka.errors import KafkaConnectionError
 from zkconsumer.model import TopicPartition
 
 A0, A1, B0, C0 = (TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0),
@@ -67,24 +68,26 @@ def test_a_topic_failing_after_another_answered_does_not_stop_the_others():
     assert ends.unread_topics == ("b", "c")
 
 
-class LosingMetadata:
-    """kafka-python's consumer when its metadata lost a partition between the question and the
-    lookup: its offset lookup raises a bare KeyError of that partition."""
+class LeaderlessLog:
+    """The cluster client behind `LogOffsets` when a partition found no leader within the
+    request timeout (a broker restarting)."""
 
-    def end_offsets(self, partitions, timeout_ms):
-        raise KeyError(partitions[0])
+    def offsets(self, partitions, time_ms, by_time=False):
+        raise KafkaConnectionError(f"no offsets for 1 partitions after 30s: no leader known "
+                                   f"for {partitions[0]}")
 
 
 class Client:
-    def __init__(self, consumer) -> None:
-        self.consumer = consumer
+    def __init__(self, log) -> None:
+        self.log = log
 
     def get(self):
-        return self.consumer
+        return self.log
 
 
-def test_a_partition_lost_from_kafka_pythons_metadata_is_a_named_log_offsets_error():
+def test_a_partition_without_a_leader_is_a_named_log_offsets_error():
     offsets = LogOffsets("k:9092", (0, 9))
-    offsets._client = Client(LosingMetadata())
-    with pytest.raises(LogOffsetsError, match="log-end offsets from k:9092: no leader known"):
+    offsets._client = Client(LeaderlessLog())
+    with pytest.raises(LogOffsetsError, match="log-end offsets from k:9092: no offsets for 1 "
+                                              "partitions after 30s: no leader known"):
         offsets.latest([TopicPartition("orders", 3)])

@@ -1,20 +1,16 @@
-"""The one reader of Kafka-stored offsets, around a fake admin client: kafka-python's answer as
-ours, failing groups isolated, and a client dropped after a transient failure so that the next
-read finds coordinators anew. Against the real broker: tests/integration (offset stores, the
-exporter)."""
+"""The one reader of Kafka-stored offsets, around a fake cluster client (`GroupsWire`): failing
+groups isolated, a group whose coordinator moved asked again at once, Kafka out of reach one
+error, and the kafka-python admin client `ask` uses dropped after a transient failure so that
+the next question finds coordinators anew. Against the real broker: tests/integration (offset
+stores, the exporter); the requests' bytes: tests/unit/test_cluster_codec.py."""
 
 from __future__ import annotations
 
 import pytest
-from kafka import OffsetAndMetadata
-from kafka import TopicPartition as KafkaTopicPartition
-from kafka.errors import (
-    GroupAuthorizationFailedError,
-    KafkaConnectionError,
-    NotCoordinatorError,
-)
 
 from zkconsumer.fetch import FetchError, KafkaAccess
+from zkconsumer.kafka.errors import BrokerError, KafkaConnectionError
+from zkconsumer.kafka.protocol.versions import NoCommonVersion
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import (
     GroupOffsetsReader,
@@ -25,177 +21,196 @@ from zkconsumer.offsets import (
 )
 
 T0, T1, T2 = (TopicPartition("t", p) for p in range(3))
-COMMITTED = {T0: 7, T1: -1}  # -1: Kafka's "none committed", as 0.9 answers for T1
-REFUSED = {"denied": GroupAuthorizationFailedError("denied")}
+COMMITTED = {T0: 7}  # T1 has none; every other partition asked has 3
 
 
-class FakeAdmin:
-    """Answers as kafka-python's admin client does: everything or, at the first group that
-    fails, nothing; `failures` are raised for the groups named."""
+def refused(group: str) -> BrokerError:
+    return BrokerError(f"reading the offsets of group {group}: Kafka error 30 "
+                       "GROUP_AUTHORIZATION_FAILED", 30, retriable=False)
 
-    def __init__(self, failures: dict[str, Exception]) -> None:
-        self.failures = failures
+
+def moved(group: str) -> BrokerError:
+    return BrokerError(f"reading the offsets of group {group}: Kafka error 16 "
+                       "NOT_COORDINATOR", 16, retriable=True)
+
+
+class FakeWire:
+    """Answers as `WireGroups` does, per group; `failures` are each group's errors, one used
+    up per read of it (an exhausted list: the group is read). `refuse`: Kafka cannot be asked
+    at all. `names_only`: a 0.9 broker, which cannot be asked for every partition."""
+
+    def __init__(self, failures: dict[str, list[Exception]] | None = None,
+                 refuse: Exception | None = None, names_only: bool = False) -> None:
+        self.failures = failures or {}
+        self.refuse = refuse
+        self.names_only = names_only
         self.asked: list[list[str]] = []
+        self.forgotten = 0
         self.closed = False
 
-    def list_group_offsets(self, specs):
+    def fetch(self, specs):
+        if self.refuse is not None:
+            raise self.refuse
+        if self.names_only and None in specs.values():
+            raise NoCommonVersion("broker fake:9092 speaks OffsetFetch v1")
         self.asked.append(sorted(specs))
-        for group in specs:
-            if group in self.failures:
-                raise self.failures[group]
-        return {group: {KafkaTopicPartition(topic, partition):
-                        OffsetAndMetadata(COMMITTED.get(TopicPartition(topic, partition), 3),
-                                          "", -1)
-                        for topic, partition in partitions}
-                for group, partitions in specs.items()}
+        found, errors = {}, {}
+        for group, partitions in specs.items():
+            if self.failures.get(group):
+                errors[group] = self.failures[group].pop(0)
+                continue
+            found[group] = {tp: COMMITTED.get(tp, 3) for tp in partitions or [T2]
+                            if tp != T1}
+        return found, errors
 
-    def close(self) -> None:
+    def commit(self, group, offsets):
+        raise AssertionError("not asked here")
+
+    def forget_coordinators(self):
+        self.forgotten += 1
+
+    def close(self):
         self.closed = True
 
 
 class Opener:
-    """Opens a new fake admin client each time the reader asks for one; with `once`, only
-    the first fails (as a client that remembers a coordinator that moved does)."""
+    """Opens the fake wire, counting."""
 
-    def __init__(self, failures: dict[str, Exception] | None = None, once: bool = False,
-                 refuse: Exception | None = None) -> None:
-        self.failures = failures or {}
-        self.once = once
-        self.refuse = refuse
-        self.opened: list[FakeAdmin] = []
+    def __init__(self, wire: FakeWire) -> None:
+        self.wire = wire
+        self.opened = 0
 
-    def __call__(self, settings) -> FakeAdmin:
-        assert settings["bootstrap_servers"] == "fake:9092"
-        if self.refuse is not None:
-            raise self.refuse
-        self.opened.append(FakeAdmin({} if self.once and self.opened else self.failures))
-        return self.opened[-1]
+    def __call__(self) -> FakeWire:
+        self.opened += 1
+        return self.wire
 
 
-def _reader(opener: Opener) -> GroupOffsetsReader:
-    return GroupOffsetsReader(KafkaAccess("fake:9092", (0, 9)), {}, connect=opener)
+def _reader(wire: FakeWire) -> tuple[GroupOffsetsReader, Opener]:
+    opener = Opener(wire)
+    return GroupOffsetsReader(KafkaAccess("fake:9092", (0, 9)), {}, wire=opener), opener
 
 
 def test_a_group_kafka_refuses_is_left_out_and_the_others_are_read():
-    opener = Opener(REFUSED)
-    answer = _reader(opener).read({"ok": [T0, T1, T2], "denied": [T0], "none": []})
-    assert answer.found == {"ok": {T0: 7, T2: 3}}, "-1 is no offset; a group asked for none"
-    assert answer.failed == {"denied": "[Error 30] GroupAuthorizationFailedError: denied"}
-    [admin] = opener.opened
-    assert admin.asked == [["denied", "ok"], ["ok"], ["denied"]]
-    assert not admin.closed, "a refusal is no reason to forget the coordinators"
+    wire = FakeWire({"denied": [refused("denied")]})
+    reader, _ = _reader(wire)
+    answer = reader.read({"ok": [T0, T1, T2], "denied": [T0], "none": []})
+    assert answer.found == {"ok": {T0: 7, T2: 3}}, "no offset for T1; a group asked for none"
+    assert answer.failed == {"denied": "BrokerError: reading the offsets of group denied: "
+                                       "Kafka error 30 GROUP_AUTHORIZATION_FAILED"}
+    assert wire.asked == [["denied", "ok"]], "a refusal is not asked again"
 
 
-def test_one_group_is_asked_once_and_a_batch_that_works_once():
-    opener = Opener(REFUSED)
-    reader = _reader(opener)
-    assert reader.read({"denied": [T0]}).failed.keys() == {"denied"}
-    assert reader.read({"a": [T0], "b": [T2]}).found == {"a": {T0: 7}, "b": {T2: 3}}
-    assert opener.opened[0].asked == [["denied"], ["a", "b"]]
-
-
-def test_a_coordinator_that_moved_costs_one_read_and_the_client():
-    """kafka-python's admin client never forgets a coordinator: a new client finds it anew."""
-    opener = Opener({"moved": NotCoordinatorError()}, once=True)
-    reader = _reader(opener)
+def test_a_group_whose_coordinator_moved_is_asked_again_in_the_same_read():
+    wire = FakeWire({"moved": [moved("moved")]})
+    reader, _ = _reader(wire)
     first = reader.read({"moved": [T0], "stays": [T0]})
-    assert first.found == {"stays": {T0: 7}} and list(first.failed) == ["moved"]
-    assert opener.opened[0].closed
-    assert reader.read({"moved": [T0], "stays": [T0]}).found == {"moved": {T0: 7},
-                                                                "stays": {T0: 7}}
-    assert len(opener.opened) == 2
+    assert first.found == {"moved": {T0: 7}, "stays": {T0: 7}} and first.failed == {}
+    assert wire.asked == [["moved", "stays"], ["moved"]]
+
+
+def test_a_coordinator_moving_twice_in_one_read_fails_that_group_only():
+    wire = FakeWire({"moved": [moved("moved"), moved("moved")]})
+    reader, _ = _reader(wire)
+    answer = reader.read({"moved": [T0], "stays": [T0]})
+    assert answer.found == {"stays": {T0: 7}} and list(answer.failed) == ["moved"]
+    assert reader.read({"moved": [T0]}).found == {"moved": {T0: 7}}, "the next read finds it"
 
 
 def test_kafka_out_of_reach_is_one_error_for_every_group_and_a_new_try_at_the_next_read():
-    opener = Opener(refuse=KafkaConnectionError("no bootstrap broker accepts connections"))
-    reader = _reader(opener)
+    wire = FakeWire(refuse=KafkaConnectionError("no bootstrap broker accepts connections"))
+    reader, _ = _reader(wire)
     with pytest.raises(KafkaReadError) as caught:
         reader.read({"a": [T0], "b": [T0]})
     assert str(caught.value) == ("cannot reach Kafka at fake:9092: KafkaConnectionError: no "
                                  "bootstrap broker accepts connections")
-    opener.refuse = None
+    wire.refuse = None
     assert reader.read({"a": [T0]}).found == {"a": {T0: 7}}
 
 
-def test_one_groups_read_raises_for_its_caller_to_retry_and_drops_a_client_gone_stale():
-    opener = Opener({"g": KafkaConnectionError("lost")}, once=True)
-    reader = _reader(opener)
+def test_one_groups_read_raises_for_its_caller_to_retry():
+    wire = FakeWire({"g": [KafkaConnectionError("lost")]})
+    reader, opener = _reader(wire)
     with pytest.raises(KafkaConnectionError):
         reader.read_group("g", [T0])
     assert reader.read_group("g", [T0, T1]) == {T0: 7}
-    assert [admin.closed for admin in opener.opened] == [True, False]
     assert reader.read_group("g", []) == {}
+    assert opener.opened == 1, "connections are kept between reads"
 
 
-def test_a_refusal_no_retry_changes_is_raised_and_keeps_the_client():
-    opener = Opener(REFUSED)
-    reader = _reader(opener)
-    with pytest.raises(GroupAuthorizationFailedError):
+def test_a_refusal_no_retry_changes_is_raised():
+    reader, _ = _reader(FakeWire({"denied": [refused("denied")]}))
+    with pytest.raises(BrokerError, match="GROUP_AUTHORIZATION_FAILED"):
         reader.read_group("denied", [T0])
-    assert len(opener.opened) == 1 and not opener.opened[0].closed
-    reader.close()
-    assert opener.opened[0].closed
 
 
-def test_a_refused_login_found_at_first_contact_is_raised_as_it_is():
-    reader = _reader(Opener(refuse=FetchError("SASL login refused by fake:9092")))
+def test_a_refused_login_is_raised_as_it_is():
+    reader, _ = _reader(FakeWire(refuse=FetchError("SASL login refused by fake:9092")))
     with pytest.raises(FetchError, match="SASL login refused"):
         reader.read_group("g", [T0])
     with pytest.raises(KafkaReadError, match="^SASL login refused by fake:9092$"):
         reader.read({"g": [T0]})
+    with pytest.raises(OffsetStoreError, match="^reading g failed: SASL login refused"):
+        read_committed(reader, "g", [T0], RetryPolicy(3, 100), what="reading g",
+                       sleep=lambda _s: None)
 
 
 def test_a_read_after_close_opens_nothing():
     """A scan that outlives its service's stop must not leave a client nobody closes."""
-    opener = Opener()
-    reader = _reader(opener)
+    wire = FakeWire()
+    reader, opener = _reader(wire)
     assert reader.read({"ok": [T0]}).found == {"ok": {T0: 7}}
     reader.close()
     with pytest.raises(KafkaReadError, match="closed"):
         reader.read({"ok": [T0]})
     with pytest.raises(KafkaReadError, match="closed"):
         reader.read_group("ok", [T0])
-    assert len(opener.opened) == 1 and opener.opened[0].closed
+    assert opener.opened == 1 and wire.closed
 
 
-def test_a_transient_failure_is_retried_by_policy_and_the_answer_read_from_a_new_client():
-    opener = Opener({"g": NotCoordinatorError("moved")}, once=True)
+def test_every_offset_is_asked_by_naming_partitions_of_a_broker_that_needs_them():
+    wire = FakeWire(names_only=True)
+    reader, _ = _reader(wire)
+    assert reader.read_every(["a"], [T0, T1]).found == {"a": {T0: 7}}
+    assert reader.read_every(["b"], [T0]).found == {"b": {T0: 7}}
+    assert wire.asked == [["a"], ["b"]], "the broker's answer is remembered"
+
+
+def test_a_transient_failure_is_retried_by_policy():
+    wire = FakeWire({"g": [moved("g")]})
     pauses: list[float] = []
-    found = read_committed(_reader(opener), "g", [T0, T1], RetryPolicy(2, 100),
+    found = read_committed(_reader(wire)[0], "g", [T0, T1], RetryPolicy(2, 100),
                            what="reading g", sleep=pauses.append)
     assert found == {T0: 7}
-    assert pauses == [0.1] and len(opener.opened) == 2 and opener.opened[0].closed
+    assert pauses == [0.1]
 
 
 def test_a_failure_that_outlasts_the_retries_is_one_offset_store_error():
-    opener = Opener({"g": NotCoordinatorError("moved")})
-    with pytest.raises(OffsetStoreError, match="reading g failed after 3 attempts"):
-        read_committed(_reader(opener), "g", [T0], RetryPolicy(2, 100), what="reading g",
+    wire = FakeWire({"g": [moved("g")] * 3})
+    with pytest.raises(OffsetStoreError, match="reading g failed after 3 attempts: "
+                                               "BrokerError: .*NOT_COORDINATOR"):
+        read_committed(_reader(wire)[0], "g", [T0], RetryPolicy(2, 100), what="reading g",
                        sleep=lambda _s: None)
 
 
 def test_a_group_described_by_a_broker_no_longer_its_coordinator_is_found_at_the_next_read():
     """0.9 answers DescribeGroups from a broker that stayed up after the group's coordinator
-    moved away with an error in the group's entry, which kafka-python does not raise: the
-    reader forgets the coordinators it knows, so the next read asks the new one."""
-    from zkconsumer.offsets.coordinator_groups import CoordinatorGroup, read_coordinator_group
+    moved away with an error in the group's entry: the reader forgets the coordinators it
+    knows, so the next read asks the new one."""
+    from zkconsumer.kafka.protocol.group_codec import DescribedGroupAnswer
+    from zkconsumer.offsets.coordinator_groups import read_coordinator_group
 
-    moved = CoordinatorGroup("g", error="DescribeGroups error 16", coordinator_moved=True)
-    found = CoordinatorGroup("g", state="Stable")
-    answers = iter([moved, found])
+    answers = iter([DescribedGroupAnswer(16, "g", "", "", "", []),
+                    DescribedGroupAnswer(0, "g", "Stable", "consumer", "range", [])])
 
-    class DescribingAdmin(FakeAdmin):
-        def describe_groups(self, names):
+    class DescribingWire(FakeWire):
+        def describe(self, names):
             return {name: next(answers) for name in names}
 
-    opened: list[DescribingAdmin] = []
-
-    def open_admin(_settings):
-        opened.append(DescribingAdmin({}))
-        return opened[-1]
-
-    reader = GroupOffsetsReader(KafkaAccess("fake:9092", (0, 9)), {}, connect=open_admin)
-    assert read_coordinator_group(reader, "g") == moved
-    assert opened[0].closed
-    assert read_coordinator_group(reader, "g") == found
-    assert len(opened) == 2 and not opened[1].closed
+    wire = DescribingWire()
+    reader, _ = _reader(wire)
+    moved_away = read_coordinator_group(reader, "g")
+    assert moved_away is not None and moved_away.coordinator_moved
+    assert wire.forgotten == 1
+    found = read_coordinator_group(reader, "g")
+    assert found is not None and (found.state, found.protocol) == ("Stable", "range")
+    assert wire.forgotten == 1

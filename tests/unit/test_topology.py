@@ -6,13 +6,12 @@ from __future__ import annotations
 import threading
 
 import pytest
-from kafka.errors import KafkaConnectionError
 from support.waiting import wait_until
 
 from zkconsumer.exporter.kafka_reads import ClusterReads
 from zkconsumer.fetch import KafkaAccess
-from zkconsumer.fetch.kafka_client import LazyConsumer
-from zkconsumer.fetch.log_offsets import LogOffsets, LogOffsetsError
+from zkconsumer.fetch.log_offsets import LazyLog, LogOffsets, LogOffsetsError
+from zkconsumer.kafka.errors import KafkaConnectionError
 from zkconsumer.model import TopicPartition
 from zkconsumer.topology import (
     KafkaTopics,
@@ -77,9 +76,10 @@ def test_the_refresher_compares_with_what_the_last_rebalance_used():
 
 
 class FlakyConsumer:
-    """kafka-python's consumer, answering metadata until told to fail. Like the real one, its
-    `topics()` asks the brokers and leaves internal topics out, and `partitions_for_topic`
-    answers from what was read, asking again for a topic it does not know."""
+    """The cluster client behind `LogOffsets`, answering metadata until told to fail. Like
+    the real one, one Metadata request lists every topic, the internal ones included (the
+    offsets topic, which `exclude.internal.topics` decides on); a topic still being created
+    has no partitions yet."""
 
     INTERNAL = "__consumer_offsets"
 
@@ -90,25 +90,21 @@ class FlakyConsumer:
         self.answering.set()
         self.requests = 0
 
-    def topics(self):
+    def topic_partitions(self):
         self.requests += 1
         self.answering.wait()
         if self.failing:
             raise KafkaConnectionError("broker down")
-        return {t for t in self.topics_by_name if t != self.INTERNAL}
+        return {topic: sorted(numbers) for topic, numbers in self.topics_by_name.items()
+                if numbers}
 
-    def partitions_for_topic(self, topic):
-        if topic not in self.topics_by_name:
-            self.requests += 1
-        return self.topics_by_name.get(topic, set())
-
-    def end_offsets(self, partitions, timeout_ms):
+    def offsets(self, partitions, time_ms, by_time=False):
         self.answering.wait()
-        return {tp: 10 for tp in partitions}
+        return dict.fromkeys(partitions, 10)
 
 
 class FakeClient:
-    """`LazyConsumer`, handing out the fake consumer."""
+    """`LazyLog`, handing out the fake cluster client."""
 
     def __init__(self, consumer) -> None:
         self.consumer = consumer
@@ -144,7 +140,7 @@ def test_internal_topics_are_listed_for_exclude_internal_topics_to_decide(kafka_
     assert seen.partitions(FlakyConsumer.INTERNAL) == [0]
 
 
-def test_one_metadata_request_lists_the_topics_and_a_second_only_without_consumer_offsets():
+def test_one_metadata_request_lists_the_topics_with_or_without_consumer_offsets():
     client, consumer = LogOffsets("k:9092", None), FlakyConsumer()
     client._client = FakeClient(consumer)
     topics = KafkaTopics(client, stale_after_s=10)  # every view waits for its own read
@@ -152,7 +148,7 @@ def test_one_metadata_request_lists_the_topics_and_a_second_only_without_consume
     assert consumer.requests == 1
     del consumer.topics_by_name[FlakyConsumer.INTERNAL]
     assert topics.view().all_topics == ["orders"]
-    assert consumer.requests == 3
+    assert consumer.requests == 2
 
 
 def test_unreachable_metadata_gives_the_last_view_once_one_was_read(kafka_topics):
@@ -266,9 +262,9 @@ def test_an_unexpected_error_does_not_end_the_checks():
 
 
 def test_a_closed_client_is_not_opened_again():
-    client = LazyConsumer({"bootstrap_servers": "k:9092"}, TopicMetadataError)
+    client = LazyLog({"bootstrap_servers": "k:9092"}, None)
     client.close()
-    with pytest.raises(TopicMetadataError, match="is closed"):
+    with pytest.raises(LogOffsetsError, match="is closed"):
         client.get()
 
 

@@ -3,13 +3,19 @@ tried again: the decision (`StartupRetry`) and the loop around it, on a fake clo
 
 from __future__ import annotations
 
+import socket
+import time
+
 import pytest
 
 from zkconsumer.zk.session import (
     ZookeeperAccessDeniedError,
+    ZookeeperHostUnknownError,
     ZookeeperSlowError,
     ZookeeperUnreachableError,
+    connect,
     connect_patiently,
+    unresolved_hosts,
 )
 from zkconsumer.zk.startup import StartupRetry
 
@@ -88,3 +94,28 @@ def test_what_waiting_cannot_mend_fails_at_the_first_try(failure):
     with pytest.raises(type(failure), match=str(failure)[:20]):
         connect_patiently(try_once, StartupRetry(60.0), clock=clock, sleep=clock.sleep)
     assert (len(made), clock.slept) == (1, [])
+
+
+def _resolver(known: set[str]):
+    def resolve(host: str, _port: int) -> object:
+        if host not in known:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return [("addr",)]
+    return resolve
+
+
+def test_a_connect_string_none_of_whose_hosts_resolves_is_told_by_name():
+    unknown = unresolved_hosts("zk-typo:2181,zk-tpyo:2181/chroot", _resolver(set()))
+    assert unknown == {"zk-typo:2181": "Name or service not known",
+                       "zk-tpyo:2181": "Name or service not known"}
+    assert unresolved_hosts("zk-typo:2181,zk2:2181", _resolver({"zk2"})) == {}
+
+
+def test_a_zookeeper_host_that_does_not_resolve_is_said_at_once_not_after_the_timeout():
+    """`.invalid` never resolves (RFC 6761): the command must not wait out its 10 s."""
+    started = time.monotonic()
+    with pytest.raises(ZookeeperHostUnknownError) as caught:
+        connect("zk.no-such-host.invalid:2181", timeout_s=10.0)
+    assert time.monotonic() - started < 5.0
+    assert str(caught.value).startswith("cannot reach ZooKeeper at zk.no-such-host.invalid:2181: "
+                                        "no host of it resolves (zk.no-such-host.invalid:2181: ")

@@ -19,7 +19,6 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from typing import Protocol, TypeVar
 
-from kafka.errors import KafkaError
 from kazoo.client import KazooClient
 
 from zkconsumer.admin.plans import BOTH, STORAGES
@@ -40,11 +39,10 @@ from zkconsumer.offsets import (
 )
 from zkconsumer.offsets.coordinator_groups import (
     CoordinatorGroup,
-    open_groups_admin,
     read_coordinator_group,
     read_coordinator_groups,
 )
-from zkconsumer.offsets.kafka_reader import is_transient_kafka_error
+from zkconsumer.offsets.kafka_reader import KAFKA_ERRORS, is_transient_kafka_error
 from zkconsumer.offsets.retry import call_with_retries
 from zkconsumer.topology import KafkaTopics, TopicSource, TopicView, open_topic_source
 from zkconsumer.zk.group_state import committed_partitions, group_topics
@@ -229,13 +227,13 @@ class AdminContext:
             what=f"asking Kafka's group coordinator at {self.kafka_access.bootstrap_servers} "
                  f"about group {name}",
             policy=KAFKA_READ_RETRIES, is_transient=is_transient_kafka_error,
-            handled=(KafkaError,)))
+            handled=KAFKA_ERRORS))
 
     def _on_coordinator(self, read: Callable[[GroupOffsetsReader], T]) -> T:
-        """kafka-python's errors as one line, naming the brokers asked."""
+        """The cluster client's errors as one line, naming the brokers asked."""
         try:
             return read(self._offsets_reader())
-        except KafkaError as exc:
+        except KAFKA_ERRORS as exc:
             raise ZkConsumerError(f"asking Kafka's group coordinator at "
                                   f"{self.kafka_access.bootstrap_servers} failed: "
                                   f"{describe_error(exc)}") from None
@@ -246,8 +244,7 @@ class AdminContext:
             if self._group_offsets is None:
                 # The groups admin client is kafka-python's, DescribeGroups aside: one
                 # client reads both offsets and the coordinator's groups.
-                self._group_offsets = GroupOffsetsReader(access, self._client_options,
-                                                         connect=open_groups_admin)
+                self._group_offsets = GroupOffsetsReader(access, self._client_options)
                 self._stack.callback(self._group_offsets.close)
             return self._group_offsets
 

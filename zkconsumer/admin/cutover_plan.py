@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from zkconsumer.admin.plans import Plan, PlanRow
+from zkconsumer.admin.plans import Change, Plan, PlanRow
 from zkconsumer.model import TopicPartition, never_backwards
 from zkconsumer.znodes.fence import (
     Fence,
@@ -173,7 +173,8 @@ def decide(view: CutoverView, request: CutoverRequest, now_ms: int) -> Decision:
     if fence is None or not moving:
         return WriteFence(Fence(target, FencePhase.DRAINING, now_ms), fence)
     members = view.members_on(source)
-    remaining = tuple(_name(m) for m in members if view.honours_fence(m) or not view.judged(m))
+    remaining = tuple(_waited(m) for m in members
+                      if view.honours_fence(m) or not view.judged(m))
     # A member that promised but has not registered (or joined) yet is one step from
     # consuming on the old coordination: it is waited for too (it sees the fence once in).
     counted = {m if isinstance(m, str) else m.marked_as for m in members}
@@ -254,6 +255,14 @@ def _name(member: str | KafkaMember) -> str:
     return member.name if isinstance(member, KafkaMember) else member
 
 
+def _waited(member: str | KafkaMember) -> str:
+    """A member waited for, by the consumer id it promised under (as `members moved` names
+    it); a Kafka member that promised none by its member id and host."""
+    if isinstance(member, KafkaMember) and member.marked_as is not None:
+        return member.marked_as
+    return _name(member)
+
+
 # -- the offsets ---------------------------------------------------------------------------------
 
 def copy_plan(view: CutoverView, request: CutoverRequest) -> Plan:
@@ -266,6 +275,29 @@ def copy_plan(view: CutoverView, request: CutoverRequest) -> Plan:
                  for tp, offset in sorted(source.items())
                  if tp.topic not in view.missing_topics)
     return Plan(rows, allow_rewind=False)
+
+
+def copy_words(change: Change, done: bool) -> str:
+    """A row of the offsets' copy as the cutover says it, in the dry run (`done` false) and in
+    the report alike: `to copy` / `copied`, or `already there` (the target has it: the members
+    commit to both storages while they drain, so a row the dry run had to copy is often
+    there by the time of the copy)."""
+    if change == Change.UNCHANGED:
+        return "already there"
+    if change == Change.WRITE:
+        return "copied" if done else "to copy"
+    return change.value
+
+
+def copy_summary(plan: Plan, done: bool) -> str:
+    """The copy's rows counted, in `copy_words`' words."""
+    counts = plan.counts()
+    copied, there = counts[Change.WRITE.value], counts[Change.UNCHANGED.value]
+    if done:
+        return (f"offsets: {copied} copied, {there} already there (members that drain "
+                "commit to both storages)")
+    return (f"offsets: {copied} to copy, {there} already there; members that drain commit to "
+            "both storages, so more may be already there when the copy comes")
 
 
 def unverified(plan: Plan, read_back: Mapping[TopicPartition, int]

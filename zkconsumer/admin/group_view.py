@@ -17,11 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from zkconsumer.config.keys import KEYS_BY_NAME
 from zkconsumer.lag.history import OffsetHistory
 from zkconsumer.lag.report import GroupReport, GroupState, ScanInputs, scan
 from zkconsumer.lag.status import Status, WindowRules
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.coordinator_groups import CoordinatorGroup
+from zkconsumer.znodes.fence import Fence
 
 
 def look_once(states: Iterable[GroupState], partitions: Mapping[str, list[TopicPartition]],
@@ -61,20 +63,51 @@ there, for a group the coordinator forgot), or both."""
 
 
 def list_row(name: str, where: str, coordinator: CoordinatorGroup | None,
-             state: GroupState | None, report: GroupReport | None) -> dict:
+             state: GroupState | None, report: GroupReport | None,
+             fence: Fence | None = None) -> dict:
     """A group `group list` could not read is still a row, with no figures; `state` is the
-    coordinator's (None for a group only ZooKeeper knows)."""
+    coordinator's (None for a group only ZooKeeper knows); `cutover` its fence
+    (`cutover_of`)."""
     known = {"group": name, "where": where,
              "state": None if coordinator is None else coordinator.state or None}
     if state is None or report is None:
         return {**known, "members": None, "zookeeper_offsets": None,
-                "owned_partitions": None, "storage": None, "lag": None, "status": None}
+                "owned_partitions": None, "storage": None, "lag": None, "status": None,
+                "cutover": cutover_of(fence)}
     return {**known, "members": report.members,
             "zookeeper_offsets": len(state.zookeeper_offsets),
             "owned_partitions": len(state.owners), "storage": storage_of(report),
             "lag": report.total_lag if any(p.lag is not None for p in report.partitions)
             else None,
-            "status": group_status_name(report)}
+            "status": group_status_name(report), "cutover": cutover_of(fence)}
+
+
+def cutover_of(fence: Fence | None) -> str | None:
+    """The group's cutover fence in a few words (`draining to kafka`, `switched to
+    zookeeper`); None: no cutover was ever started."""
+    return None if fence is None else f"{fence.phase} to {fence.to}"
+
+
+def cutover_view(fence: Fence | None) -> dict | None:
+    """The fence as JSON shows it."""
+    return None if fence is None else {"to": fence.to, "phase": fence.phase,
+                                       "started_ms": fence.started_ms}
+
+
+def uncommitted(report: GroupReport) -> list[str]:
+    """Partitions a member owns that have no committed offset in either storage yet
+    (`topic-partition`): shown with `-` for offset and lag until the member commits."""
+    return [f"{p.topic}-{p.partition}" for p in report.partitions
+            if p.owner is not None and p.zookeeper_offset is None and p.kafka_offset is None]
+
+
+def uncommitted_note(where: str, partitions: list[str]) -> str:
+    """Why `-` stands where a partition is consumed: nothing committed yet."""
+    interval_s = KEYS_BY_NAME["auto.commit.interval.ms"].default / 1000
+    shown = ", ".join(partitions[:5]) + (", ..." if len(partitions) > 5 else "")
+    return (f"{where}: {len(partitions)} owned partition(s) with nothing committed yet "
+            f"({shown}): offsets and lag show '-' until the member commits, every "
+            f"auto.commit.interval.ms ({interval_s:g} s by default) and when it stops")
 
 
 def member_rows(state: GroupState) -> list[dict]:

@@ -22,12 +22,15 @@ from kazoo.exceptions import NoNodeError
 from zkconsumer.admin.context import AdminContext
 from zkconsumer.admin.group_view import (
     coordinator_view,
+    cutover_view,
     group_status_name,
     kafka_only_partitions,
     list_row,
     look_once,
     member_rows,
     partition_rows,
+    uncommitted,
+    uncommitted_note,
     where_of,
 )
 from zkconsumer.errors import ZkConsumerError, ZnodeDataError
@@ -40,14 +43,39 @@ from zkconsumer.offsets.coordinator_groups import CoordinatorGroup
 from zkconsumer.zk.group_state import (
     committed_partitions,
     list_groups,
+    read_fence,
     read_group_state,
     read_members,
 )
+from zkconsumer.znodes.fence import Fence
 from zkconsumer.znodes.paths import GroupPaths
 
 
 class LiveGroupError(ZkConsumerError):
     """The command would change a group that has registered members."""
+
+
+class UnknownGroupError(ZkConsumerError):
+    """The group named exists nowhere: not under /consumers, not on Kafka's group
+    coordinator, and it has no offsets in Kafka."""
+
+    @classmethod
+    def of(cls, ctx: AdminContext, name: str) -> UnknownGroupError:
+        """The one line every command says it in."""
+        return cls(f"no group {name} under /consumers or on Kafka's group coordinator"
+                   if ctx.has_zookeeper else f"no group {name} on Kafka's group coordinator")
+
+
+def require_group(ctx: AdminContext, name: str) -> None:
+    """The rule every command that reads or moves one group follows (describe, delete,
+    cutover, offsets diff, spark-json, export and migrate of named groups): a group exists if
+    ZooKeeper has /consumers/<group> or members of it, Kafka's group coordinator knows it, or
+    it has offsets in Kafka; otherwise UnknownGroupError. (`offsets reset` and `import` may
+    write a group's first offsets, so they do not ask.)"""
+    if ctx.has_zookeeper and ctx.zk.exists(GroupPaths(name).root):  # its members' too
+        return
+    if ctx.coordinator_group(name) is None and not _every_offset_of(ctx, name):
+        raise UnknownGroupError.of(ctx, name)
 
 
 @dataclass(frozen=True)
@@ -59,6 +87,7 @@ class GroupDescription:
     members: list[dict]         # `member_rows`: those registered in ZooKeeper
     coordinator: dict | None    # `coordinator_view`; None for a group the coordinator lacks
     missing_topics: list[str]   # asked for or subscribed to, but not in the topic registry
+    cutover: dict | None = None  # `cutover_view` of the group's fence; None: none
 
 
 @dataclass(frozen=True)
@@ -72,8 +101,10 @@ def list_groups_with_lag(ctx: AdminContext, window_s: float) -> list[dict]:
     """A `list_row` for every group under /consumers, in ZooKeeper's order, then for every
     group only Kafka's group coordinator knows, by name."""
     names = list_groups(ctx.zk) if ctx.has_zookeeper else []
-    read = ctx.for_each_group(names, lambda name: _readable_state(ctx, name), "reading groups")
-    in_zookeeper = [state for state in read.values() if state is not None]
+    read = ctx.for_each_group(names, lambda name: (_readable_state(ctx, name),
+                                                   _readable_fence(ctx, name)),
+                              "reading groups")
+    in_zookeeper = [state for state, _fence in read.values() if state is not None]
     coordinator, kafka_reachable = _listed_on_coordinator(ctx)
     for group in coordinator.values():
         _note_trouble(ctx, group)
@@ -90,8 +121,12 @@ def list_groups_with_lag(ctx: AdminContext, window_s: float) -> list[dict]:
     log_ends = _readable_log_ends(ctx, registered)
     reports = {report.group: report for report in look_once(
         states.values(), layout, log_ends, kafka, window_s, time.time())}
+    for report in reports.values():
+        if partitions := uncommitted(report):
+            ctx.reporter.note(uncommitted_note(f"group {report.group}", partitions))
     return [list_row(name, where_of(name in names, coordinator.get(name)),
-                     coordinator.get(name), states.get(name), reports.get(name))
+                     coordinator.get(name), states.get(name), reports.get(name),
+                     read[name][1] if name in read else None)
             for name in [*names, *kafka_only]]
 
 
@@ -117,6 +152,15 @@ def _readable_state(ctx: AdminContext, name: str) -> GroupState | None:
         return read_group_state(ctx.zk, name)
     except ZnodeDataError as exc:
         ctx.reporter.note(f"group {name} is listed without figures: {exc}")
+        return None
+
+
+def _readable_fence(ctx: AdminContext, name: str) -> Fence | None:
+    """The group's cutover fence; one that does not parse is left out, with a note."""
+    try:
+        return read_fence(ctx.zk, name)[0]
+    except ZnodeDataError as exc:
+        ctx.reporter.note(f"group {name} is shown without its cutover fence: {exc}")
         return None
 
 
@@ -204,9 +248,7 @@ def describe_group(ctx: AdminContext, name: str, topics: tuple[str, ...] | list[
     else:
         kafka = _every_offset_of(ctx, name)
         if coordinator is None and not kafka:
-            raise ZkConsumerError(f"no group {name} under /consumers or on Kafka's group "
-                                  "coordinator" if ctx.has_zookeeper
-                                  else f"no group {name} on Kafka's group coordinator")
+            raise UnknownGroupError.of(ctx, name)
         wanted = set(topics) or state.topics(()) | {tp.topic for tp in kafka}
         registered = ctx.partitions_of(wanted)
         partitions = kafka_only_partitions(registered, kafka, wanted)
@@ -215,6 +257,8 @@ def describe_group(ctx: AdminContext, name: str, topics: tuple[str, ...] | list[
     [report] = look_once([state], {name: partitions}, _log_ends(ctx, registered),
                          {name: kafka}, window_s, time.time())
     rows = partition_rows(report)
+    if pending := uncommitted(report):
+        ctx.reporter.note(uncommitted_note(f"group {name}", pending))
     missing = sorted(wanted - {tp.topic for tp in registered})
     if topics and not rows:
         raise ZkConsumerError(f"no topic {', '.join(missing)} in {ctx.topics_from} "
@@ -226,7 +270,8 @@ def describe_group(ctx: AdminContext, name: str, topics: tuple[str, ...] | list[
     return GroupDescription(name, where_of(in_zookeeper, coordinator), group_status_name(report),
                             rows, member_rows(zookeeper_state),
                             None if coordinator is None else coordinator_view(coordinator),
-                            missing)
+                            missing,
+                            cutover_view(_readable_fence(ctx, name)) if in_zookeeper else None)
 
 
 def _note_trouble(ctx: AdminContext, group: CoordinatorGroup) -> None:
@@ -279,7 +324,9 @@ def delete_group(ctx: AdminContext, name: str, dry_run: bool) -> GroupDeletion:
                              f"({', '.join(list(members)[:3])}); stop them first")
     root = GroupPaths(name).root
     if not ctx.zk.exists(root):
-        raise ZkConsumerError(f"no group {name} under /consumers")
+        require_group(ctx, name)  # refused alike if nowhere, and said where it is if not
+        raise ZkConsumerError(f"group {name} is not under /consumers (it lives on Kafka's "
+                              "group coordinator, which `group delete` does not change)")
     offsets = len(committed_partitions(ctx.zk, name))
     if not dry_run:
         try:

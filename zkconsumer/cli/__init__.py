@@ -11,6 +11,7 @@ command in hand.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -24,8 +25,9 @@ from zkconsumer.cli.exporter_command import exporter
 from zkconsumer.cli.group_commands import group
 from zkconsumer.cli.inspect_command import inspect_cluster
 from zkconsumer.cli.offsets_commands import offsets
+from zkconsumer.cli.option_rules import apply_rules, deprecated_variables
 from zkconsumer.errors import OffsetsDifferError, ZkConsumerError
-from zkconsumer.logs import LOG_FORMATS, configure_logging, redact
+from zkconsumer.logs import LOG_FORMATS, configure_logging, get_logger, redact
 
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
@@ -73,10 +75,14 @@ _EPILOG = "\b\nExit status:\n" + "\n".join(f"  {status:<4} {meaning}"
 @click.option("--log-format", type=click.Choice(LOG_FORMATS), default="console", show_default=True,
               envvar="ZKCONSUMER_LOG_FORMAT", help="Human console lines, or one JSON object per line.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]),
-              default="info", show_default=True, envvar="ZKCONSUMER_LOG_LEVEL")
+              default="info", show_default=True, envvar="ZKCONSUMER_LOG_LEVEL",
+              help="The least severe log lines shown.")
 def cli(log_format: str, log_level: str) -> None:
     """Kafka's ZooKeeper-coordinated consumer groups, in Python."""
     configure_logging(log_format, log_level)
+    for old, new in deprecated_variables(os.environ):
+        get_logger(__name__).warning("deprecated environment variable", variable=old,
+                                     use=new)
 
 
 cli.add_command(consume)
@@ -88,17 +94,8 @@ cli.add_command(exporter)
 cli.add_command(offsets)
 
 
-def _show_envvars(command: click.Command) -> None:
-    """Every option can come from a variable (`auto_envvar_prefix` gives the others one), and
-    the automatic names are not guessable, so `--help` shows each option's."""
-    for param in command.params:
-        if isinstance(param, click.Option):
-            param.show_envvar = True
-    for subcommand in getattr(command, "commands", {}).values():
-        _show_envvars(subcommand)
-
-
-_show_envvars(cli)
+# One rule for every command's option order and variable names (see option_rules).
+apply_rules(cli)
 
 
 def main() -> None:

@@ -15,6 +15,18 @@ if TYPE_CHECKING:
     from zkconsumer.admin.context import Step
 
 
+GROUP_MUST_EXIST = ("The consumer group (group.id); one that exists nowhere (not under "
+                    "/consumers, not on Kafka's group coordinator, no offsets in Kafka) is an "
+                    "error.")
+
+
+def one_group_option(callback: Callable | None = None, help: str = GROUP_MUST_EXIST
+                     ) -> Callable:
+    """`--group`, where a command acts on one group; every such command describes it alike."""
+    return click.option("--group", "name", required=True, envvar="ZKCONSUMER_GROUP_ID",
+                        callback=callback, help=help)
+
+
 def admin_options(command: Callable) -> Callable:
     """The connection options shared by every administration command."""
     return _with_admin_options(command, zookeeper_required=True)

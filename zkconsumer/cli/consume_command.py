@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
-from zkconsumer.cli.message_output import FORMATS, formatter
+from zkconsumer.cli.message_output import FORMAT_HELP, FORMATS, formatter
 from zkconsumer.errors import ConfigError
 from zkconsumer.logs import LOG_FORMATS, configure_logging, get_logger
 
@@ -172,7 +172,7 @@ def _filter_option(ctx: click.Context, param: click.Parameter, value: str | None
               help="Stop after this many messages (with several streams, a message another "
                    "stream already holds is still printed, never dropped).")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="jsonl",
-              show_default=True, help="jsonl: one JSON object per message; value: raw values.")
+              show_default=True, help=FORMAT_HELP)
 @click.option("--handler", metavar="MODULE:FUNCTION",
               help="Call this function with each message (before it is printed).")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), envvar="ZKCONSUMER_METRICS_PORT",

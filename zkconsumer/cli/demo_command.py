@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from zkconsumer.cli.inspect_command import describe_cluster, print_cluster
-from zkconsumer.cli.message_output import FORMATS, formatter
+from zkconsumer.cli.message_output import FORMAT_HELP, FORMATS, formatter
 from zkconsumer.logs import get_logger
 
 if TYPE_CHECKING:
@@ -28,13 +28,14 @@ KAFKA_API_VERSION = (0, 9)
 
 
 @click.command()
-@click.option("--partitions", type=click.IntRange(1, 64), default=4, show_default=True)
+@click.option("--partitions", type=click.IntRange(1, 64), default=4, show_default=True,
+              help="Partitions of the demo topic.")
 @click.option("--messages", type=click.IntRange(0), default=100, show_default=True,
               help="Messages written before consuming starts.")
 @click.option("--max-messages", type=click.IntRange(1),
               help="Stop after consuming this many (default: run until Ctrl-C).")
 @click.option("--format", "output_format", type=click.Choice(FORMATS), default="jsonl",
-              show_default=True)
+              show_default=True, help=FORMAT_HELP)
 def demo(partitions: int, messages: int, max_messages: int | None, output_format: str) -> None:
     """Run a consumer worker on a local cluster with a demo topic (what scripts/run does)."""
     log = get_logger(__name__)

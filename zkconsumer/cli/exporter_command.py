@@ -213,7 +213,7 @@ def exporter(zookeeper_connect, bootstrap_server, properties, port, host, group_
                               fences=groups.fences)
         # Listening first: a port in use is said at once, not after loading /consumers.
         server = MetricsServer(host, port, service.registry, service.health, service.route,
-                               text=service.metrics_text)
+                               text=service.metrics_text, paths=service.paths)
         opened.callback(_quietly, server.stop)
         if groups.start(CACHE_LOAD_TIMEOUT_S, stop_requested):
             if notifier is not None:

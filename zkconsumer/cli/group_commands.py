@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING
 import click
 
 from zkconsumer.admin.cutover_plan import DEFAULT_TIMEOUT_S, CutoverRequest
-from zkconsumer.cli.admin_options import TERMINAL, admin_options, group_view_options, table_cells
+from zkconsumer.cli.admin_options import (
+    TERMINAL,
+    admin_options,
+    group_view_options,
+    one_group_option,
+    table_cells,
+)
 from zkconsumer.cli.duration_option import Duration
 from zkconsumer.cli.output import emit_json, emit_table
 from zkconsumer.lag.status import DEFAULT_WINDOW_S
@@ -49,11 +55,11 @@ def list_command(status_window, zookeeper_connect, bootstrap_server, properties,
         emit_json(rows)
     else:
         emit_table(("group", "where", "state", "members", "zk offsets", "owned", "storage",
-                    "lag", "status"), table_cells(rows))
+                    "lag", "status", "cutover"), table_cells(rows))
 
 
 @group.command("describe")
-@click.option("--group", "name", required=True, envvar="ZKCONSUMER_GROUP_ID")
+@one_group_option()
 @click.option("--topic", "topics", multiple=True,
               help="Only this topic (repeatable); Kafka is asked about it too, for groups whose "
                    "offsets live only there.")
@@ -72,7 +78,8 @@ def describe_command(name, topics, status_window, zookeeper_connect, bootstrap_s
     if as_json:
         emit_json({"group": found.group, "where": found.where, "status": found.status,
                    "partitions": found.partitions, "members": found.members,
-                   "coordinator": found.coordinator, "missing_topics": found.missing_topics})
+                   "coordinator": found.coordinator, "missing_topics": found.missing_topics,
+                   "cutover": found.cutover})
         return
     emit_table(("topic", "partition", "zk offset", "kafka offset", "log end", "lag", "owner",
                 "status"), table_cells(found.partitions))
@@ -84,6 +91,16 @@ def describe_command(name, topics, status_window, zookeeper_connect, bootstrap_s
                     for m in found.members])
     if found.coordinator is not None:
         _echo_coordinator(found.coordinator)
+    if found.cutover is not None:
+        click.echo()
+        click.echo(f"cutover: {found.cutover['phase']} to {found.cutover['to']}, started "
+                   f"{_utc(found.cutover['started_ms'])}")
+
+
+def _utc(epoch_ms: int) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(epoch_ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _echo_coordinator(coordinator: dict) -> None:
@@ -101,7 +118,7 @@ def _echo_coordinator(coordinator: dict) -> None:
 
 
 @group.command("delete")
-@click.option("--group", "name", required=True, envvar="ZKCONSUMER_GROUP_ID")
+@one_group_option()
 @click.option("--dry-run", is_flag=True, help="Show what would be removed; remove nothing.")
 @admin_options
 def delete_command(name, dry_run, zookeeper_connect, bootstrap_server, properties,
@@ -128,8 +145,7 @@ def _group_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str
 
 
 @group.command("cutover")
-@click.option("--group", "name", required=True, envvar="ZKCONSUMER_GROUP_ID",
-              callback=_group_name)
+@one_group_option(callback=_group_name)
 @click.option("--to", "target", type=click.Choice(COORDINATIONS), required=True,
               help="The coordination to move the group to; the other one while its fence is "
                    "still draining rolls the move back.")
@@ -165,12 +181,17 @@ def cutover_command(name, target, execute, force, skip_missing_topics, timeout_s
 
 
 def _echo_cutover(report: CutoverReport) -> None:
+    from zkconsumer.admin.cutover_plan import copy_summary, copy_words
+
+    done = report.outcome != "dry run"
     if report.plan is not None:
-        emit_table(("topic", "partition", f"{report.target} now", "new", "change"),
+        emit_table(("topic", "partition", f"{report.target} now", "new", "copy"),
                    [(r.partition.topic, r.partition.partition,
                      "-" if r.current is None else r.current, r.new,
-                     report.plan.change_of(r).value) for r in report.plan.rows])
-    if report.outcome == "dry run":
+                     copy_words(report.plan.change_of(r), done)) for r in report.plan.rows])
+    if not done:
+        if report.plan is not None:
+            click.echo(copy_summary(report.plan, done), err=True)
         click.echo(f"next: {report.next_step}", err=True)
         click.echo("dry run: nothing written; add --execute to move the group", err=True)
         return
@@ -180,6 +201,8 @@ def _echo_cutover(report: CutoverReport) -> None:
     if report.outcome != "switched":
         return
     click.echo(f"members moved: {', '.join(report.members_moved) or 'none'}")
+    if report.plan is not None:
+        click.echo(copy_summary(report.plan, done))
     click.echo(f"offsets verified: {report.offsets_verified}, partitions: {report.partitions}")
     if report.pauses:
         emit_table(("topic", "partition", "pause ms", "since"),

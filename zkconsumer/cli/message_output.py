@@ -9,6 +9,8 @@ from collections.abc import Callable
 from zkconsumer.model import Message
 
 FORMATS = ("jsonl", "value", "none")
+FORMAT_HELP = ("How each message is printed on standard output: jsonl, one JSON object per "
+               "message; value, its raw value and a newline; none, nothing.")
 
 
 def _text(data: bytes) -> tuple[str, bool]:

@@ -7,6 +7,7 @@ without --execute); the service refuses live groups and reads back what it wrote
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,11 +15,16 @@ from typing import TYPE_CHECKING
 import click
 
 from zkconsumer.admin.plans import BOTH, STORAGES, Change, ResetSpec
-from zkconsumer.cli.admin_options import TERMINAL, admin_options, table_cells
+from zkconsumer.cli.admin_options import (
+    TERMINAL,
+    admin_options,
+    one_group_option,
+    table_cells,
+)
 from zkconsumer.cli.output import emit_json, emit_table
 
 if TYPE_CHECKING:
-    from zkconsumer.admin.context import admin_context
+    from zkconsumer.admin.context import AdminContext, admin_context
     from zkconsumer.admin.offset_writes import OffsetWrite
 else:
     def admin_context(*args, **kwargs):
@@ -45,6 +51,14 @@ def _chosen_groups(groups: tuple[str, ...], every: bool) -> list[str] | None:
     return None if every else list(groups)
 
 
+def _require_groups(ctx: AdminContext, groups: Iterable[str]) -> None:
+    """Every group named must exist somewhere, by the rule every command follows."""
+    from zkconsumer.admin.groups import require_group
+
+    for name in groups:
+        require_group(ctx, name)
+
+
 def _show_plan(write: OffsetWrite, headers: tuple[str, ...], as_json: bool, extra: dict) -> None:
     plan = write.plan
     rows = [{"group": r.group, "topic": r.partition.topic, "partition": r.partition.partition,
@@ -69,7 +83,8 @@ def _dry_run_done(how_to_write: str) -> None:
 @offsets.command("export")
 @click.option("--group", "groups", multiple=True, help="A group to export; repeatable.")
 @click.option("--all", "every", is_flag=True, help="Every group under /consumers (the default).")
-@click.option("--storage", type=click.Choice(STORAGES), default="zookeeper", show_default=True)
+@click.option("--storage", type=click.Choice(STORAGES), default="zookeeper", show_default=True,
+              help="Which storage's offsets to export.")
 @click.option("--topic", "topics", multiple=True,
               help="With --storage kafka: also ask about this topic; repeatable.")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
@@ -86,6 +101,7 @@ def export_command(groups, every, storage, topics, output, file_format, zookeepe
     file_format = file_format or ("json" if as_json or (output and output.suffix == ".json")
                                   else "text")
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
+        _require_groups(ctx, groups)
         exported = export_offsets(ctx, storage, list(groups) or None, topics)
     document = format_json(exported) if file_format == "json" else format_text(exported)
     if output:
@@ -100,7 +116,8 @@ def export_command(groups, every, storage, topics, output, file_format, zookeepe
 @click.option("--input", "input_file", required=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A file in the reference text format or zkconsumer JSON.")
-@click.option("--storage", type=click.Choice(STORAGES), default="zookeeper", show_default=True)
+@click.option("--storage", type=click.Choice(STORAGES), default="zookeeper", show_default=True,
+              help="Which storage to write the offsets to.")
 @click.option("--dry-run", is_flag=True, help="Show the plan; write nothing.")
 @click.option("--force", is_flag=True, help="Write even to groups with live members.")
 @admin_options
@@ -125,7 +142,8 @@ def import_command(input_file, storage, dry_run, force, zookeeper_connect, boots
 @offsets.command("migrate")
 @click.option("--group", "groups", multiple=True, help="A group to migrate; repeatable.")
 @click.option("--all", "every", is_flag=True, help="Every group under /consumers.")
-@click.option("--to", "target", type=click.Choice(STORAGES), required=True)
+@click.option("--to", "target", type=click.Choice(STORAGES), required=True,
+              help="The storage to copy the offsets to (from the other one).")
 @click.option("--topic", "topics", multiple=True,
               help="With --to zookeeper: also read this topic from Kafka; repeatable.")
 @click.option("--dry-run", is_flag=True, help="Show the plan; write nothing.")
@@ -139,6 +157,7 @@ def migrate_command(groups, every, target, topics, dry_run, force, allow_rewind,
 
     chosen = _chosen_groups(groups, every)
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
+        _require_groups(ctx, groups)
         write = planned_migration(ctx, chosen, target, topics, force, allow_rewind)
         _show_plan(write, ("group", "topic", "partition", f"{target} now", write.source,
                            "change"), as_json,
@@ -151,7 +170,7 @@ def migrate_command(groups, every, target, topics, dry_run, force, allow_rewind,
 
 
 @offsets.command("diff")
-@click.option("--group", "name", required=True, envvar="ZKCONSUMER_GROUP_ID")
+@one_group_option()
 @click.option("--topic", "topics", multiple=True, help="Also compare this topic; repeatable.")
 @admin_options
 def diff_command(name, topics, zookeeper_connect, bootstrap_server, properties, as_json) -> None:
@@ -159,6 +178,7 @@ def diff_command(name, topics, zookeeper_connect, bootstrap_server, properties, 
     from zkconsumer.admin.offset_reads import diff_offsets
 
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
+        _require_groups(ctx, [name])
         diff = diff_offsets(ctx, name, topics)
     if as_json:
         emit_json({"group": name, "differ": diff.differing})
@@ -172,7 +192,7 @@ def diff_command(name, topics, zookeeper_connect, bootstrap_server, properties, 
 
 
 @offsets.command("spark-json")
-@click.option("--group", "name", required=True, envvar="ZKCONSUMER_GROUP_ID")
+@one_group_option()
 @click.option("--topic", "topics", multiple=True,
               help="Only this topic (repeatable); default: every topic of the group.")
 @click.option("--storage", type=click.Choice((*STORAGES, BOTH)), default="zookeeper",
@@ -187,6 +207,7 @@ def spark_json_command(name, topics, storage, reset, zookeeper_connect, bootstra
     from zkconsumer.admin.offset_reads import spark_starting_offsets
 
     with admin_context(zookeeper_connect, bootstrap_server, properties, TERMINAL) as ctx:
+        _require_groups(ctx, [name])
         starting = spark_starting_offsets(ctx, name, topics, storage, reset)
     click.echo(offsets_to_json(starting))
 
@@ -194,17 +215,21 @@ def spark_json_command(name, topics, storage, reset, zookeeper_connect, bootstra
 # -- reset ----------------------------------------------------------------------------------------
 
 @offsets.command("reset")
-@click.option("--group", "name", required=True, envvar="ZKCONSUMER_GROUP_ID")
+@one_group_option(help="The consumer group (group.id); one with no offsets yet gets its first "
+                       "ones (with --topic).")
 @click.option("--topic", "topics", multiple=True,
               help="Reset only this topic (repeatable); default: every topic of the group.")
-@click.option("--to-earliest", "mode", flag_value="earliest")
-@click.option("--to-latest", "mode", flag_value="latest")
+# Two flags of one parameter: not from the environment, where one variable could not say which.
+@click.option("--to-earliest", "mode", flag_value="earliest", allow_from_autoenv=False,
+              help="The log start (the earliest offset still kept).")
+@click.option("--to-latest", "mode", flag_value="latest", allow_from_autoenv=False,
+              help="The log end (skip everything not consumed yet).")
 @click.option("--to-offset", type=int, help="This offset, clamped to the log.")
 @click.option("--shift-by", type=int, help="Move the committed offset by N (negative: back).")
 @click.option("--to-datetime",
               help="The first offset at or after this ISO 8601 time (UTC unless it has an offset).")
 @click.option("--storage", type=click.Choice((*STORAGES, BOTH)), default="zookeeper",
-              show_default=True)
+              show_default=True, help="Which storage's offsets to reset (both: each of them).")
 @click.option("--execute", is_flag=True, help="Write the offsets (otherwise a dry run).")
 @admin_options
 def reset_command(name, topics, mode, to_offset, shift_by, to_datetime, storage, execute,

@@ -43,6 +43,20 @@ from zkconsumer.lag.status import Observation, Status, burrow_group_status
 from zkconsumer.metrics.http_server import Reply
 
 PREFIX = "/v3/kafka"
+
+
+def served_paths(cluster: str) -> list[str]:
+    """The Burrow paths answered (the module's list), as the exporter's start line names
+    them, with the cluster's name in them."""
+    return [path.replace("<cluster>", cluster) for path in _SERVED]
+
+
+_SERVED = ("/burrow/admin", PREFIX, f"{PREFIX}/<cluster>", f"{PREFIX}/<cluster>/consumer",
+           f"{PREFIX}/<cluster>/consumer/<group>", f"{PREFIX}/<cluster>/consumer/<group>/status",
+           f"{PREFIX}/<cluster>/consumer/<group>/lag", f"{PREFIX}/<cluster>/topic[/<topic>]",
+           f"{PREFIX}/<cluster>/topic/<topic>/consumers", "/v3/config[/<coordinator>[/<module>]]",
+           "/v3/admin/loglevel")
+
 # More partitions than any Kafka topic has (a cluster holds some hundreds of thousands in all).
 MOST_PARTITIONS = 100_000
 T = TypeVar("T")

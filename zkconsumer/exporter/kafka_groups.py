@@ -27,8 +27,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from kafka.errors import KafkaError
-
 from zkconsumer.errors import ZkConsumerError, describe_error
 from zkconsumer.lag.report import GroupState
 from zkconsumer.model import TopicPartition
@@ -89,7 +87,7 @@ class CoordinatorWatch:
         try:
             fresh = {name: group for name, group in self._read(self._watched).items()
                      if self._watched(name)}
-        except (ZkConsumerError, KafkaError) as exc:
+        except ZkConsumerError as exc:  # the cluster client's errors among them
             self._unlisted.occurred(error=describe_error(exc))
             return dict(self._known)
         self._unlisted.cleared()

@@ -17,7 +17,6 @@ from zkconsumer.fetch import KafkaAccess, LogOffsets
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.coordinator_groups import (
     CoordinatorGroup,
-    open_groups_admin,
     read_coordinator_groups,
 )
 from zkconsumer.offsets.kafka_reader import GroupOffsets, GroupOffsetsReader, GroupPartitions
@@ -35,8 +34,7 @@ class ClusterReads:
         self._own_log_offsets = shared is None
         self._log_offsets = shared or LogOffsets(access.bootstrap_servers, access.api_version,
                                                  client_options, request_timeout_ms)
-        self._group_offsets = GroupOffsetsReader(access, client_options, request_timeout_ms,
-                                                 connect=open_groups_admin)
+        self._group_offsets = GroupOffsetsReader(access, client_options, request_timeout_ms)
 
     def topics(self) -> TopicView:
         return self._topics.view()

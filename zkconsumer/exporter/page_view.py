@@ -410,6 +410,10 @@ _ASSETS = {"/ui/page.css": "text/css; charset=utf-8",
            "/ui/page.js": "text/javascript; charset=utf-8"}
 
 
+# The pages' paths, as the exporter's start line names them (the assets are the pages' own).
+PAGE_PATHS = ("/", "/group/<group>")
+
+
 def page_reply(path: str, query: str, data: PageData) -> Reply | None:
     """The answer to one of the pages' paths; None for any other path. `fragment=1` in the
     query answers only the live part, which the page's script puts in place."""

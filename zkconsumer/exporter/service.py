@@ -23,10 +23,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from zkconsumer.errors import ZkConsumerError, ZnodeDataError
 from zkconsumer.exporter.burrow_config import BurrowSetup, Connections
-from zkconsumer.exporter.burrow_view import burrow_reply
+from zkconsumer.exporter.burrow_view import burrow_reply, served_paths
 from zkconsumer.exporter.group_story import Changes, status_changes, worst_first
 from zkconsumer.exporter.kafka_groups import CoordinatorWatch, merged_states
-from zkconsumer.exporter.page_view import PageData, page_reply
+from zkconsumer.exporter.page_view import PAGE_PATHS, PageData, page_reply
 from zkconsumer.exporter.prometheus_view import exposition, group_families
 from zkconsumer.fetch.log_offsets import log_ends_of_each_topic
 from zkconsumer.lag.history import OffsetHistory
@@ -193,6 +193,12 @@ class LagExporter:
         if age > limit:
             return False, f"the last good scan is {age:.0f} s old (more than {limit:g} s)"
         return True, f"{len(published.reports)} groups, last scan {age:.0f} s ago"
+
+    @property
+    def paths(self) -> list[str]:
+        """What `route` answers, besides /metrics and /healthz: the pages and Burrow's
+        paths."""
+        return [*PAGE_PATHS, *served_paths(self.settings.cluster)]
 
     def route(self, path: str, query: str = "") -> Reply | None:
         """The pages (`page_view`) and Burrow's paths, from the last good scan: never waiting

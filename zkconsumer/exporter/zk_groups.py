@@ -24,13 +24,12 @@ from zkconsumer.throttled_log import RetryWarnings
 from zkconsumer.zk.group_walk import GroupWalk
 from zkconsumer.zk.watched_tree import Kind, WatchedTree
 from zkconsumer.znodes.fence import Fence
-from zkconsumer.znodes.paths import CONSUMERS, GroupPaths
+from zkconsumer.znodes.paths import CONSUMERS, FENCE, GroupPaths
 
 log = get_logger(__name__)
 
 _STOP_POLL_S = 0.2
 _GROUP_DIRECTORIES = frozenset({"ids", "owners", "offsets"})
-_FENCE = "fence"  # `group cutover`'s (see `zkconsumer.znodes.fence`)
 
 
 class GroupsCacheError(ZkConsumerError):
@@ -87,7 +86,7 @@ class GroupsCache:
         """The cutover fence of every wanted group that has one; one that does not parse is
         left out, and said once."""
         names = self._tree.children([CONSUMERS]).get(CONSUMERS, [])
-        paths = {f"{CONSUMERS}/{name}/{_FENCE}": name for name in names if self._is_wanted(name)}
+        paths = {GroupPaths(name).fence: name for name in names if self._is_wanted(name)}
         found = {}
         for path, znode in self._tree.data(paths).items():
             try:
@@ -108,7 +107,7 @@ class GroupsCache:
         depth = len(names)
         if depth == 1:
             return Kind.DIRECTORY if self._is_wanted(names[0]) else None
-        if depth == 2 and names[1] == _FENCE:
+        if depth == 2 and names[1] == FENCE:
             return Kind.LEAF
         if names[1] not in _GROUP_DIRECTORIES or depth > 4:
             return None

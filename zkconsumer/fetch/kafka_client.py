@@ -1,19 +1,16 @@
 """`kafka.`-prefixed properties as kafka-python options, shared by every Kafka client we open.
 
-The fetcher and the Kafka offset store both need the same security settings (SSL, SASL) and
-tuning, so a user writes them once, e.g. `kafka.security.protocol=SASL_SSL`, and both get them.
+The fetcher, the offset stores and readers, the log-offsets client and the admin commands all
+need the same security settings (SSL, SASL) and tuning, so a user writes them once, e.g.
+`kafka.security.protocol=SASL_SSL`, and every client gets them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from zkconsumer.errors import ConfigError, ZkConsumerError
-from zkconsumer.kafka.errors import FetchError
-
-if TYPE_CHECKING:
-    from kafka import KafkaConsumer
+from zkconsumer.errors import ConfigError
 
 # Options zkconsumer sets itself: the group is coordinated in ZooKeeper and the broker list
 # comes from the registry, so letting a property change these would break the protocol.
@@ -69,49 +66,3 @@ def client_settings(pass_through: Mapping[str, Any], bootstrap_servers: str,
     if api_version is not None:
         settings["api_version"] = api_version
     return settings
-
-
-class LazyConsumer:
-    """An unsubscribed kafka-python consumer, opened at the first question.
-
-    kafka-python 3 starts bootstrapping as soon as a client exists, and closing one before that
-    finished logs errors (`Bootstrap failed: ... Unable to bootstrap`) although nothing failed;
-    a command that ends up asking nothing should open nothing. Before it is opened, one
-    connection of the wire client's finds a refused SASL login, an unreachable broker or a 0.9
-    broker within seconds (`first_contact`), where kafka-python would wait out its bootstrap
-    timeout and say only "Unable to bootstrap". Not thread-safe by itself.
-    """
-
-    def __init__(self, options: Mapping[str, Any], error: type[ZkConsumerError]) -> None:
-        self._options = dict(options)
-        self._error = error
-        self.where = options["bootstrap_servers"]
-        self._client: KafkaConsumer | None = None
-        self._closed = False
-
-    def get(self) -> KafkaConsumer:
-        """The client; after `close`, an error rather than a new client nobody would close."""
-        if self._closed:
-            raise self._error(f"the Kafka client for {self.where} is closed")
-        if self._client is None:
-            # Imported here: the first contact's own imports (the wire fetcher's settings)
-            # come back to this module.
-            from kafka import KafkaConsumer
-            from kafka.errors import KafkaError
-
-            from zkconsumer.fetch.first_contact import checked_options
-            try:
-                options = checked_options(self._options)
-            except FetchError as exc:
-                raise self._error(str(exc)) from None
-            try:
-                self._client = KafkaConsumer(**options)
-            except KafkaError as exc:
-                raise self._error(f"cannot reach Kafka at {self.where}: {exc}") from exc
-        return self._client
-
-    def close(self) -> None:
-        self._closed = True
-        if self._client is not None:
-            self._client.close(autocommit=False)
-            self._client = None

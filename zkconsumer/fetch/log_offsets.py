@@ -1,11 +1,12 @@
 """The log's own offsets (first, end, by time), which lag and resets are measured against, and
 the topics and partitions there are to measure.
 
-One unsubscribed kafka-python client answers them for any number of partitions in a few
-requests (ListOffsets per leader, one Metadata for every topic), whatever group is being looked
-at; it negotiates the request versions with each broker, so the same code serves 0.10 to 4.x.
-It is opened at the first question (see `LazyConsumer`). A command or service that needs both
-topics and offsets asks them of the same client, so it opens one connection per broker, not two.
+The project's own cluster client (`kafka.io.cluster`) answers them for any number of
+partitions in a few requests (ListOffsets to every leader at once, one Metadata for every
+topic), whatever group is being looked at; it speaks each broker's versions, so the same code
+serves 0.9 to 4.x. Its connections are opened at the first question, with the user's TLS and
+SASL settings. A command or service that needs both topics and offsets asks them of the same
+client, so it opens one connection per broker, not two.
 """
 
 from __future__ import annotations
@@ -14,16 +15,17 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from zkconsumer.assignment import INTERNAL_TOPICS
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.fetch.kafka_client import LazyConsumer, client_settings
+from zkconsumer.fetch.kafka_client import client_settings
+from zkconsumer.kafka.errors import BrokerError, FetchError, KafkaConnectionError
+from zkconsumer.kafka.io.cluster import Cluster, cluster_dialer
+from zkconsumer.kafka.io.cluster_calls import list_offsets, read_metadata
+from zkconsumer.kafka.protocol.codec import EARLIEST, LATEST
+from zkconsumer.kafka.protocol.versions import NoCommonVersion
 from zkconsumer.model import TopicPartition
-
-if TYPE_CHECKING:
-    from kafka import KafkaConsumer
-    from kafka import TopicPartition as KafkaTopicPartition
 
 
 class LogOffsetsError(ZkConsumerError):
@@ -70,17 +72,17 @@ def log_ends_of_each_topic(latest: Callable[[list[TopicPartition]], dict[TopicPa
 
 
 class LogOffsets:
-    """One kafka-python consumer, which is not thread-safe, shared by threads that take turns:
-    a topic source reads metadata through it on a thread of its own while a scan or a command
+    """One cluster client, which is not thread-safe, shared by threads that take turns: a
+    topic source reads metadata through it on a thread of its own while a scan or a command
     asks for offsets (see `KafkaTopics`)."""
 
     def __init__(self, bootstrap_servers: str, api_version: tuple[int, ...] | None,
                  client_options: Mapping[str, Any] | None = None,
                  request_timeout_ms: int = 30000) -> None:
-        self._client = LazyConsumer(client_settings(client_options or {}, bootstrap_servers,
-                                                    api_version,
-                                                    request_timeout_ms=request_timeout_ms),
-                                    LogOffsetsError)
+        self._client = LazyLog(client_settings(client_options or {}, bootstrap_servers,
+                                               api_version,
+                                               request_timeout_ms=request_timeout_ms),
+                               api_version)
         self.where = bootstrap_servers
         self._timeout_ms = request_timeout_ms
         self._turn = threading.Lock()  # held for a whole question, broker time included
@@ -89,56 +91,34 @@ class LogOffsets:
         self._closed = False
 
     def topic_partitions(self) -> dict[str, list[int]]:
-        """Every topic's partition numbers, sorted, from one fresh Metadata request.
-
-        kafka-python's `topics()` asks the brokers anew but leaves out the topics they flag as
-        internal, whatever `exclude_internal_topics` says (that setting only steers pattern
-        subscriptions); `partitions_for_topic` answers from the metadata just read, and asks
-        again only for a topic that is not in it. So the internal topics a group's filter
-        decides on (`exclude.internal.topics`) are asked for by name, which costs a second
-        request only on a cluster without them; newer brokers' own internal topics
-        (transaction and share-group state) stay out, as kafka-python lists them. A topic still
-        being created has no partitions yet: it does not exist until it has.
-        """
-        from kafka.errors import KafkaError
-
-        with self._consumer() as consumer:
-            try:
-                names = consumer.topics() | INTERNAL_TOPICS
-                found = {topic: sorted(consumer.partitions_for_topic(topic)) for topic in names}
-            except KafkaError as exc:
-                raise LogOffsetsError(f"cannot read topic metadata from Kafka at "
-                                      f"{self.where}: {exc}") from exc
-        return {topic: numbers for topic, numbers in found.items() if numbers}
+        """Every topic's partition numbers, sorted, from one fresh Metadata request. Topics
+        the brokers flag as internal are left out but for those a group's filter decides on
+        (`exclude.internal.topics`): newer brokers' own (transaction and share-group state)
+        stay out. A topic still being created has no partitions yet: it does not exist
+        until it has."""
+        with self._log("cannot read topic metadata from Kafka at {where}: {error}") as log:
+            return log.topic_partitions()
 
     def earliest(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        return self._ask("earliest offsets", "beginning_offsets", partitions)
+        return self._ask("earliest offsets", EARLIEST, partitions)
 
     def latest(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        return self._ask("log-end offsets", "end_offsets", partitions)
+        return self._ask("log-end offsets", LATEST, partitions)
 
     def at_time(self, partitions: Iterable[TopicPartition], epoch_ms: int
                 ) -> dict[TopicPartition, int | None]:
         """The first offset at or after the time; None where no message is that recent."""
-        from kafka.errors import KafkaError, UnsupportedVersionError
-
         wanted = list(partitions)
         if not wanted:
             return {}
-        with self._consumer() as consumer:
+        with self._log("looking up offsets by time at {where}: {error}") as log:
             try:
-                found = consumer.offsets_for_times({_to_kafka(tp): epoch_ms for tp in wanted},
-                                                   timeout_ms=self._timeout_ms)
-            except UnsupportedVersionError:
+                return log.offsets(wanted, epoch_ms, by_time=True)
+            except NoCommonVersion:
                 raise LogOffsetsError(
                     f"the brokers at {self.where} cannot look offsets up by time (that needs "
                     "Kafka 0.10.1 or newer); reset to an offset, earliest or latest instead"
                 ) from None
-            except KafkaError as exc:
-                raise LogOffsetsError(f"looking up offsets by time at {self.where}: "
-                                      f"{exc}") from exc
-        return {tp: (None if found.get(_to_kafka(tp)) is None else found[_to_kafka(tp)].offset)
-                for tp in wanted}
 
     def close(self) -> None:
         """Now, or when the question under way is answered: never waits for a broker."""
@@ -149,11 +129,12 @@ class LogOffsets:
             self._client.close()
 
     @contextmanager
-    def _consumer(self) -> Iterator[KafkaConsumer]:
+    def _log(self, failure: str) -> Iterator[Any]:
         """The client, for one question at a time; a `close` that came meanwhile left the
         client to be closed once the question is answered. A question waits for its turn no
         longer than for an answer: one slow broker costs a caller one request timeout more
-        at most, never a queue of them."""
+        at most, never a queue of them. The client's errors become one LogOffsetsError,
+        worded by `failure`."""
         if not self._turn.acquire(timeout=self._timeout_ms / 1000):
             raise LogOffsetsError(f"the Kafka client for {self.where} is still waiting for "
                                   f"an earlier answer after {self._timeout_ms / 1000:g}s")
@@ -164,6 +145,15 @@ class LogOffsets:
                 self._asking = True
             try:
                 yield self._client.get()
+            except KafkaConnectionError as exc:
+                if exc.failures is not None and not exc.reached:
+                    raise LogOffsetsError(f"cannot reach Kafka at {self.where}: "
+                                          f"{'; '.join(exc.failures)}") from None
+                raise LogOffsetsError(failure.format(where=self.where, error=exc)) from None
+            except BrokerError as exc:
+                raise LogOffsetsError(failure.format(where=self.where, error=exc)) from None
+            except FetchError as exc:  # a refused login: one line naming the broker already
+                raise LogOffsetsError(str(exc)) from None
             finally:
                 with self._state:
                     self._asking = False
@@ -173,29 +163,65 @@ class LogOffsets:
         finally:
             self._turn.release()
 
-    def _ask(self, what: str, method: str, partitions: Iterable[TopicPartition]
+    def _ask(self, what: str, time_ms: int, partitions: Iterable[TopicPartition]
              ) -> dict[TopicPartition, int]:
-        from kafka.errors import KafkaError
-
-        wanted = [_to_kafka(tp) for tp in partitions]
+        wanted = list(partitions)
         if not wanted:
             return {}
-        with self._consumer() as consumer:
+        with self._log(f"reading {what} from {{where}}: {{error}}") as log:
+            answer = log.offsets(wanted, time_ms)
+        return {tp: offset for tp, offset in answer.items() if offset is not None}
+
+
+class WireLog:
+    """Topics and log offsets, asked over one `Cluster`."""
+
+    def __init__(self, cluster: Cluster, timeout_s: float) -> None:
+        self._cluster = cluster
+        self._timeout_s = timeout_s
+
+    def topic_partitions(self) -> dict[str, list[int]]:
+        metadata = read_metadata(self._cluster, None)
+        found: dict[str, list[int]] = {}
+        for tp in metadata.leaders:
+            if tp.topic not in metadata.internal or tp.topic in INTERNAL_TOPICS:
+                found.setdefault(tp.topic, []).append(tp.partition)
+        return {topic: sorted(numbers) for topic, numbers in found.items()}
+
+    def offsets(self, partitions: list[TopicPartition], time_ms: int, *, by_time: bool = False
+                ) -> dict[TopicPartition, int | None]:
+        return list_offsets(self._cluster, dict.fromkeys(partitions, time_ms),
+                            timeout_s=self._timeout_s, needs_timestamps=by_time)
+
+    def close(self) -> None:
+        self._cluster.close()
+
+
+class LazyLog:
+    """A `WireLog`, its connections opened at the first question; after `close`, an error
+    rather than new connections nobody would close. Not thread-safe by itself."""
+
+    def __init__(self, settings: Mapping[str, Any], api_version: tuple[int, ...] | None) -> None:
+        self._settings = dict(settings)
+        self._api_version = api_version
+        self.where = settings["bootstrap_servers"]
+        self._log: WireLog | None = None
+        self._closed = False
+
+    def get(self) -> WireLog:
+        if self._closed:
+            raise LogOffsetsError(f"the Kafka client for {self.where} is closed")
+        if self._log is None:
             try:
-                answer = getattr(consumer, method)(wanted, timeout_ms=self._timeout_ms)
-            except KafkaError as exc:
-                raise LogOffsetsError(f"reading {what} from {self.where}: {exc}") from exc
-            except KeyError as exc:
-                # kafka-python's offset lookup meets a partition its metadata lost meanwhile
-                # (a broker restarting) as a bare KeyError: a transient gap, not a bug of the
-                # caller.
-                raise LogOffsetsError(f"reading {what} from {self.where}: no leader known for "
-                                      f"{exc.args[0] if exc.args else 'a partition'} yet"
-                                      ) from exc
-        return {TopicPartition(tp.topic, tp.partition): offset for tp, offset in answer.items()}
+                dialer = cluster_dialer(self._settings)
+            except (OSError, ValueError) as exc:
+                raise LogOffsetsError(f"cannot set up TLS for Kafka: {exc}") from None
+            self._log = WireLog(Cluster(dialer, self.where, self._api_version),
+                                dialer.timeout_s)
+        return self._log
 
-
-def _to_kafka(tp: TopicPartition) -> KafkaTopicPartition:
-    from kafka import TopicPartition as KafkaTopicPartition
-
-    return KafkaTopicPartition(tp.topic, tp.partition)
+    def close(self) -> None:
+        self._closed = True
+        if self._log is not None:
+            self._log.close()
+            self._log = None

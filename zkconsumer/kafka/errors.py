@@ -55,3 +55,28 @@ class GroupConfigError(GroupError):
 class UnexpectedGroupEvent(GroupError):
     """The driver reported an event the member's state table does not list for its state: a bug
     of the driver (e.g. an assignment computed by a member that is not the group's leader)."""
+
+
+class KafkaConnectionError(ZkConsumerError):
+    """No broker could be reached, or a connection failed under a request: transient (the
+    next attempt connects anew). `reached`: a broker was connected to but answered in a form
+    that does not parse, which is no matter of reaching it."""
+
+    retriable = True
+
+    def __init__(self, message: str, reached: bool = False,
+                 failures: list[str] | None = None) -> None:
+        """`failures`: none of the brokers to start from could be asked, why for each."""
+        super().__init__(message)
+        self.reached = reached
+        self.failures = failures
+
+
+class BrokerError(ZkConsumerError):
+    """A broker answered a request with an error code. `retriable`: Kafka's judgement that a
+    retry may cure it (a coordinator moving or loading, a leader changing)."""
+
+    def __init__(self, message: str, code: int, retriable: bool) -> None:
+        super().__init__(message)
+        self.code = code
+        self.retriable = retriable

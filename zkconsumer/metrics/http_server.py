@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
@@ -54,9 +54,10 @@ class MetricsServer:
 
     def __init__(self, host: str, port: int, registry: CollectorRegistry,
                  health: Health, route: Route | None = None,
-                 text: Callable[[], bytes] | None = None) -> None:
+                 text: Callable[[], bytes] | None = None, paths: Sequence[str] = ()) -> None:
         """`text`: what /metrics answers, if not the registry written out at each scrape (the
-        lag exporter's scan is written out once, when it ends)."""
+        lag exporter's scan is written out once, when it ends). `paths`: those `route`
+        answers, which the start line names beside /metrics and /healthz."""
         server_class = _Server6 if ":" in host else _Server
         try:
             self._server = server_class((host, port), _Handler)
@@ -71,7 +72,7 @@ class MetricsServer:
                                         daemon=True)
         self._thread.start()
         log.info("serving metrics", address=format_address(host, self.port),
-                 paths=["/metrics", "/healthz"])
+                 paths=["/metrics", "/healthz", *paths])
 
     @property
     def port(self) -> int:

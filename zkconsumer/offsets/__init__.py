@@ -9,6 +9,7 @@ each partition, `zkconsumer.member.state`).
 from zkconsumer.offsets.dual_store import DualOffsetStore
 from zkconsumer.offsets.factory import open_offset_store
 from zkconsumer.offsets.kafka_reader import (
+    KAFKA_ERRORS,
     GroupOffsets,
     GroupOffsetsReader,
     KafkaReadError,
@@ -21,6 +22,7 @@ from zkconsumer.offsets.store import OffsetStore, OffsetStoreError
 from zkconsumer.offsets.zookeeper_store import ZookeeperOffsetStore
 
 __all__ = [
+    "KAFKA_ERRORS",
     "DualOffsetStore",
     "GroupOffsets",
     "GroupOffsetsReader",

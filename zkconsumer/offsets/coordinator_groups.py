@@ -1,25 +1,18 @@
 """The groups Kafka's group coordinator knows, and who is in them: ListGroups on every broker,
-then DescribeGroups at each group's coordinator, through the admin client of a
+then DescribeGroups at each group's coordinator, through the cluster client of a
 `GroupOffsetsReader` (so reading groups costs no connection more than reading their offsets).
 
-kafka-python's `describe_groups` is used for what it does well (finding each group's
-coordinator, one request per coordinator) with two of its steps replaced (`GroupsAdmin`): it
-asks for the groups' authorized operations and then fails on a broker's answer it cannot map
-(Tansu's), which nobody here needs; and it decodes members' assignments catching only
-`struct.error`, so bytes another client wrote could fail every group of a coordinator. Here the
-answer is kept as it came and each assignment is decoded by `consumer_protocol`, whose one
-GroupMetadataError costs only that group its members' partitions.
+The codec keeps members' subscriptions and assignments as the bytes they came as (no
+authorized operations are asked for: nobody here reads them); each assignment is decoded by
+`consumer_protocol`, whose one GroupMetadataError costs only that group its members'
+partitions, whatever bytes another client wrote.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
-
-from kafka import KafkaAdminClient
-from kafka.protocol.admin import DescribeGroupsRequest
 
 from zkconsumer.kafka.errors import GroupMetadataError
 from zkconsumer.kafka.protocol.consumer_protocol import (
@@ -28,7 +21,7 @@ from zkconsumer.kafka.protocol.consumer_protocol import (
     decode_subscription,
 )
 from zkconsumer.model import TopicPartition
-from zkconsumer.offsets.kafka_reader import GroupOffsetsReader, open_admin
+from zkconsumer.offsets.kafka_reader import GroupOffsetsReader
 
 # Groups of consumers: "consumer" for those the coordinator balances, "" for those that only
 # keep offsets in Kafka (ZooKeeper-coordinated members with offsets.storage=kafka, tools).
@@ -67,8 +60,8 @@ class CoordinatorGroup:
     state: str = ""
     protocol_type: str = ""
     protocol: str = ""
-    # The broker asked is not (or no longer) the group's coordinator: kafka-python remembers
-    # coordinators for good, so the reader must forget them to find the new one.
+    # The broker asked is not (or no longer) the group's coordinator: the reader forgets it
+    # to find the new one.
     coordinator_moved: bool = False
 
     def owners(self) -> dict[TopicPartition, str]:
@@ -78,14 +71,15 @@ class CoordinatorGroup:
 
 
 def listed_groups(answer: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Consumer groups' names from kafka-python's ListGroups answer, each once (every broker
-    lists the groups it coordinates)."""
+    """Consumer groups' names from the brokers' ListGroups answers (as mappings), each once
+    (every broker lists the groups it coordinates)."""
     return sorted({group["group_id"] for group in answer
                    if group.get("protocol_type", "") in CONSUMER_PROTOCOL_TYPES})
 
 
 def described_group(group: Any) -> CoordinatorGroup:
-    """A DescribeGroups answer's group (kafka-python's DescribedGroup, assignments as bytes)."""
+    """A DescribeGroups answer's group (`group_codec.DescribedGroupAnswer`, or anything with
+    its fields: assignments as bytes)."""
     if group.error_code:
         return CoordinatorGroup(group.group_id, error=f"DescribeGroups error {group.error_code}",
                                 coordinator_moved=group.error_code in _COORDINATOR_MOVED)
@@ -127,52 +121,41 @@ def _user_data(protocol_type: str, member: Any) -> bytes | None:
 _COORDINATOR_MOVED = frozenset({15, 16})
 
 
-class GroupsAdmin(KafkaAdminClient):
-    """kafka-python's admin client, whose DescribeGroups asks for no authorized operations and
-    leaves the answer undecoded (see the module's doc)."""
-
-    def _describe_groups_request(self, group_ids):
-        return DescribeGroupsRequest(groups=list(group_ids), include_authorized_operations=False)
-
-    def _describe_groups_process_response(self, response):
-        return {group.group_id: described_group(group) for group in response.groups}
-
-
-open_groups_admin = partial(open_admin, admin_class=GroupsAdmin)
-
-
 def read_coordinator_groups(reader: GroupOffsetsReader,
                             wanted: Callable[[str], bool] = lambda _name: True
                             ) -> dict[str, CoordinatorGroup]:
     """Every consumer group the brokers list that is `wanted`, described by its coordinator
     (those not wanted are not described at all: on a big cluster they would cost a request
-    each, and one failing would fail the listing). The reader must have been made with
-    `connect=open_groups_admin`. KafkaReadError when Kafka cannot be asked; kafka-python's
-    error when a broker fails to list or a coordinator to describe."""
-    names = [name for name in listed_groups(reader.ask(lambda admin: admin.list_groups()))
+    each, and one failing would fail the listing). KafkaReadError when Kafka cannot be asked;
+    the cluster client's error (`offsets.KAFKA_ERRORS`) when a broker fails to list or a
+    coordinator to describe."""
+    names = [name for name in listed_groups(group._asdict() for group in reader.list_groups())
              if wanted(name)]
     if not names:
         return {}
-    return _forgetting_moved_coordinators(
-        reader, dict(reader.ask(lambda admin: admin.describe_groups(names))))
+    return _forgetting_moved_coordinators(reader, _described(reader, names))
 
 
 def read_coordinator_group(reader: GroupOffsetsReader, name: str) -> CoordinatorGroup | None:
     """One group, described by its coordinator whether or not it is listed; None when the
     coordinator does not know it (Dead: never joined, or, on a 0.9 broker, its last member
     gone). Errors as `read_coordinator_groups`'."""
-    group = _forgetting_moved_coordinators(
-        reader, reader.ask(lambda admin: admin.describe_groups([name]))).get(name)
+    group = _forgetting_moved_coordinators(reader, _described(reader, [name])).get(name)
     return None if group is None or group.state == DEAD else group
+
+
+def _described(reader: GroupOffsetsReader, names: list[str]) -> dict[str, CoordinatorGroup]:
+    return {name: described_group(group)
+            for name, group in reader.describe_groups(names).items()}
 
 
 def _forgetting_moved_coordinators(reader: GroupOffsetsReader,
                                    groups: dict[str, CoordinatorGroup]
                                    ) -> dict[str, CoordinatorGroup]:
     """A group answered by a broker that is no longer its coordinator (a 0.9 broker answers
-    so, without an error kafka-python raises, once the offsets partition's leader moved away
-    while it stayed up) makes the reader forget every coordinator it knows, so that the next
-    read finds the new one instead of asking the old broker for good."""
+    so, in the group's entry, once the offsets partition's leader moved away while it stayed
+    up) makes the reader forget every coordinator it knows, so that the next read finds the
+    new one instead of asking the old broker for good."""
     if any(group.coordinator_moved for group in groups.values()):
         reader.forget_coordinators()
     return groups

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-import kafka.errors as kafka_errors
 from kazoo.client import KazooClient
 
 from zkconsumer.fetch import KafkaAccess, LogOffsets, resolve_kafka_access
 from zkconsumer.fetch.kafka_client import kafka_client_options
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import (
+    KAFKA_ERRORS,
     GroupOffsetsReader,
     OffsetStore,
     RetryPolicy,
@@ -28,7 +28,7 @@ from zkconsumer.offsets import (
     is_transient_kafka_error,
     open_offset_store,
 )
-from zkconsumer.offsets.coordinator_groups import open_groups_admin, read_coordinator_group
+from zkconsumer.offsets.coordinator_groups import read_coordinator_group
 from zkconsumer.spark.commit_guard import check_coordinator_group_idle
 from zkconsumer.spark.options import SourceOptions
 from zkconsumer.topology import TopicSource, open_topic_source
@@ -124,7 +124,7 @@ class KafkaCoordinatorHome:
                  f"about the members of group {group}",
             policy=RetryPolicy(config.offsets_commit_max_retries,
                                config.offsets_channel_backoff_ms),
-            is_transient=is_transient_kafka_error, handled=(kafka_errors.KafkaError,))
+            is_transient=is_transient_kafka_error, handled=KAFKA_ERRORS)
         check_coordinator_group_idle(group, described)
         return {}
 
@@ -137,8 +137,7 @@ class KafkaCoordinatorHome:
             config = self._options.config
             self._describer = GroupOffsetsReader(
                 self._access, kafka_client_options(config.kafka_client_properties),
-                config.offsets_channel_socket_timeout_ms, client_id=config.client_id,
-                connect=open_groups_admin)
+                config.offsets_channel_socket_timeout_ms, client_id=config.client_id)
         return self._describer
 
 

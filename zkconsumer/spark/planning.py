@@ -12,8 +12,6 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
-from kafka.errors import CommitFailedError
-
 from zkconsumer.assignment import wildcard_filter
 from zkconsumer.errors import ConfigError, ZkConsumerError
 from zkconsumer.fetch import KafkaAccess, LogOffsets, kafka_consumer_settings
@@ -22,6 +20,7 @@ from zkconsumer.kafka.protocol.codec import EARLIEST, LATEST
 from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import OffsetStoreError
+from zkconsumer.offsets.kafka_store import refused_by_group
 from zkconsumer.spark.commit_guard import CommitRefusedError, check_commit
 from zkconsumer.spark.group_homes import open_group_home
 from zkconsumer.spark.options import SOURCE, SourceOptions
@@ -135,7 +134,7 @@ class GroupClients:
         try:
             self._store.commit(changed)
         except OffsetStoreError as exc:
-            if self._store.name == "kafka" and isinstance(exc.__cause__, CommitFailedError):
+            if self._store.name == "kafka" and refused_by_group(exc.__cause__):
                 # Kafka's group coordinator refused this commit from outside the group, all of
                 # it (one request, and Kafka alone): a member joined since it was looked at.
                 raise CommitRefusedError(

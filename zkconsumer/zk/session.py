@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -11,12 +12,14 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import AuthFailedError
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.hosts import collect_hosts
 from kazoo.retry import KazooRetry
 from kazoo.security import make_acl, make_digest_acl
 
 from zkconsumer.config import SaslLogin, ZookeeperSettings, ZookeeperTls
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.logs import get_logger
+from zkconsumer.model import format_address
 from zkconsumer.zk.hearing import Hearing
 from zkconsumer.zk.polling_handler import PollingHandler
 from zkconsumer.zk.startup import StartupRetry
@@ -49,6 +52,31 @@ class ZookeeperUnreachableError(ZkConsumerError):
     """No ZooKeeper server answered within the connection timeout."""
 
 
+class ZookeeperHostUnknownError(ZookeeperUnreachableError):
+    """No host of the connect string resolves to an address: said at once, not after the
+    connection timeout (a typo in a name never answers)."""
+
+
+def unresolved_hosts(connect_string: str,
+                     resolve: Callable[[str, int], object] = socket.getaddrinfo
+                     ) -> dict[str, str]:
+    """The connect string's hosts that do not resolve (`host:port`: why), if none of them
+    does; {} as soon as one does, or when the string does not parse (kazoo says why)."""
+    try:
+        hosts, _chroot = collect_hosts(connect_string)
+    except ValueError:
+        return {}
+    unresolved = {}
+    for host, port in hosts:
+        try:
+            resolve(host, port)
+        except (socket.gaierror, UnicodeError) as exc:
+            unresolved[format_address(host, port)] = getattr(exc, "strerror", None) or str(exc)
+        else:
+            return {}
+    return unresolved
+
+
 class ZookeeperSlowError(ZookeeperUnreachableError):
     """A server was reached (or a connection attempt timed out) but no session was made
     within the connection timeout: a busy ensemble, worth another try (see `startup`)."""
@@ -74,6 +102,10 @@ def connect(connect_string: str, *, timeout_s: float = 6.0, session_timeout_s: f
     (and everyone read it if `world_readable`). With `tls` it speaks TLS (see
     `zkconsumer.zk.tls`): a handshake that cannot work is a `ZookeeperTlsError` at once.
     """
+    if unknown := unresolved_hosts(connect_string):
+        raise ZookeeperHostUnknownError(
+            f"cannot reach ZooKeeper at {connect_string}: no host of it resolves ("
+            + "; ".join(f"{host}: {why}" for host, why in unknown.items()) + ")")
     context, identity = _tls_for(connect_string, tls, timeout_s)
     options: dict[str, Any] = {}
     if digest:

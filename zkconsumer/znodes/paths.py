@@ -18,6 +18,8 @@ from zkconsumer.znodes.json_fields import describe
 BROKER_IDS = "/brokers/ids"
 BROKER_TOPICS = "/brokers/topics"
 CONSUMERS = "/consumers"
+# A group's cutover fence, a child of its znode beside ids/owners/offsets (not the reference's).
+FENCE = "fence"
 TOPIC_CONFIGS = "/config/topics"
 
 # Characters ZooKeeper refuses in a path element (PathUtils.validatePath), plus the separator.
@@ -108,7 +110,7 @@ class GroupPaths:
     @property
     def fence(self) -> str:
         """The cutover fence (see `zkconsumer.znodes.fence`); not one of the reference's."""
-        return f"{self.root}/fence"
+        return f"{self.root}/{FENCE}"
 
     @property
     def fence_aware(self) -> str:

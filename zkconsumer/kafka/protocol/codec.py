@@ -25,16 +25,19 @@ FETCH, LIST_OFFSETS, METADATA, API_VERSIONS = 1, 2, 3, 18
 # The group coordinator's requests, whose bodies `group_codec` writes and reads.
 OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 8, 9, 10
 JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS = 11, 12, 13, 14, 15
+LIST_GROUPS = 16
 API_NAMES = {FETCH: "Fetch", LIST_OFFSETS: "ListOffsets", METADATA: "Metadata",
              API_VERSIONS: "ApiVersions", OFFSET_COMMIT: "OffsetCommit",
              OFFSET_FETCH: "OffsetFetch", FIND_COORDINATOR: "FindCoordinator",
              JOIN_GROUP: "JoinGroup", HEARTBEAT: "Heartbeat", LEAVE_GROUP: "LeaveGroup",
-             SYNC_GROUP: "SyncGroup", DESCRIBE_GROUPS: "DescribeGroups"}
+             SYNC_GROUP: "SyncGroup", DESCRIBE_GROUPS: "DescribeGroups",
+             LIST_GROUPS: "ListGroups"}
 # The fetcher's versions implemented here, per API key.
 IMPLEMENTED = {FETCH: (0, 12), LIST_OFFSETS: (0, 11), METADATA: (0, 12)}
 _FIRST_FLEXIBLE = {FETCH: 12, LIST_OFFSETS: 6, METADATA: 9, API_VERSIONS: 3,
                    OFFSET_COMMIT: 8, OFFSET_FETCH: 6, FIND_COORDINATOR: 3, JOIN_GROUP: 6,
-                   HEARTBEAT: 4, LEAVE_GROUP: 4, SYNC_GROUP: 4}
+                   HEARTBEAT: 4, LEAVE_GROUP: 4, SYNC_GROUP: 4, DESCRIBE_GROUPS: 5,
+                   LIST_GROUPS: 3}
 EARLIEST, LATEST = -2, -1  # ListOffsets "times" for the log start and the log end
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1  # isolation levels (Fetch v4+, ListOffsets v2+)
 
@@ -105,14 +108,21 @@ def decode_api_versions(payload: bytes | bytearray) -> dict[int, tuple[int, int]
 class Metadata(NamedTuple):
     brokers: dict[int, tuple[str, int]]
     leaders: dict[TopicPartition, int]  # -1 while an election runs
+    # The topics the brokers flag as internal (v1+; v0 flags none).
+    internal: frozenset[str] = frozenset()
 
 
-def metadata_request(topics: list[str], version: int = 0) -> bytes:
-    """Metadata of these topics. From v4 on the request says whether a broker configured to
-    create missing topics may do so: yes, as it did for every v0-v3 request."""
+def metadata_request(topics: list[str] | None, version: int = 0) -> bytes:
+    """Metadata of these topics, or of every topic (None: an empty list in v0, a null one
+    from v1 on, where an empty list asks for none). From v4 on the request says whether a
+    broker configured to create missing topics may do so: yes, as it did for every v0-v3
+    request."""
     writer = Writer(version >= _FIRST_FLEXIBLE[METADATA])
-    writer.array(len(topics))
-    for topic in topics:
+    if topics is None:
+        writer.array(-1 if version >= 1 else 0)
+    else:
+        writer.array(len(topics))
+    for topic in topics or ():
         if version >= 10:
             writer.raw(_NO_TOPIC_ID)
         writer.string(topic)
@@ -143,12 +153,13 @@ def decode_metadata(payload: bytes | bytearray, version: int = 0) -> Metadata:
     if version >= 1:
         reader.int32()  # controller id
     leaders = {}
+    internal = set()
     for _ in range(reader.array_length()):
         _topic_error, topic = reader.int16(), reader.nullable_string()  # in error: no partitions
         if version >= 10:
             reader.skip(_UUID_SIZE)  # topic id
-        if version >= 1:
-            reader.int8()  # is internal
+        if version >= 1 and reader.boolean() and topic is not None:
+            internal.add(topic)
         for _ in range(reader.array_length()):
             _partition_error, partition, leader = reader.unpack(_PARTITION_LEADER)
             if version >= 7:
@@ -167,7 +178,7 @@ def decode_metadata(payload: bytes | bytearray, version: int = 0) -> Metadata:
         reader.int32()  # cluster authorized operations
     reader.end_struct()
     reader.expect_end()
-    return Metadata(brokers, leaders)
+    return Metadata(brokers, leaders, frozenset(internal))
 
 
 # -- ListOffsets v0-v11 -------------------------------------------------------------------

@@ -12,7 +12,9 @@ tagged fields, from the version in brackets):
     LeaveGroup      v0-v4 [v4]   v3+ name the members leaving
     OffsetCommit    v2-v8 [v8]   v0 commits to ZooKeeper, v1 was removed in Kafka 4.0
     OffsetFetch     v1-v7 [v6]   v0 reads ZooKeeper; v8+ batch several groups
-    DescribeGroups  v0           what the group's members use, when they refused ours
+    DescribeGroups  v0-v6 [v5]   v0 for a member refused (what the others use), every
+                                 version for the admin commands and the exporter
+    ListGroups      v0-v4 [v3]   v4 lists groups in every state
 
 The newest version both sides know is spoken (`group_versions`), so Kafka 4.x, which no longer
 answers JoinGroup v0-v1, OffsetCommit v0-v1 or OffsetFetch v0 (KIP-896), gets versions it
@@ -33,10 +35,12 @@ from typing import NamedTuple
 
 from zkconsumer.kafka.errors import ChannelError
 from zkconsumer.kafka.protocol.codec import (
+    DESCRIBE_GROUPS,
     FIND_COORDINATOR,
     HEARTBEAT,
     JOIN_GROUP,
     LEAVE_GROUP,
+    LIST_GROUPS,
     OFFSET_COMMIT,
     OFFSET_FETCH,
     SYNC_GROUP,
@@ -343,17 +347,20 @@ class FetchedOffsets(NamedTuple):
     offsets: dict[TopicPartition, tuple[int, int | None]]  # (error, offset; None: no commit)
 
 
-def offset_fetch_request(group_id: str, partitions: Collection[TopicPartition],
+def offset_fetch_request(group_id: str, partitions: Collection[TopicPartition] | None,
                          version: int) -> bytes:
-    """The group's committed offsets of these partitions. From v7 on the coordinator is asked
-    to wait out offsets of transactions not yet decided (UNSTABLE_OFFSET_COMMIT), as the Java
-    consumer does, rather than answer one that may still be aborted."""
+    """The group's committed offsets of these partitions, or (None, v2+: Kafka 0.10.2 on)
+    every offset it has. From v7 on the coordinator is asked to wait out offsets of
+    transactions not yet decided (UNSTABLE_OFFSET_COMMIT), as the Java consumer does, rather
+    than answer one that may still be aborted."""
+    if partitions is None and version < 2:
+        raise ValueError(f"OffsetFetch v{version} cannot ask for every partition of a group")
     writer = Writer(is_flexible(OFFSET_FETCH, version))
     writer.string(group_id)
     per_topic: dict[str, list[int]] = {}
-    for tp in partitions:
+    for tp in partitions or ():
         per_topic.setdefault(tp.topic, []).append(tp.partition)
-    writer.array(len(per_topic))
+    writer.array(-1 if partitions is None else len(per_topic))
     for topic, numbers in per_topic.items():
         writer.string(topic)
         writer.array(len(numbers))
@@ -388,19 +395,84 @@ def decode_offset_fetch(payload: bytes | bytearray, version: int) -> FetchedOffs
     return FetchedOffsets(error, offsets)
 
 
-# -- DescribeGroups v0 ----------------------------------------------------------------------
+# -- ListGroups v0-v4 ------------------------------------------------------------------------
 
-DESCRIBE_GROUPS_VERSION = 0
+# The least a listed group takes: two strings' lengths (compact: a byte each, and the tagged
+# fields' count).
+_LISTED_GROUP_SIZE = 3
+
+
+class ListedGroup(NamedTuple):
+    group_id: str
+    protocol_type: str  # "consumer", or "" for a group that only keeps offsets
+    state: str | None  # v4+; None before
+
+
+def list_groups_request(version: int) -> bytes:
+    """Every group the broker coordinates (from v4 on: in any state)."""
+    writer = Writer(is_flexible(LIST_GROUPS, version))
+    if version >= 4:
+        writer.array(0)  # states filter: none
+    writer.end_struct()
+    return writer.build()
+
+
+def decode_list_groups(payload: bytes | bytearray, version: int
+                       ) -> tuple[int, list[ListedGroup]]:
+    """(error code, the groups the broker coordinates)."""
+    reader = Reader(payload, is_flexible(LIST_GROUPS, version))
+    if version >= 1:
+        reader.int32()  # throttle time
+    error = reader.int16()
+    groups = []
+    for _ in range(max(0, reader.array_length(_LISTED_GROUP_SIZE))):
+        group_id, protocol_type = reader.string(), reader.string()
+        state = reader.string() if version >= 4 else None
+        reader.end_struct()
+        groups.append(ListedGroup(group_id, protocol_type, state))
+    reader.end_struct()
+    reader.expect_end()
+    return error, groups
+
+
+# -- DescribeGroups v0-v6 --------------------------------------------------------------------
+
+DESCRIBE_GROUPS_VERSION = 0  # what a member asks, when refused: every broker answers it
+DESCRIBE_GROUPS_IMPLEMENTED = (0, 6)
 # The least a described group takes: its error, four strings' lengths, its members' count.
 _DESCRIBED_GROUP_SIZE = 2 + 4 * 2 + 4
 # The least a described member takes: three strings' and two byte fields' lengths.
 _DESCRIBED_MEMBER_SIZE = 3 * 2 + 2 * 4
+# Both in the compact encoding (a byte per length, and the tagged fields' count).
+_COMPACT_GROUP_SIZE, _COMPACT_MEMBER_SIZE = 2 + 5 + 1, 5 + 1
+
+
+class DescribedMember(NamedTuple):
+    """A member as its coordinator describes it; the metadata and the assignment are the
+    member's subscription and assignment in the group's protocol, bytes another client wrote."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    member_metadata: bytes
+    member_assignment: bytes
+
+
+class DescribedGroupAnswer(NamedTuple):
+    """A group as its coordinator describes it, fields named as Kafka's spec names them."""
+
+    error_code: int
+    group_id: str
+    group_state: str
+    protocol_type: str
+    protocol_data: str  # the assignor the members agreed on ("" during a rebalance)
+    members: list[DescribedMember]
 
 
 class DescribedGroup(NamedTuple):
-    """A group as its coordinator describes it: its state, the protocol type its members
-    speak and the assignor they agreed on ("" while a rebalance has chosen none), and how many
-    members it has. The members themselves are read past (they are checked, not kept)."""
+    """A group as a member needs it described: its state, the protocol type its members
+    speak and the assignor they agreed on, and how many members it has."""
 
     error: int
     state: str
@@ -410,28 +482,58 @@ class DescribedGroup(NamedTuple):
 
 
 def describe_groups_request(group_id: str) -> bytes:
-    writer = Writer(flexible=False)
-    writer.array(1)
-    writer.string(group_id)
+    return describe_many_groups_request([group_id], DESCRIBE_GROUPS_VERSION)
+
+
+def describe_many_groups_request(group_ids: Sequence[str], version: int) -> bytes:
+    """These groups, without their authorized operations (v3+), which nobody here reads."""
+    writer = Writer(is_flexible(DESCRIBE_GROUPS, version))
+    writer.array(len(group_ids))
+    for group_id in group_ids:
+        writer.string(group_id)
+    if version >= 3:
+        writer.int8(0)  # include authorized operations: no
+    writer.end_struct()
     return writer.build()
 
 
-def decode_describe_groups(payload: bytes | bytearray, group_id: str) -> DescribedGroup:
-    """The answer's description of `group_id`; ProtocolError when it has none."""
-    reader = Reader(payload, flexible=False)
-    described = None
-    for _ in range(max(0, reader.array_length(_DESCRIBED_GROUP_SIZE))):
-        error, name = reader.int16(), reader.string()
-        state, protocol_type, protocol = reader.string(), reader.string(), reader.string()
-        members = max(0, reader.array_length(_DESCRIBED_MEMBER_SIZE))
-        for _ in range(members):
-            for _ in range(3):  # member id, client id, client host
-                reader.string()
-            reader.bytes_field()  # the member's metadata in the chosen protocol
-            reader.bytes_field()  # its assignment
-        if name == group_id:
-            described = DescribedGroup(error, state, protocol_type, protocol, members)
+def decode_described_groups(payload: bytes | bytearray, version: int
+                            ) -> list[DescribedGroupAnswer]:
+    flexible = is_flexible(DESCRIBE_GROUPS, version)
+    reader = Reader(payload, flexible)
+    if version >= 1:
+        reader.int32()  # throttle time
+    groups = []
+    group_size, member_size = ((_COMPACT_GROUP_SIZE, _COMPACT_MEMBER_SIZE) if flexible
+                               else (_DESCRIBED_GROUP_SIZE, _DESCRIBED_MEMBER_SIZE))
+    for _ in range(max(0, reader.array_length(group_size))):
+        error = reader.int16()
+        if version >= 6:
+            reader.nullable_string()  # error message
+        name, state, protocol_type, protocol = (reader.string(), reader.string(),
+                                                reader.string(), reader.string())
+        members = []
+        for _ in range(max(0, reader.array_length(member_size))):
+            member_id = reader.string()
+            instance = reader.nullable_string() if version >= 4 else None
+            client_id, client_host = reader.string(), reader.string()
+            metadata, assignment = reader.bytes_field(), reader.bytes_field()
+            reader.end_struct()
+            members.append(DescribedMember(member_id, instance, client_id, client_host,
+                                           metadata or b"", assignment or b""))
+        if version >= 3:
+            reader.int32()  # authorized operations
+        reader.end_struct()
+        groups.append(DescribedGroupAnswer(error, name, state, protocol_type, protocol, members))
+    reader.end_struct()
     reader.expect_end()
-    if described is None:
-        raise ProtocolError(f"response does not describe group {group_id!r}")
-    return described
+    return groups
+
+
+def decode_describe_groups(payload: bytes | bytearray, group_id: str) -> DescribedGroup:
+    """The v0 answer's description of `group_id`; ProtocolError when it has none."""
+    for group in decode_described_groups(payload, DESCRIBE_GROUPS_VERSION):
+        if group.group_id == group_id:
+            return DescribedGroup(group.error_code, group.group_state, group.protocol_type,
+                                  group.protocol_data, len(group.members))
+    raise ProtocolError(f"response does not describe group {group_id!r}")

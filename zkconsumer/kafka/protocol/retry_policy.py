@@ -16,6 +16,7 @@ a few times (`broker_versions.RejectedRequests`) before it fails.
 
 from __future__ import annotations
 
+from zkconsumer.kafka.errors import BrokerError
 from zkconsumer.model import TopicPartition
 
 UNKNOWN_SERVER_ERROR = -1
@@ -45,3 +46,19 @@ def error_name(code: int) -> str:
 
 def describe_error(code: int, tp: TopicPartition) -> str:
     return f"Kafka error {code} {error_name(code)} for {tp}"
+
+
+# The coordinator-moved rule, said once for every group request outside a member's own
+# coordination: LOAD_IN_PROGRESS is the right coordinator still reading its offsets (ask it
+# again later); NOT_AVAILABLE and NOT_COORDINATOR mean the coordinator is to be found anew.
+COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR = 14, 15, 16
+COORDINATOR_MOVED = frozenset({COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
+# A commit from outside a group that has members (generation -1, no member id) is refused with
+# one of these, all of it: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS.
+COMMIT_REFUSED_BY_GROUP = frozenset({22, 25, 27})
+
+
+def broker_error(code: int, what: str) -> BrokerError:
+    """A broker's error code as one named error: `what` failed, Kafka's name for the code,
+    whether a retry may cure it."""
+    return BrokerError(f"{what}: Kafka error {code} {error_name(code)}", code, is_retriable(code))

@@ -1,7 +1,8 @@
-"""The README's promises about the command line, checked against the command line itself:
-environment variables against what `--help` shows, exit statuses against `zkconsumer --help`
-and the code, and what `scripts/run` does with its arguments against the script. A README that
-drifts from the CLI fails here."""
+"""The manual's and the README's promises about the command line, checked against the command
+line itself: environment variables (docs/reference/cli.md) against what `--help` shows, the
+`consume` options table (docs/workers/cli.md) against `consume --help`, exit statuses against
+`zkconsumer --help` and the code, and what `scripts/run` does with its arguments (the README's
+"Two commands") against the script. A page or README that drifts from the CLI fails here."""
 
 from __future__ import annotations
 
@@ -11,18 +12,21 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from test_cli_front_options import commands, option_entries
+from test_cli_front_options import FIRST, LAST, commands, option_entries
 
 from zkconsumer.admin.offset_reads import OffsetsDifferError
 from zkconsumer.cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
+COMMANDS_PAGE = (ROOT / "docs" / "reference" / "cli.md").read_text()
+WORKERS_PAGE = (ROOT / "docs" / "workers" / "cli.md").read_text()
 VARIABLE = re.compile(r"ZKCONSUMER_[A-Z0-9]+(?:_[A-Z0-9]+)*")
 ENV_VAR_SHOWN = re.compile(r"env\s+var:\s+(ZKCONSUMER_\w+)")
 
 
 def section(title: str) -> str:
+    """A `##` section of the README."""
     return README.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
 
 
@@ -48,34 +52,35 @@ def shown_variables() -> dict[str, set[tuple[tuple[str, ...], str]]]:
 
 
 def own_variables() -> set[str]:
-    """Variables an option names itself, rather than the automatic ZKCONSUMER_<COMMAND>_<NAME>;
-    these the README must name, since no pattern predicts them."""
+    """Variables an option names itself, rather than the rule's ZKCONSUMER_<COMMAND>_<OPTION>;
+    these the manual must name, since no pattern predicts them."""
     own = set()
     for path, command in commands():
-        automatic_prefix = "_".join(["ZKCONSUMER", *path]).upper().replace("-", "_")
         for option in command.params:
-            if isinstance(option, click.Option) and option.envvar \
-                    and option.envvar != f"{automatic_prefix}_{option.name.upper()}":
-                own.add(option.envvar)
+            if isinstance(option, click.Option) and option.envvar:
+                flag = next(f for f in option.opts if f.startswith("--"))
+                if option.envvar != "_".join(["ZKCONSUMER", *path, flag[2:]]).upper() \
+                        .replace("-", "_"):
+                    own.add(option.envvar)
     return own
 
 
 def environment_paragraph() -> str:
-    """Where the README explains the options' environment variables."""
-    return paragraph_with(section("Command line"), "[env var: ...]")
+    """Where the manual explains the options' environment variables."""
+    return paragraph_with(COMMANDS_PAGE, "[env var: ...]")
 
 
-def test_every_variable_the_readme_gives_for_options_is_shown_by_help():
+def test_every_variable_the_manual_gives_for_options_is_shown_by_help():
     shown = shown_variables()
     named = set(VARIABLE.findall(environment_paragraph()))
     assert named and named <= set(shown), named - set(shown)
 
 
-def test_the_readme_names_every_variable_an_option_sets_for_itself():
+def test_the_manual_names_every_variable_an_option_sets_for_itself():
     assert own_variables() <= set(VARIABLE.findall(environment_paragraph()))
 
 
-def test_each_option_the_readme_pairs_with_a_variable_is_where_help_shows_it():
+def test_each_option_the_manual_pairs_with_a_variable_is_where_help_shows_it():
     shown = shown_variables()
     pairs = re.findall(r"`(--[a-z-]+)` is `(ZKCONSUMER_\w+)`", environment_paragraph())
     assert pairs
@@ -83,17 +88,25 @@ def test_each_option_the_readme_pairs_with_a_variable_is_where_help_shows_it():
         assert {shown_flag for _, shown_flag in shown[name]} == {flag}, (flag, shown[name])
 
 
+def test_the_manual_states_the_option_order_the_commands_follow():
+    rule = " ".join(paragraph_with(COMMANDS_PAGE, "lists its options in one order").split())
+    first, own, last = rule.partition("the command's own options next")
+    assert own
+    assert re.findall(r"`(--[a-z-]+)`", first) == FIRST
+    assert re.findall(r"`(--[a-z-]+)`", last) == LAST
+
+
 def consume_table() -> list[tuple[list[str], str]]:
     """The `zkconsumer consume` options table: each row's flags and its whole text."""
-    table = section("Consuming").split("| option | meaning |", 1)[1].split("\n\n", 1)[0]
+    table = WORKERS_PAGE.split("| option | meaning |", 1)[1].split("\n\n", 1)[0]
     rows = [line for line in table.splitlines() if line.startswith("| `")]
     return [(re.findall(r"`(--[a-z-]+)", row.split(" | ")[0]), row) for row in rows]
 
 
 def test_the_consume_table_lists_exactly_the_options_of_consume_help():
-    in_readme = {flag for flags, _ in consume_table() for flag in flags}
+    in_manual = {flag for flags, _ in consume_table() for flag in flags}
     in_help = set(option_entries(help_page("consume"))) - {"-h"}
-    assert in_readme == in_help
+    assert in_manual == in_help
 
 
 def test_the_consume_table_gives_each_option_the_variable_help_shows():
@@ -104,12 +117,12 @@ def test_the_consume_table_gives_each_option_the_variable_help_shows():
 
 
 def documented_exit_statuses() -> dict[int, str]:
-    """Status -> the label before the colon, from the README's exit status table."""
+    """Status -> the label before the colon, from the manual's exit status table."""
     return {int(status): label for status, label in
-            re.findall(r"^\| (\d+) \| ([^:|]+):", section("Command line"), re.MULTILINE)}
+            re.findall(r"^\| (\d+) \| ([^:|]+):", COMMANDS_PAGE, re.MULTILINE)}
 
 
-def test_the_readme_and_help_give_the_same_exit_statuses():
+def test_the_manual_and_help_give_the_same_exit_statuses():
     epilog = help_page().partition("Exit status:")[2]
     in_help = {int(status): label.strip() for status, label in
                re.findall(r"^\s+(\d+)\s+([^:\n]+):", epilog, re.MULTILINE)}

@@ -1,0 +1,137 @@
+"""The requests the offset store, the offset readers and the log-offsets client add to the codec
+(Metadata of every topic, OffsetFetch of every partition, ListGroups), against kafka-python's
+implementation of Kafka's message specs; and the versions each broker address is spoken to in,
+learned once per address (`cluster_versions`)."""
+
+from __future__ import annotations
+
+import pytest
+from kafka.protocol.admin import (
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
+from kafka.protocol.consumer.group import OffsetFetchRequest
+from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
+from support.kafka_answers import api_versions_answer
+
+from zkconsumer.kafka.errors import ChannelError
+from zkconsumer.kafka.protocol import codec as protocol
+from zkconsumer.kafka.protocol import group_codec as group
+from zkconsumer.kafka.protocol.cluster_versions import (
+    LEGACY_CLUSTER_VERSIONS,
+    RememberedVersions,
+)
+from zkconsumer.kafka.protocol.codec import ProtocolError
+from zkconsumer.kafka.protocol.versions import NoCommonVersion
+
+
+def answered_by_them(response) -> bytes:
+    response.with_header(correlation_id=9)
+    return bytes(response.encode(header=True))
+
+
+@pytest.mark.parametrize("version", range(protocol.IMPLEMENTED[protocol.METADATA][1] + 1))
+def test_metadata_of_every_topic_and_the_internal_ones(version):
+    theirs = MetadataRequest[version](topics=None if version >= 1 else [],
+                                      allow_auto_topic_creation=True,
+                                      include_cluster_authorized_operations=False,
+                                      include_topic_authorized_operations=False)
+    assert protocol.metadata_request(None, version) == bytes(theirs.encode())
+    topic = MetadataResponse.MetadataResponseTopic
+    partition = topic.MetadataResponsePartition
+
+    def described(name, internal):
+        return topic(error_code=0, name=name, is_internal=internal, authorized_operations=set(),
+                     partitions=[partition(error_code=0, partition_index=0, leader_id=1,
+                                           leader_epoch=0, replica_nodes=[1], isr_nodes=[1],
+                                           offline_replicas=[])])
+
+    answer = answered_by_them(MetadataResponse[version](
+        throttle_time_ms=0, cluster_id="c", controller_id=1, authorized_operations=set(),
+        brokers=[MetadataResponse.MetadataResponseBroker(node_id=1, host="h", port=9092,
+                                                         rack=None)],
+        topics=[described("__consumer_offsets", True), described("t", False)]))
+    metadata = protocol.decode_metadata(answer, version)
+    assert set(metadata.leaders) == {protocol.TopicPartition("__consumer_offsets", 0),
+                                     protocol.TopicPartition("t", 0)}
+    assert metadata.internal == (frozenset() if version == 0 else {"__consumer_offsets"})
+
+
+@pytest.mark.parametrize("version", range(2, group.GROUP_IMPLEMENTED[protocol.OFFSET_FETCH][1] + 1))
+def test_offset_fetch_of_every_partition_a_group_has(version):
+    theirs = OffsetFetchRequest[version](group_id="g", topics=None, require_stable=True)
+    assert group.offset_fetch_request("g", None, version) == bytes(theirs.encode())
+
+
+def test_offset_fetch_v1_cannot_ask_for_every_partition():
+    with pytest.raises(ValueError, match="v1 cannot ask for every partition"):
+        group.offset_fetch_request("g", None, 1)
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+def test_list_groups(version):
+    assert group.list_groups_request(version) == bytes(
+        ListGroupsRequest[version](states_filter=[]).encode())
+    listed = ListGroupsResponse.ListedGroup
+    answer = answered_by_them(ListGroupsResponse[version](throttle_time_ms=0, error_code=0,
+                                                          groups=[
+        listed(group_id="a", protocol_type="consumer", group_state="Stable"),
+        listed(group_id="b", protocol_type="", group_state="Empty")]))
+    error, groups = group.decode_list_groups(answer, version)
+    assert error == 0
+    assert groups == [("a", "consumer", "Stable" if version >= 4 else None),
+                      ("b", "", "Empty" if version >= 4 else None)]
+    with pytest.raises(ProtocolError):
+        group.decode_list_groups(answer[:-1], version)
+
+
+def test_an_address_is_asked_its_versions_once_and_a_silent_one_is_spoken_to_as_0_9():
+    versions = RememberedVersions(None)
+    assert versions.known("a:9092") is None
+    offered = {protocol.METADATA: (0, 9), protocol.LIST_OFFSETS: (0, 5),
+               protocol.OFFSET_FETCH: (0, 6), protocol.OFFSET_COMMIT: (0, 7),
+               protocol.FIND_COORDINATOR: (0, 2), protocol.LIST_GROUPS: (0, 2)}
+    spoken = versions.answered("a:9092", api_versions_answer(offered))
+    assert versions.known("a:9092") == spoken
+    assert [spoken.version(key) for key in offered] == [9, 5, 6, 7, 2, 2]
+    silent = versions.unanswered("b:9092", ChannelError("no answer", timed_out=True))
+    assert versions.known("b:9092") == silent
+    assert {key: silent.version(key) for key in LEGACY_CLUSTER_VERSIONS} == LEGACY_CLUSTER_VERSIONS
+    with pytest.raises(ChannelError):
+        versions.unanswered("c:9092", ChannelError("reset"))
+    versions.forget("a:9092")
+    assert versions.known("a:9092") is None
+    told = RememberedVersions((0, 9)).known("d:9092")
+    assert told is not None and told.offered is None, "kafka.api.version 0.9: never asked"
+
+
+def test_a_broker_without_a_version_in_common_is_named():
+    spoken = RememberedVersions(None).answered("a:9092", api_versions_answer(
+        {protocol.OFFSET_COMMIT: (9, 10)}))
+    with pytest.raises(NoCommonVersion, match="a:9092 speaks OffsetCommit v9-v10"):
+        spoken.version(protocol.OFFSET_COMMIT)
+
+
+@pytest.mark.parametrize("version", range(0, group.DESCRIBE_GROUPS_IMPLEMENTED[1] + 1))
+def test_describe_groups_with_their_members(version):
+    assert group.describe_many_groups_request(["a", "b"], version) == bytes(
+        DescribeGroupsRequest[version](groups=["a", "b"],
+                                       include_authorized_operations=False).encode())
+    described = DescribeGroupsResponse.DescribedGroup
+    member = described.DescribedGroupMember
+    answer = answered_by_them(DescribeGroupsResponse[version](throttle_time_ms=0, groups=[
+        described(error_code=0, error_message=None, group_id="a", group_state="Stable",
+                  protocol_type="consumer", protocol_data="range", authorized_operations=set(),
+                  members=[member(member_id="m-1", group_instance_id=None, client_id="c",
+                                  client_host="/h", member_metadata=b"sub",
+                                  member_assignment=b"asg")]),
+        described(error_code=16, error_message="moved", group_id="b", group_state="",
+                  protocol_type="", protocol_data="", authorized_operations=set(), members=[])]))
+    assert group.decode_described_groups(answer, version) == [
+        (0, "a", "Stable", "consumer", "range",
+         [("m-1", None, "c", "/h", b"sub", b"asg")]),
+        (16, "b", "", "", "", [])]
+    with pytest.raises(ProtocolError):
+        group.decode_described_groups(answer + b"\x00", version)
