@@ -25,7 +25,7 @@ from support.waiting import wait_until
 from zkconsumer import ConsumerConnector, TopicPartition, Whitelist
 from zkconsumer.cli import cli
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.member.kafka_connector import KafkaCoordinatedConnector
+from zkconsumer.member.kafka_group import KafkaGroup
 from zkconsumer.member.state import State
 from zkconsumer.testing.consume_process import ConsumeProcess
 from zkconsumer.testing.reference import run_tool
@@ -60,7 +60,7 @@ def test_a_kafka_coordinated_member_shares_a_group_with_kafka_python(
     theirs = None
     connector = ConsumerConnector(_config(cluster, group))
     try:
-        assert isinstance(connector, KafkaCoordinatedConnector)
+        assert isinstance(connector._coordination, KafkaGroup)
         (stream,) = connector.create_message_streams({topic: 1})[topic]
         everything = {TopicPartition(topic, p) for p in range(PARTITIONS)}
         wait_until(lambda: set(connector.owned_partitions()) == everything, timeout=30,

@@ -41,7 +41,7 @@ def test_a_silent_coordinator_closes_the_gate_a_session_after_the_last_answer():
             wait_until(lambda: coordination.assignment is not None, timeout=10,
                        message="the member's first generation")
             generation = coordination.assignment.generation
-            wait_until(lambda: member.reregistered(generation), timeout=5,
+            wait_until(lambda: member.rejoined(generation), timeout=5,
                        message="the generation to become the member's session")
             assert member.delivering
             coordinator.stalled.set()
@@ -50,7 +50,7 @@ def test_a_silent_coordinator_closes_the_gate_a_session_after_the_last_answer():
                        message="the gate to close without an answered heartbeat")
             assert time.monotonic() - stalled_at < SESSION_S + HEARTBEAT_S + 0.5
             assert coordinator.heartbeats_unanswered >= 1
-            assert member.session is None  # its claims went with it
+            assert member.term is None  # its claims went with it
         finally:
             assert coordination.close(timeout=5)
         assert failures == []

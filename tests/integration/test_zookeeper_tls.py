@@ -28,7 +28,7 @@ from zkconsumer import ConsumerConnector
 from zkconsumer.cli import cli
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.localcluster import create_topic
-from zkconsumer.member.kafka_connector import KafkaCoordinatedConnector
+from zkconsumer.member.kafka_group import KafkaGroup
 from zkconsumer.model import TopicPartition
 from zkconsumer.zk.session import connect, session_for
 from zkconsumer.znodes.paths import GroupPaths
@@ -134,7 +134,7 @@ def test_a_kafka_coordinated_member_watches_the_fence_over_tls(tls, plain, plain
         "session.timeout.ms": "6000", "heartbeat.interval.ms": "500",
         **tls.properties(**{"zookeeper.set.acl": "true"})})
     try:
-        assert isinstance(connector, KafkaCoordinatedConnector)
+        assert isinstance(connector._coordination, KafkaGroup)
         connector.create_message_streams({topic: 1})
         aware = GroupPaths(group).fence_aware
         wait_until(lambda: tls_zk.exists(aware) and tls_zk.get_children(aware), timeout=60,

@@ -162,10 +162,10 @@ def test_a_commit_never_names_a_partition_whose_token_has_passed():
 
     member.committer._owner_checks = owner_checks
     member.stream.positions[A] = 15
-    member.state.session_event(Event.SESSION_EXPIRED, None)
+    member.state.term_event(Event.TERM_ENDED, None)
     assert member.committer.commit() == {}
-    member.state.session_event(Event.CONNECTED, SESSION + 1)
-    assert member.state.reregistered(SESSION + 1)
+    member.state.term_event(Event.ASSIGNED, SESSION + 1)
+    assert member.state.rejoined(SESSION + 1)
     claim(member.state, {B: "c-0"}, {B: 20})
     member.stream.positions[B] = 25
     assert member.committer.commit() == {B: 25}

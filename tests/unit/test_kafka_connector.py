@@ -11,7 +11,7 @@ from zkconsumer.errors import ConfigError
 from zkconsumer.fetch.brokers import KafkaAccess
 from zkconsumer.member.connector import ConsumerConnector
 from zkconsumer.member.fence_decision import FenceAction, GroupMovedError
-from zkconsumer.member.kafka_connector import KafkaCoordinatedConnector
+from zkconsumer.member.kafka_group import KafkaGroup
 from zkconsumer.member.state import State
 from zkconsumer.znodes.fence import Fence, FenceAwareMember, FencePhase
 
@@ -24,7 +24,7 @@ def no_zookeeper(_settings):
 
 def test_group_coordination_kafka_makes_a_member_without_zookeeper():
     connector = ConsumerConnector(KAFKA, connect_zookeeper=no_zookeeper)
-    assert isinstance(connector, KafkaCoordinatedConnector)
+    assert isinstance(connector._coordination, KafkaGroup)
     assert connector.config.zookeeper_connect is None
     assert connector.state is State.NEW
     connector.shutdown()  # never started: nothing to leave
@@ -67,7 +67,7 @@ def fenced_member(fence: Fence | None, **settings: str):
 
 def test_with_zookeeper_connect_a_member_on_a_group_moved_back_is_told_to_join_zookeeper():
     connector, session, watched = fenced_member(Fence("zookeeper", FencePhase.SWITCHED, 1))
-    assert isinstance(connector, KafkaCoordinatedConnector)
+    assert isinstance(connector._coordination, KafkaGroup)
     try:
         with pytest.raises(GroupMovedError) as raised:
             connector.create_message_streams({"t": 1})

@@ -202,3 +202,25 @@ def test_the_checks_see_lazy_and_relative_imports(tmp_path):
     found = [(item.line, item.target) for item in
              _imports("zkconsumer.zk.group_state", source, modules)]
     assert found == [(2, "zkconsumer.exporter.report"), (3, "zkconsumer.cli.signals")]
+
+
+def test_no_two_modules_import_each_other_directly_or_round_a_loop():
+    """Within a unit too: a module never imports one that (through others) imports it back,
+    wherever the import is written (inside a function or under `if TYPE_CHECKING` as well)."""
+    modules = _modules()
+    edges: dict[str, set[str]] = {}
+    by_edge: dict[tuple[str, str], Import] = {}
+    for item in own_imports():
+        target = item.target
+        while target not in modules and "." in target:  # a name imported from a module
+            target = target.rsplit(".", 1)[0]
+        # A package's __init__ is imported with each of its modules: only its own imports
+        # count, so a module importing its package's public names is no loop.
+        if target != item.source and not item.source.startswith(target + "."):
+            edges.setdefault(item.source, set()).add(target)
+            by_edge.setdefault((item.source, target), item)
+    cycles = _cycles(edges)
+    lines = [f"{sorted(cycle)}: " + "; ".join(str(item) for (a, b), item in sorted(by_edge.items())
+                                             if a in cycle and b in cycle)
+             for cycle in cycles]
+    assert not cycles, "modules importing each other:\n" + "\n".join(lines)

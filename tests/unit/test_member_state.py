@@ -55,8 +55,8 @@ def tokens(entries: dict) -> dict:
 
 def reregister(member: MemberState, session: int) -> None:
     """What the worker does in a new session, as far as the state sees it."""
-    assert member.next_work(timeout=0) is Work.REREGISTER
-    assert member.reregistered(session)
+    assert member.next_work(timeout=0) is Work.REJOIN
+    assert member.rejoined(session)
 
 
 # -- lifecycle and work -----------------------------------------------------------------------
@@ -90,9 +90,9 @@ def test_events_that_arrive_where_they_have_nothing_to_do_change_nothing():
     assert member.handle(Event.GROUP_CHANGED) is State.NEW, "a watch firing before the start"
     assert member.next_work(timeout=0) is None
     member = stable()
-    member.session_event(Event.SESSION_EXPIRED, None)
-    assert member.handle(Event.GROUP_CHANGED) is State.EXPIRED
-    assert member.handle(Event.REBALANCE_DONE) is State.EXPIRED
+    member.term_event(Event.TERM_ENDED, None)
+    assert member.handle(Event.GROUP_CHANGED) is State.TERM_ENDED
+    assert member.handle(Event.REBALANCE_DONE) is State.TERM_ENDED
     assert member.next_work(timeout=0) is None
 
 
@@ -100,7 +100,7 @@ def test_events_that_arrive_where_they_have_nothing_to_do_change_nothing():
     (State.NEW, Event.REBALANCE_DONE),
     (State.STABLE, Event.STARTED),
     (State.STABLE, Event.REBALANCE_DONE),
-    (State.STABLE, Event.REREGISTERED),
+    (State.STABLE, Event.REJOINED),
     (State.CLOSED, Event.CLOSE_REQUESTED),
 ])
 def test_an_event_the_table_does_not_list_is_a_defect_that_raises_and_changes_nothing(
@@ -123,11 +123,11 @@ def test_the_table_lists_every_event_each_state_is_sent_and_no_other():
                 member.handle(event, S1)
             except MemberStateError:
                 defects.add((state, event))
-    # CONNECTED is only ever reported through `session_event`, which names it anew.
-    assert defects == {(state, Event.CONNECTED) for state in State} | {
-        (State.NEW, Event.REBALANCE_DONE), (State.NEW, Event.REREGISTERED),
+    # CONNECTED is only ever reported through `term_event`, which names it anew.
+    assert defects == {(state, Event.ASSIGNED) for state in State} | {
+        (State.NEW, Event.REBALANCE_DONE), (State.NEW, Event.REJOINED),
         (State.STABLE, Event.STARTED), (State.STABLE, Event.REBALANCE_DONE),
-        (State.STABLE, Event.REREGISTERED),
+        (State.STABLE, Event.REJOINED),
         (State.FAILED, Event.STARTED), (State.CLOSED, Event.STARTED),
         (State.FAILED, Event.FAILED), (State.CLOSED, Event.CLOSE_REQUESTED),
     }
@@ -140,8 +140,8 @@ def _in_state(state: State) -> MemberState:
     if state is State.REBALANCING:
         return started()
     member = stable()
-    if state is State.EXPIRED:
-        member.session_event(Event.SESSION_EXPIRED, None)
+    if state is State.TERM_ENDED:
+        member.term_event(Event.TERM_ENDED, None)
     elif state is State.FAILED:
         member.fail(RuntimeError("a bug"))
     elif state is State.CLOSED:
@@ -257,8 +257,8 @@ def test_only_a_position_ahead_of_the_committed_offset_is_pending_and_it_never_m
 def test_a_write_under_a_token_that_passed_does_not_mark_the_new_claim():
     member = stable()
     written = member.committable({A: 99})  # gathered in S1 ...
-    member.session_event(Event.SESSION_EXPIRED, None)
-    member.session_event(Event.CONNECTED, S2)
+    member.term_event(Event.TERM_ENDED, None)
+    member.term_event(Event.ASSIGNED, S2)
     reregister(member, S2)
     member.next_work(timeout=0)
     member.claims_made(member.begin_claims({A: "c-0"}), [A], {A: 40})
@@ -297,9 +297,9 @@ def test_commits_name_only_partitions_claimed_in_the_current_session_with_its_to
     member.withdraw([B])
     assert tokens(member.committable()) == {A: S1}
     assert tokens(member.releasing([B])) == {B: S1}
-    member.session_event(Event.SESSION_EXPIRED, None)  # S1's token passes
+    member.term_event(Event.TERM_ENDED, None)  # S1's token passes
     assert member.committable() == {} and member.releasing([A, B]) == {}
-    member.session_event(Event.CONNECTED, S2)
+    member.term_event(Event.ASSIGNED, S2)
     reregister(member, S2)
     member.next_work(timeout=0)
     claim(member, {C: "c-0"})
@@ -309,9 +309,9 @@ def test_commits_name_only_partitions_claimed_in_the_current_session_with_its_to
 def test_nothing_is_committable_while_the_gate_is_closed():
     member = stable()
     member.withdraw([B])
-    member.session_event(Event.CONNECTION_SUSPENDED, None)
+    member.term_event(Event.LEASE_LOST, None)
     assert member.committable() == {} and member.releasing([B]) == {}
-    member.session_event(Event.CONNECTED, S1)
+    member.term_event(Event.ASSIGNED, S1)
     assert tokens(member.committable()) == {A: S1}
     assert tokens(member.releasing([B])) == {B: S1}
 
@@ -349,9 +349,9 @@ def test_the_gate_holds_while_the_coordination_says_open_and_the_lease_runs():
 
 def test_an_expiry_leaves_no_session_no_claims_and_a_closed_gate():
     member = stable()
-    assert member.session_event(Event.SESSION_EXPIRED, None) is Event.SESSION_EXPIRED
-    assert member.state is State.EXPIRED
-    assert member.session is None
+    assert member.term_event(Event.TERM_ENDED, None) is Event.TERM_ENDED
+    assert member.state is State.TERM_ENDED
+    assert member.term is None
     assert member.owned() == {}
     assert not member.delivering
     with pytest.raises(StaleClaimError):
@@ -361,49 +361,49 @@ def test_an_expiry_leaves_no_session_no_claims_and_a_closed_gate():
 
 def test_an_expired_member_does_nothing_until_a_new_session():
     member = stable()
-    member.session_event(Event.SESSION_EXPIRED, None)
+    member.term_event(Event.TERM_ENDED, None)
     member.handle(Event.GROUP_CHANGED)
-    assert member.state is State.EXPIRED
+    assert member.state is State.TERM_ENDED
     assert member.next_work(timeout=0) is None
 
 
 def test_a_new_session_keeps_the_gate_closed_and_claims_refused_until_reregistered():
     member = stable()
-    member.session_event(Event.CONNECTION_SUSPENDED, None)
-    member.session_event(Event.SESSION_EXPIRED, None)
-    assert member.session_event(Event.CONNECTED, S2) is Event.NEW_SESSION
+    member.term_event(Event.LEASE_LOST, None)
+    member.term_event(Event.TERM_ENDED, None)
+    assert member.term_event(Event.ASSIGNED, S2) is Event.NEW_TERM
     assert member.state is State.REBALANCING
     assert not member.delivering
     with pytest.raises(StaleClaimError):
         member.begin_claims({A: "c-0"})
-    assert member.next_work(timeout=0) is Work.REREGISTER
-    assert member.reregistered(S2)
-    assert member.delivering and member.session == S2
+    assert member.next_work(timeout=0) is Work.REJOIN
+    assert member.rejoined(S2)
+    assert member.delivering and member.term == S2
     assert member.next_work(timeout=0) is Work.REBALANCE
     assert claim(member, {A: "c-0"})[A].token == S2
 
 
 def test_a_connection_in_another_session_without_a_reported_expiry_is_a_new_session():
     member = stable()
-    assert member.session_event(Event.CONNECTED, S2) is Event.NEW_SESSION
-    assert member.owned() == {} and member.session is None and not member.delivering
+    assert member.term_event(Event.ASSIGNED, S2) is Event.NEW_TERM
+    assert member.owned() == {} and member.term is None and not member.delivering
 
 
 def test_a_reregistration_in_a_session_that_is_not_the_connected_one_is_not_adopted():
     member = stable()
-    member.session_event(Event.SESSION_EXPIRED, None)
-    member.session_event(Event.CONNECTED, S2)
-    assert member.next_work(timeout=0) is Work.REREGISTER
-    assert not member.reregistered(S1)
-    assert not member.reregistered(None)
+    member.term_event(Event.TERM_ENDED, None)
+    member.term_event(Event.ASSIGNED, S2)
+    assert member.next_work(timeout=0) is Work.REJOIN
+    assert not member.rejoined(S1)
+    assert not member.rejoined(None)
     assert not member.delivering
-    assert member.next_work(timeout=0) is Work.REREGISTER, "it stays due until adopted"
+    assert member.next_work(timeout=0) is Work.REJOIN, "it stays due until adopted"
 
 
 def test_a_rebalance_ending_before_the_reregistration_does_not_settle_the_member():
     member = stable()
-    member.session_event(Event.SESSION_EXPIRED, None)
-    member.session_event(Event.CONNECTED, S2)
+    member.term_event(Event.TERM_ENDED, None)
+    member.term_event(Event.ASSIGNED, S2)
     assert member.handle(Event.REBALANCE_DONE) is State.REBALANCING
     reregister(member, S2)
     assert member.next_work(timeout=0) is Work.REBALANCE
@@ -412,17 +412,17 @@ def test_a_rebalance_ending_before_the_reregistration_does_not_settle_the_member
 
 def test_an_expiry_before_the_start_waits_for_the_new_session_then_reregisters():
     member = MemberState(S1)
-    member.session_event(Event.SESSION_EXPIRED, None)
-    assert member.handle(Event.STARTED) is State.EXPIRED
+    member.term_event(Event.TERM_ENDED, None)
+    assert member.handle(Event.STARTED) is State.TERM_ENDED
     assert member.next_work(timeout=0) is None
-    member.session_event(Event.CONNECTED, S2)
+    member.term_event(Event.ASSIGNED, S2)
     reregister(member, S2)
     assert member.next_work(timeout=0) is Work.REBALANCE
 
 
 def test_a_new_session_before_the_start_has_the_member_register_again_first():
     member = MemberState(S1)
-    member.session_event(Event.CONNECTED, S2)
+    member.term_event(Event.ASSIGNED, S2)
     assert member.handle(Event.STARTED) is State.REBALANCING
     reregister(member, S2)
     assert member.next_work(timeout=0) is Work.REBALANCE
@@ -433,11 +433,11 @@ def test_a_new_session_before_the_start_has_the_member_register_again_first():
 def test_a_suspended_connection_closes_the_gate_until_the_same_session_is_back():
     member = stable()
     assert member.delivering
-    assert member.session_event(Event.CONNECTION_SUSPENDED, None) is Event.CONNECTION_SUSPENDED
+    assert member.term_event(Event.LEASE_LOST, None) is Event.LEASE_LOST
     assert not member.delivering and not member.gate.open.is_set()
     assert member.state is State.STABLE
     assert member.owned() == {A: "c-0", B: "c-0"}, "the session may yet survive"
-    assert member.session_event(Event.CONNECTED, S1) is Event.SESSION_RESUMED
+    assert member.term_event(Event.ASSIGNED, S1) is Event.TERM_RESUMED
     assert member.delivering and member.gate.open.is_set()
     assert member.next_work(timeout=0) is None, "the same session needs no rebalance"
 
@@ -445,7 +445,7 @@ def test_a_suspended_connection_closes_the_gate_until_the_same_session_is_back()
 def test_claims_made_before_a_suspension_in_the_same_session_are_accepted():
     member = started()
     session = member.begin_claims({A: "c-0"})
-    member.session_event(Event.CONNECTION_SUSPENDED, None)
+    member.term_event(Event.LEASE_LOST, None)
     assert set(member.claims_made(session, [A])) == {A}
     assert not member.delivering
 
@@ -459,7 +459,7 @@ def test_final_states_are_never_left_and_accept_no_claims(final):
     for event in Event:
         with contextlib.suppress(MemberStateError):
             member.handle(event, S2)
-    member.session_event(Event.CONNECTED, S2)
+    member.term_event(Event.ASSIGNED, S2)
     assert member.state is end
     assert member.next_work(timeout=0) is Work.STOP
     with pytest.raises(StaleClaimError, match=end.value):
@@ -471,7 +471,7 @@ def test_a_leaving_member_still_learns_what_its_session_does():
     member = stable()
     member.handle(Event.CLOSE_REQUESTED)
     assert member.delivering
-    member.session_event(Event.SESSION_EXPIRED, None)
+    member.term_event(Event.TERM_ENDED, None)
     assert member.state is State.CLOSED
     assert not member.delivering and member.owned() == {}
 
@@ -480,29 +480,29 @@ def test_a_leaving_member_waits_for_its_suspended_connection_to_come_back_in_the
     """A stop during a ZooKeeper blip: the final commit waits for the same session's return."""
     member = stable()
     member.handle(Event.CLOSE_REQUESTED)
-    member.session_event(Event.CONNECTION_SUSPENDED, None)
+    member.term_event(Event.LEASE_LOST, None)
     assert not member.wait_until_trusted(timeout=0)
     answers = []
     waiting = threading.Thread(target=lambda: answers.append(member.wait_until_trusted(30)),
                                daemon=True)
     waiting.start()
-    member.session_event(Event.CONNECTED, S1)
+    member.term_event(Event.ASSIGNED, S1)
     waiting.join(timeout=30)
     assert answers == [True]
 
 
-@pytest.mark.parametrize("lost", [Event.SESSION_EXPIRED, Event.CONNECTED])
+@pytest.mark.parametrize("lost", [Event.TERM_ENDED, Event.ASSIGNED])
 def test_a_leaving_member_stops_waiting_once_its_session_is_gone(lost):
     """Expired, or a connection in another session: its owner znodes are gone, and no wait
     would bring them back; the answer comes at once, not after the timeout."""
     member = stable()
     member.handle(Event.CLOSE_REQUESTED)
-    member.session_event(Event.CONNECTION_SUSPENDED, None)
+    member.term_event(Event.LEASE_LOST, None)
     answers = []
     waiting = threading.Thread(target=lambda: answers.append(member.wait_until_trusted(60)),
                                daemon=True)
     waiting.start()
-    member.session_event(lost, S2 if lost is Event.CONNECTED else None)
+    member.term_event(lost, S2 if lost is Event.ASSIGNED else None)
     waiting.join(timeout=30)
     assert not waiting.is_alive() and answers == [False]
 
@@ -521,22 +521,22 @@ def test_the_first_failure_is_recorded_and_fails_the_member_once():
 def test_a_due_reregistration_comes_before_any_rebalance():
     member = stable()
     member.handle(Event.GROUP_CHANGED)
-    member.session_event(Event.SESSION_EXPIRED, None)
-    member.session_event(Event.CONNECTED, S2)
+    member.term_event(Event.TERM_ENDED, None)
+    member.term_event(Event.ASSIGNED, S2)
     member.handle(Event.GROUP_CHANGED)
-    assert member.next_work(timeout=0) is Work.REREGISTER
-    assert member.reregistered(S2)
+    assert member.next_work(timeout=0) is Work.REJOIN
+    assert member.rejoined(S2)
     assert member.next_work(timeout=0) is Work.REBALANCE
     assert member.next_work(timeout=0) is None
 
 
 def test_an_expiry_cancels_a_reregistration_not_yet_done():
     member = stable()
-    member.session_event(Event.SESSION_EXPIRED, None)
-    member.session_event(Event.CONNECTED, S2)
-    member.session_event(Event.SESSION_EXPIRED, None)
+    member.term_event(Event.TERM_ENDED, None)
+    member.term_event(Event.ASSIGNED, S2)
+    member.term_event(Event.TERM_ENDED, None)
     assert member.next_work(timeout=0) is None
-    assert member.state is State.EXPIRED
+    assert member.state is State.TERM_ENDED
 
 
 # -- the interleaving: a claim under way when the session expires --------------------------------
@@ -546,12 +546,12 @@ def test_a_claim_that_passed_its_checks_before_an_expiry_is_refused_after_it():
     member.handle(Event.GROUP_CHANGED)
     assert member.next_work(timeout=0) is Work.REBALANCE
     session = member.begin_claims({C: "c-1"})  # the rebalance's claim made its znodes in S1 ...
-    member.session_event(Event.SESSION_EXPIRED, None)  # ... kazoo's thread reports the expiry ...
+    member.term_event(Event.TERM_ENDED, None)  # ... kazoo's thread reports the expiry ...
     with pytest.raises(StaleClaimError):
         member.claims_made(session, [C])  # ... and only then is the claim applied
     assert member.owned() == {} and member.held() == {}
     assert not member.delivering
-    assert member.session_event(Event.CONNECTED, S2) is Event.NEW_SESSION
+    assert member.term_event(Event.ASSIGNED, S2) is Event.NEW_TERM
     assert not member.delivering, "open before the re-registration's cleanup"
     with pytest.raises(StaleClaimError):
         member.claims_made(session, [C])
@@ -602,9 +602,9 @@ def test_a_shutdown_begins_once_and_after_a_failure_leaves_the_member_failed():
 def test_a_start_after_an_expiry_waits_for_the_new_session():
     member = MemberState(S1)
     member.request_start()
-    member.session_event(Event.SESSION_EXPIRED, None)
+    member.term_event(Event.TERM_ENDED, None)
     member.start()
-    assert member.started and member.state is State.EXPIRED
+    assert member.started and member.state is State.TERM_ENDED
     assert member.next_work(timeout=0) is None
 
 
@@ -649,11 +649,11 @@ def test_no_report_waits_under_the_lock_nor_leaves_it_held(start):
     returns with the lock free, whatever the state and the event."""
     member = start()
     member._lock = _NeverWaits()
-    member.session_event(Event.CONNECTION_SUSPENDED, S1)
-    member.session_event(Event.CONNECTED, S1)
-    member.session_event(Event.SESSION_EXPIRED, None)
-    member.session_event(Event.CONNECTED, S2)
-    member.reregistered(S2)
+    member.term_event(Event.LEASE_LOST, S1)
+    member.term_event(Event.ASSIGNED, S1)
+    member.term_event(Event.TERM_ENDED, None)
+    member.term_event(Event.ASSIGNED, S2)
+    member.rejoined(S2)
     claim(member, {A: "c-0"})
     member.withdraw([A])
     member.drop([A])

@@ -28,7 +28,7 @@ from zkconsumer.znodes.consumers import ConsumerRegistration
 
 ME = "g_me"
 SESSION = 0x1000
-NEW_SESSION = 0x3000
+NEW_TERM = 0x3000
 OTHER_SESSION = 0x2000
 A = TopicPartition("t", 0)
 B = TopicPartition("t", 1)
@@ -338,23 +338,23 @@ def test_a_session_that_expires_while_claiming_leaves_no_claims_and_the_member_c
     state = member.member
     state.handle(Event.STARTED)
     assert state.next_work(timeout=0) is Work.REBALANCE
-    store.event = lambda: state.session_event(Event.SESSION_EXPIRED, None)
+    store.event = lambda: state.term_event(Event.TERM_ENDED, None)
     member.rebalance()
     assert outcomes == [False]
     assert state.owned() == {} and member.member.held() == {}
     assert member._fetch_loop.routed == {}, "routed with a claim of a lost session"
     assert membership.owners == {}, "the refused claim's owner znodes were kept"
     assert not state.delivering
-    state.session_event(Event.CONNECTED, NEW_SESSION)
+    state.term_event(Event.ASSIGNED, NEW_TERM)
     assert not state.delivering
-    assert state.next_work(timeout=0) is Work.REREGISTER
+    assert state.next_work(timeout=0) is Work.REJOIN
     member.forget_lost_session()
-    assert state.reregistered(NEW_SESSION) and state.delivering
+    assert state.rejoined(NEW_TERM) and state.delivering
     assert state.next_work(timeout=0) is Work.REBALANCE
     member.rebalance()
     assert state.handle(Event.REBALANCE_DONE) is State.STABLE
     assert {tp: claim.token for tp, claim in state.claims.items()} == \
-        {A: NEW_SESSION, B: NEW_SESSION}
+        {A: NEW_TERM, B: NEW_TERM}
     assert set(member._fetch_loop.routed) == {A, B}
     assert set(membership.owners) == {A, B}
 
@@ -372,6 +372,6 @@ def test_a_member_closed_while_claiming_releases_what_it_claimed():
 def test_a_session_lost_before_the_claim_makes_no_owner_znodes():
     membership = DictMembership()
     member = rebalancer(MemoryStore(), membership)
-    member.member.session_event(Event.SESSION_EXPIRED, None)
+    member.member.term_event(Event.TERM_ENDED, None)
     member.rebalance()
     assert membership.owners == {} and member.member.held() == {}

@@ -10,27 +10,22 @@ gate) is one `MemberState`.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
-import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoAuthError
-from kazoo.protocol.states import KazooState
-from kazoo.retry import KazooRetry
 
 from zkconsumer.assignment import TopicFilter, make_consumer_id
 from zkconsumer.config import ConsumerConfig, ZookeeperSettings
 from zkconsumer.errors import ZkConsumerError, describe_error
-from zkconsumer.fetch import KafkaAccess, open_fetcher, resolve_kafka_access
+from zkconsumer.fetch import open_fetcher
 from zkconsumer.fetch.fetcher import Fetcher
-from zkconsumer.fetch.kafka_client import kafka_client_options
 from zkconsumer.logs import get_logger
 from zkconsumer.member.committer import OffsetCommitter
+from zkconsumer.member.coordination import Coordination, Fenced, LeavingStep
 from zkconsumer.member.fence_decision import (
     FenceAction,
     GroupMoved,
@@ -40,47 +35,41 @@ from zkconsumer.member.fence_decision import (
 )
 from zkconsumer.member.fence_watch import MemberFence
 from zkconsumer.member.fetch_loop import FetchLoop
-from zkconsumer.member.rebalancer import PartitionCallback, RebalanceCallbacks, Rebalancer
+from zkconsumer.member.kafka_group import KafkaGroup
+from zkconsumer.member.rebalancer import PartitionCallback, RebalanceCallbacks
 from zkconsumer.member.state import Event, MemberState, State, Work
 from zkconsumer.member.streams import KafkaStream
+from zkconsumer.member.zk_group import ZookeeperGroup, startup_retry
 from zkconsumer.member.zk_membership import ZookeeperMembership
 from zkconsumer.metrics import MemberMetrics, MemberSources, MetricsServer
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import OffsetStore, open_offset_store
 from zkconsumer.throttled_log import RepeatedCondition
-from zkconsumer.topology import MetadataRefresher, TopicSource, open_topic_source
+from zkconsumer.topology import TopicSource, open_topic_source
 from zkconsumer.zk.registry import wait_for_brokers
-from zkconsumer.zk.session import ZookeeperAccessDeniedError, connect_for, current_session
+from zkconsumer.zk.session import ZookeeperAccessDeniedError, connect_for
 from zkconsumer.znodes.brokers import BrokerRegistration
 from zkconsumer.znodes.consumers import ConsumerRegistration
 from zkconsumer.znodes.fence import Fence, FenceAwareMember
 
 log = get_logger(__name__)
 
-# How long a starting member waits for a broker to (re-)register before it gives up.
-BROKER_WAIT_S = 60.0
 # `shutdown` takes about this long at most, whatever ZooKeeper does: while the ensemble has no
 # quorum every ZooKeeper call waits for it, so what is not done by then (the final commit, the
 # release, the deregistration) is said in one line and left to the session's expiry, after which
 # the next owners resume from the last commit. Of it, closing the clients gets the last second.
 SHUTDOWN_TIMEOUT_S = 6.0
 _CLOSING_S = 1.0
-# How often a start-up step waiting on a thread of its own looks for a shutdown.
-_START_POLL_S = 0.1
 # A fenced member's streams end at once; whoever consumes them has this long to call
 # `shutdown()` (which commits what the consuming threads finished) before the member drains
 # by itself.
 FENCED_SHUTDOWN_GRACE_S = 5.0
-_SESSION_EVENTS = {KazooState.SUSPENDED: Event.CONNECTION_SUSPENDED,
-                   KazooState.LOST: Event.SESSION_EXPIRED,
-                   KazooState.CONNECTED: Event.CONNECTED}
-
-T = TypeVar("T")
 
 
 class ConsumerConnector:
-    """A member of a ZooKeeper-coordinated consumer group (with `group.coordination=kafka`, of
-    a group on Kafka's coordinator instead: see `kafka_connector.KafkaCoordinatedConnector`).
+    """A member of a consumer group, coordinated by ZooKeeper (the default) or, with
+    `group.coordination=kafka`, by Kafka's group coordinator: the connector composes the
+    coordination it is given (`coordination`), or the one its config names.
 
     Build it from a `ConsumerConfig` or a mapping of legacy keys, call `create_message_streams`
     or `create_message_streams_by_filter` once, iterate the streams, and `shutdown()` (or use it
@@ -98,45 +87,25 @@ class ConsumerConnector:
                  open_topic_source: Callable[..., TopicSource] = open_topic_source,
                  join_group: Callable[..., ZookeeperMembership] = ZookeeperMembership,
                  watch_fence: Callable[..., MemberFence] = MemberFence,
-                 metrics: MemberMetrics | None = None) -> None:
+                 metrics: MemberMetrics | None = None,
+                 coordination: Callable[[ConsumerConfig], Coordination] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         """The keyword arguments after the callbacks make the member's clients and its group
-        membership; tests give stand-ins (the signatures are those of the defaults).
-        `metrics`: the figures to go on counting in (a member that follows its group to
-        another coordination keeps its counters); new ones when None."""
-        self._set_up(config, RebalanceCallbacks(on_partitions_revoked, on_partitions_assigned),
-                     open_fetcher, metrics)
-        self._find_brokers = find_brokers
-        self._open_offset_store = open_offset_store
-        self._open_topic_source = open_topic_source
-        self._join_group = join_group
-        self._watch_fence = watch_fence
-        self._zk = connect_zookeeper(self.config.zookeeper)
-        self._member = MemberState(current_session(self._zk))
-        self._lease_on_answers(self._zk)
-        # From now on: an expiry while starting must be known to the member's state too.
-        self._zk.add_listener(self._on_session_state)
-
-    def __new__(cls, config: ConsumerConfig | Mapping[str, str], *_args: object,
-                **_parts: object) -> ConsumerConnector:
-        """`group.coordination=kafka` makes a `KafkaCoordinatedConnector`, with no ZooKeeper."""
-        if cls is ConsumerConnector and _coordination(config) == "kafka":
-            # Imported here: that module builds on this one.
-            from zkconsumer.member.kafka_connector import KafkaCoordinatedConnector
-            return super().__new__(KafkaCoordinatedConnector)
-        return super().__new__(cls)
-
-    def _set_up(self, config: ConsumerConfig | Mapping[str, str],
-                callbacks: RebalanceCallbacks, open_fetcher: Callable[..., Fetcher],
-                metrics: MemberMetrics | None) -> None:
-        """What every kind of member has, whoever coordinates its group."""
+        membership; tests give stand-ins (the signatures are those of the defaults; those of
+        ZooKeeper's coordination are not used with Kafka's, `connect_zookeeper` there only
+        with `zookeeper.connect`, for the fence). `coordination(config)`: the coordination to
+        compose instead of the one the config names (a test's scripted one). `metrics`: the
+        figures to go on counting in (a member that follows its group to another coordination
+        keeps its counters); new ones when None. `clock`: the member's monotonic clock, which
+        its lease is held on."""
         self.config = config if isinstance(config, ConsumerConfig) else \
             ConsumerConfig.from_mapping(config)
         self.consumer_id = make_consumer_id(self.config.group_id, self.config.consumer_id)
-        self._callbacks = callbacks
+        self._callbacks = RebalanceCallbacks(on_partitions_revoked, on_partitions_assigned)
         self._open_fetcher = open_fetcher
+        self._watch_fence = watch_fence
         self._streams: list[KafkaStream] = []
         self._stop_auto_commit = threading.Event()
-        self._refresher: MetadataRefresher | None = None  # topics from Kafka metadata only
         self._metrics = metrics or MemberMetrics()
         self._metrics_server: MetricsServer | None = None  # with metrics.port only
         # Set when `group cutover` fenced the group off this member's coordination: its
@@ -144,6 +113,17 @@ class ConsumerConnector:
         self.moved: GroupMoved | None = None
         self._fence: MemberFence | None = None  # made as the member starts
         self._log = log.bind(consumer_id=self.consumer_id, group=self.config.group_id)
+        if coordination is not None:
+            self._coordination = coordination(self.config)
+        elif self.config.group_coordination == "kafka":
+            self._coordination = KafkaGroup(self.config, connect_zookeeper=connect_zookeeper)
+        else:
+            self._coordination = ZookeeperGroup(
+                self.config, connect_zookeeper=connect_zookeeper, find_brokers=find_brokers,
+                open_offset_store=open_offset_store, open_topic_source=open_topic_source,
+                join_group=join_group)
+        self._member = MemberState(self._coordination.first_term(), clock)
+        self._coordination.bind(self)
 
     # -- public API -------------------------------------------------------------------------
 
@@ -173,7 +153,12 @@ class ConsumerConnector:
     def commit_offsets(self, in_hand: bool = True) -> dict[TopicPartition, int]:
         """Commit the positions delivered so far (last delivered offset + 1) for owned
         partitions, counting the message each stream handed out last as done with (with
-        `in_hand=False`, only what each stream counts as consumed already)."""
+        `in_hand=False`, only what each stream counts as consumed already). Inside
+        `on_partitions_revoked` of a member on Kafka's coordinator (the generation has passed
+        then) what was consumed goes with the parting commit the member sends before it joins
+        again, and this returns nothing: the outcome is logged."""
+        if self._coordination.commit_in_callback(in_hand):
+            return {}
         return self._committer.commit(in_hand=in_hand)
 
     def owned_partitions(self) -> dict[TopicPartition, str]:
@@ -201,8 +186,14 @@ class ConsumerConnector:
 
     @property
     def zookeeper_session(self) -> tuple[int, bytes]:
-        """(session id, password) of the member's ZooKeeper session, for fault-injection tools."""
-        return self._zk.client_id
+        """(session id, password) of the member's ZooKeeper session, for fault-injection tools
+        (ZkConsumerError for a member coordinated by Kafka, which has none)."""
+        return self._coordination.zookeeper_session
+
+    @property
+    def _zk(self) -> KazooClient | None:
+        """The ZooKeeper session the member has (its coordination's, or the fence's)."""
+        return self._coordination.fence_session
 
     @property
     def state(self) -> State:
@@ -244,7 +235,7 @@ class ConsumerConnector:
                 self._worker.join(timeout=max(0.0, deadline - time.monotonic()) / 2)
             # After a session expiry the owners are gone and others may have moved on: a
             # commit now could rewind them.
-            self._leave_group(commit and self._member.session is not None,
+            self._leave_group(commit and self._member.term is not None,
                               deadline - _CLOSING_S)
             self._close_clients()
         self._stop_metrics_server()
@@ -254,14 +245,11 @@ class ConsumerConnector:
     def _close_clients(self) -> None:
         """The clients opened when the member started."""
         self._fetcher.close()
-        self._offset_store.close()
-        self._membership.topics.close()
+        self._coordination.close_clients()
 
     def _disconnect(self) -> None:
-        """The coordinator's connection opened with the connector."""
-        self._zk.remove_listener(self._on_session_state)  # closing reports LOST, not an expiry
-        self._zk.stop()
-        self._zk.close()
+        """The coordination's connections opened with the connector."""
+        self._coordination.disconnect()
 
     def __enter__(self) -> ConsumerConnector:
         return self
@@ -292,95 +280,40 @@ class ConsumerConnector:
     def _open_and_join(self, registration: ConsumerRegistration, topics: set[str],
                        wildcard: bool, stream_for) -> None:
         """Every step that waits (for brokers, ZooKeeper, topic metadata) gives up once a
-        shutdown began: its ZooKeeper calls fail on the closed session, its retries look for
-        the shutdown between attempts, and the metadata read is waited for on the side."""
-        config = self.config
-        access = self._kafka_access()
-        self._access = access
+        shutdown began (see the coordination's `open`)."""
+        config, coordination = self.config, self._coordination
+        self._access = coordination.kafka_access()
         # Clients opened here are closed again if the start fails; once started, by shutdown.
         with contextlib.ExitStack() as opened:
             self._serve_metrics(opened)
-            self._fetcher = self._open_fetcher(config, *access)
+            self._fetcher = self._open_fetcher(config, *self._access)
             opened.callback(self._fetcher.close)
-            self._offset_store = self._open_offset_store(
-                config, self._zk, *access, observe_commit=self._metrics.observe_commit)
-            opened.callback(self._offset_store.close)
-            topic_source = self._open_topic_source(
-                self._zk, config.bootstrap_servers, access.api_version,
-                kafka_client_options(config.kafka_client_properties), config.socket_timeout_ms)
-            opened.callback(topic_source.close)
-            if not topic_source.watched_in_zookeeper:
-                # As a member waits for the broker registry: one that cannot learn which
-                # topics exist fails now, before it joins the group, not in its first rebalance.
-                self._unless_shut_down(topic_source.view)
-            self._wire(registration, topic_source, stream_for)
-            fence = self._promise_to_honour_the_fence()
-            self._startup_retry()(self._membership.register)
-            self._startup_retry()(self._membership.watch, self._group_changed, topics, wildcard)
-            refresher = None if topic_source.watched_in_zookeeper else MetadataRefresher(
-                topic_source, config.topic_metadata_refresh_interval_ms / 1000.0,
-                self._membership.interest, lambda: self._membership.last_view,
-                self._group_changed)
-            self._refresher = refresher
+            self._fetch_loop = FetchLoop(self._fetcher, config.fetch_wait_max_ms, self._fail,
+                                         self._member)
+            route = coordination.open(opened, registration, wildcard)
+            self._committer = OffsetCommitter(
+                route.store, lambda: self._streams, self._member,
+                owner_checks=route.owner_checks, may_commit=self._may_commit,
+                pause_words=route.pause_words)
+            fence = None
+            if coordination.fence_session is not None:
+                fence = self._promise_to_honour_the_fence(coordination.fence_session)
+            coordination.join(topics, wildcard, stream_for, fenced=fence is not None)
+            self._watch_metrics()
             self._worker = threading.Thread(target=self._work, name="zkconsumer-member",
                                             daemon=True)
             self._member.start()  # from here on, a shutdown stops the threads and clients
             opened.pop_all()
-        # Registered by now, and no partition claimed yet: a fence written since it was read
-        # is seen here, before the first rebalance could hand out a message.
-        fence.watch(self._on_fence)
-        if refresher is not None:
-            refresher.start()
+        # Joining by now, and no partition claimed yet: a fence written since it was read is
+        # seen here, before the first rebalance could hand out a message.
+        if fence is not None:
+            fence.watch(self._on_fence)
+        coordination.start()
         self._fetch_loop.start()
         self._worker.start()
         if config.auto_commit_enable:
             threading.Thread(target=self._auto_commit, name="zkconsumer-autocommit",
                              daemon=True).start()
-
-    def _startup_retry(self) -> KazooRetry:
-        """Start-up survives a ZooKeeper server restart or a lost connection (retried for about
-        15 s with backoff); a ZooKeeper that stays away is reported, not waited for forever, and
-        a shutdown ends the retries."""
-        return KazooRetry(max_tries=12, delay=0.2, backoff=2, max_delay=2.0,
-                          interrupt=lambda: self._member.closing)
-
-    def _unless_shut_down(self, step: Callable[[], T]) -> T:
-        """`step()`, waited for on the side so that a shutdown ends the wait at once (a broker
-        that accepts connections but never answers holds a metadata read for a whole request
-        timeout); the step left behind ends within its own timeout."""
-        outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
-
-        def run() -> None:
-            try:
-                outcome.set_result(step())
-            except BaseException as exc:  # noqa: BLE001 - raised on the starting thread
-                outcome.set_exception(exc)
-
-        threading.Thread(target=run, name="zkconsumer-start", daemon=True).start()
-        while not concurrent.futures.wait([outcome], timeout=_START_POLL_S).done:
-            if self._member.closing:
-                raise ZkConsumerError("shut down while waiting for the step")
-        return outcome.result()
-
-    def _wire(self, registration: ConsumerRegistration, topic_source, stream_for) -> None:
-        config = self.config
-        self._membership = self._join_group(self._zk, config.group_id, self.consumer_id,
-                                            registration, topic_source)
-        self._committer = OffsetCommitter(
-            self._offset_store, lambda: self._streams, self._member,
-            owner_checks=self._membership.owner_checks, may_commit=self._may_commit)
-        self._fetch_loop = FetchLoop(self._fetcher, config.fetch_wait_max_ms, self._fail,
-                                     self._member)
-        self._rebalancer = Rebalancer(
-            consumer_id=self.consumer_id, strategy=config.partition_assignment_strategy,
-            exclude_internal_topics=config.exclude_internal_topics,
-            max_attempts=config.rebalance_max_retries, backoff_ms=config.rebalance_backoff_ms,
-            crashed_owner_grace_ms=2 * config.zookeeper_session_timeout_ms,
-            membership=self._membership, fetch_loop=self._fetch_loop, committer=self._committer,
-            offset_store=self._offset_store, stream_for=stream_for,
-            auto_commit=config.auto_commit_enable, callbacks=self._callbacks,
-            member=self._member, observe=self._metrics.observe_rebalance)
-        self._watch_metrics()
 
     def _serve_metrics(self, opened: contextlib.ExitStack) -> None:
         """With metrics.port, before anything else: a port in use fails the member before it
@@ -428,54 +361,22 @@ class ConsumerConnector:
         if not missed:
             return True
         report = self._log.error if failures else self._log.warning
-        report(f"stopped without finishing with {self._coordinator_name}",
+        wording = self._coordination.wording
+        report(f"stopped without finishing with {wording.coordinator}",
                not_done=", ".join(missed),
                cause=describe_error(failures[0]) if failures else
-               f"{self._coordinator_name} did not answer in time",
-               then=self._unfinished_leave)
+               f"{wording.coordinator} did not answer in time",
+               then=wording.unfinished_leave)
         return False
 
-    _coordinator_name = "ZooKeeper"
-    _unfinished_leave = ("the next owners resume from the last commit; this member's znodes go "
-                         "when its session expires")
-
     def _leaving_steps(self, commit: bool, failed: bool, deadline: float
-                       ) -> list[tuple[str, Callable[[], object]]]:
-        """What leaving is made of, in order, each named for the log (see `_leave_group`);
-        a step returning False counts as not done."""
-        steps: list[tuple[str, Callable[[], object]]] = [
-            ("the release of the owned partitions",
-             lambda: self._rebalancer.release_all(commit=commit and not failed,
-                                                  notify=not failed)),
-            ("the deregistration", self._membership.deregister)]
-        if commit and self.moved is not None:
-            steps.insert(0, ("the commit to both offset storages", self._carry_offsets_over))
-        if commit and self.config.auto_commit_enable:
-            steps.insert(0, ("the final commit",
-                             lambda: self._final_commit(retry=not failed, deadline=deadline)))
+                       ) -> list[LeavingStep]:
+        """What leaving is made of, in order, each named for the log (see `_leave_group`):
+        the coordination's steps, then the fence-aware znode's removal."""
+        steps = self._coordination.leaving_steps(commit, failed, deadline)
         if self._fence is not None:
             steps.append(("the fence-aware znode's removal", self._fence.withdraw))
         return steps
-
-    def _carry_offsets_over(self) -> bool:
-        """A fenced member, its final commit made and its partitions still its own: what the
-        group has committed for them (the larger of ZooKeeper's and Kafka's, whichever
-        `offsets.storage` says) goes to both storages, Kafka's as a group with no Kafka-side
-        members writes it (generation -1): the new coordination's members resume there.
-        Never backwards, as it is the larger of the two already."""
-        if not self._member.delivering:
-            return False
-        held = sorted(self._member.held())
-        both = self._open_offset_store(
-            dataclasses.replace(self.config, offsets_storage="kafka", dual_commit_enabled=True),
-            self._zk, *self._access, observe_commit=self._metrics.observe_commit)
-        try:
-            committed = both.fetch(held)
-            both.commit(committed)
-        finally:
-            both.close()
-        self._log.info("drained: committed to both offset storages", partitions=len(committed))
-        return True
 
     def _final_commit(self, retry: bool, deadline: float | None = None) -> bool:
         """False when the session cannot be trusted, so nothing could be committed. With the
@@ -501,18 +402,16 @@ class ConsumerConnector:
 
     # -- the cutover fence --------------------------------------------------------------------
 
-    _coordination_name = "zookeeper"
-
-    def _promise_to_honour_the_fence(self) -> MemberFence:
+    def _promise_to_honour_the_fence(self, zk: KazooClient) -> MemberFence:
         """Before the member registers (or joins Kafka's group): the fence read, and the
         fence-aware znode made, so that `group cutover` never sees this member in the group
         without its promise; returns the fence, to watch once the member is in. GroupMovedError
         when the fence says it must not start here."""
         fence = self._fence = self._watch_fence(
-            self._zk, self.config.group_id, self.consumer_id,
-            FenceAwareMember(self._coordination_name, self.config.cutover_on_fence))
-        self._startup_retry()(self._check_fence_at_start)
-        self._startup_retry()(fence.declare)
+            zk, self.config.group_id, self.consumer_id,
+            FenceAwareMember(self._coordination.wording.name, self.config.cutover_on_fence))
+        startup_retry(lambda: self._member.closing)(self._check_fence_at_start)
+        startup_retry(lambda: self._member.closing)(fence.declare)
         return fence
 
     def _check_fence_at_start(self) -> None:
@@ -520,7 +419,7 @@ class ConsumerConnector:
         here (it waits, joins the other coordination, or refuses: the worker decides)."""
         assert self._fence is not None  # made before it is read
         fence = self._fence.read()
-        decision = decide(Stage.STARTING, self._coordination_name, fence,
+        decision = decide(Stage.STARTING, self._coordination.wording.name, fence,
                           self.config.cutover_on_fence)
         if decision.action is not FenceAction.CARRY_ON:
             raise GroupMovedError(GroupMoved(self.config.group_id, fence, decision,
@@ -531,17 +430,20 @@ class ConsumerConnector:
         once (nothing more is delivered), and the member drains (see `_fenced`)."""
         if self.moved is not None or self._member.leaving:
             return
-        decision = decide(Stage.RUNNING, self._coordination_name, fence,
+        decision = decide(Stage.RUNNING, self._coordination.wording.name, fence,
                           self.config.cutover_on_fence)
         if decision.drains:
-            self._fenced(GroupMoved(self.config.group_id, fence, decision, self._access))
+            self._fenced(Fenced(GroupMoved(self.config.group_id, fence, decision,
+                                           self._access)))
 
-    def _fenced(self, moved: GroupMoved) -> None:
-        """Delivery stops now; the drain itself is `shutdown()`'s (with `moved` set it commits
-        to both storages), called by whoever consumes the streams once they ended (so what
-        their threads finished is committed), or else by the member itself after
-        `FENCED_SHUTDOWN_GRACE_S`."""
-        self.moved = moved
+    def _fenced(self, event: Fenced) -> None:
+        """The fence, watched by the connector whatever coordinates the group, moved the
+        group away: the coordination is told (`Coordination.fenced`), and delivery stops now;
+        the drain itself is `shutdown()`'s (with `moved` set it commits to both storages),
+        called by whoever consumes the streams once they ended (so what their threads finished
+        is committed), or else by the member itself after `FENCED_SHUTDOWN_GRACE_S`."""
+        self._coordination.fenced()
+        self.moved = moved = event.moved
         fence = moved.fence
         self._log.info("fenced", to=fence.to if fence else None,
                        phase=fence.phase if fence else None, then=moved.decision.action.value)
@@ -555,14 +457,6 @@ class ConsumerConnector:
             self._log.info("fenced member's streams not shut down by their consumer; draining")
             self.shutdown()
 
-    def _kafka_access(self) -> KafkaAccess:
-        """`bootstrap.servers` when set: those brokers need not be in this ZooKeeper at all."""
-        config = self.config
-        return resolve_kafka_access(
-            lambda: self._startup_retry()(self._find_brokers, self._zk, BROKER_WAIT_S).values(),
-            config.kafka_client_properties.get("security.protocol", "PLAINTEXT"),
-            config.kafka_api_version, config.bootstrap_servers)
-
     def _work(self) -> None:
         while True:
             work = self._member.next_work()
@@ -571,10 +465,10 @@ class ConsumerConnector:
                     self._leave_after_failure()
                 return
             try:
-                if work is Work.REREGISTER:
-                    self._reregister()
+                if work is Work.REJOIN:
+                    self._coordination.renew_term()
                     continue
-                if self._rebalance():
+                if self._coordination.rebalance():
                     self._member.handle(Event.REBALANCE_DONE)
             except NoAuthError:
                 self._fail(ZookeeperAccessDeniedError.because(
@@ -583,65 +477,9 @@ class ConsumerConnector:
                 # A dropped connection: the session listener reports expiry; otherwise retry.
                 self._log.warning("rebalance interrupted by ZooKeeper", error=describe_error(exc))
                 time.sleep(min(1.0, self.config.rebalance_backoff_ms / 1000.0))
-                self._group_changed()
+                self._member.handle(Event.GROUP_CHANGED)
             except Exception as exc:  # noqa: BLE001 - any other failure ends the member loudly
                 self._fail(exc)
-
-    def _rebalance(self) -> bool:
-        """The worker's rebalance; True when the member may be STABLE after it (the state
-        decides)."""
-        self._rebalancer.rebalance()
-        return True
-
-    def _reregister(self) -> None:
-        """In a new session: forget what the lost one owned, register again, and only then let
-        the member claim and deliver in it (until then its gate stays closed)."""
-        self._rebalancer.forget_lost_session()
-        if self._fence is not None:  # the promise went with the session: made again first
-            self._fence.declare()
-        self._membership.register()
-        if not self._member.reregistered(current_session(self._zk)) \
-                and not self._member.leaving:
-            self._log.info("the ZooKeeper session changed while registering; registering again")
-
-    def _lease_on_answers(self, zk: KazooClient) -> None:
-        """The gate's lease runs on what the session's answers prove (`Hearing.
-        lease_deadline`: two thirds of the session timeout after the last moment an answer is
-        proven to have come after), so the streams stop by themselves before the server can
-        expire the session, whether or not kazoo's thread runs to notice (a frozen process).
-        A client without the hearing handler (a test's stand-in) gives the gate no lease."""
-        hearing = getattr(getattr(zk, "handler", None), "hearing", None)
-        if hearing is None:
-            return
-        gate = self._member.gate
-        hearing.on_renewed(gate.lease)
-        gate.lease(hearing.lease_deadline())  # after: a renewal meanwhile is in it already
-
-    def _group_changed(self) -> None:
-        self._member.handle(Event.GROUP_CHANGED)
-
-    def _on_session_state(self, state: KazooState) -> None:
-        """Runs on kazoo's thread: hands the event and the session id to the member's state,
-        which decides what follows, and says so; never blocks.
-
-        A suspended connection may be a session expiring on the server, whose owner znodes
-        then go to other members while we cannot hear of it: delivery and commits pause at
-        once (the connection is given up after two thirds of the session timeout without
-        hearing from the server, see `zkconsumer.zk.hearing`, so before the server can expire
-        it) until the same session is back.
-        """
-        applied = self._member.session_event(_SESSION_EVENTS[state], current_session(self._zk))
-        if applied is Event.CONNECTION_SUSPENDED:
-            self._log.warning("ZooKeeper connection lost; delivery and commits paused")
-        elif applied is Event.SESSION_EXPIRED:
-            self._metrics.observe_session_expired()
-            self._log.warning("ZooKeeper session expired; registration and owners are gone")
-        elif applied is Event.NEW_SESSION:
-            self._log.info("new ZooKeeper session; registering again before delivering")
-        else:
-            self._log.info("ZooKeeper connection back in the same session; delivering again")
-
-    _expired_health = "ZooKeeper session expired; registering again"
 
     def _health(self) -> tuple[bool, str]:
         """For `/healthz`: healthy while registered in the group and not failed; otherwise
@@ -654,7 +492,7 @@ class ConsumerConnector:
         if state is State.FAILED and failure is not None:
             return False, f"failed: {_one_line(failure)}"
         return False, {State.NEW: "not registered yet", State.FAILED: "failed",
-                       State.EXPIRED: self._expired_health,
+                       State.TERM_ENDED: self._coordination.wording.term_ended,
                        State.CLOSED: "shut down"}[state]
 
     def _stop_metrics_server(self) -> None:
@@ -663,8 +501,7 @@ class ConsumerConnector:
             server.stop()
 
     def _stop_refresher(self) -> None:
-        if self._refresher is not None:
-            self._refresher.stop()
+        self._coordination.stop_watching()
 
     def _auto_commit(self) -> None:
         interval = self.config.auto_commit_interval_ms / 1000.0
@@ -700,15 +537,9 @@ class ConsumerConnector:
         committing what was consumed, whatever the user's callbacks do (they are not told)."""
         self._stop_refresher()
         self._fetch_loop.stop()
-        if self._leave_group(self._member.session is not None,
+        if self._leave_group(self._member.term is not None,
                              time.monotonic() + SHUTDOWN_TIMEOUT_S - _CLOSING_S, failed=True):
             self._log.info("left the group after the failure", group=self.config.group_id)
-
-
-def _coordination(config: ConsumerConfig | Mapping[str, str]) -> str:
-    if isinstance(config, ConsumerConfig):
-        return config.group_coordination
-    return str(config.get("group.coordination", "zookeeper")).strip()
 
 
 def _one_line(exc: BaseException) -> str:

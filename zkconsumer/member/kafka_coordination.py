@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.kafka.errors import ChannelError, ProtocolRefusedError
@@ -67,8 +67,9 @@ from zkconsumer.kafka.protocol.group_member import (
     State,
 )
 from zkconsumer.logs import get_logger
+from zkconsumer.member import coordination as port
 from zkconsumer.member.claims import Token
-from zkconsumer.member.state import Event, MemberState, StaleClaimError
+from zkconsumer.member.state import MemberState, StaleClaimError
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.store import OffsetStoreError
 
@@ -450,7 +451,8 @@ class KafkaCoordination:
                 self._revoked(event, now)
             elif isinstance(event, Assigned):
                 self._assigned = event
-                self._member.session_event(Event.CONNECTED, event.generation)
+                port.report(self._member, port.Assigned(event.generation, event.partitions,
+                                                        self._lease))
             elif isinstance(event, Committed | CommitFailed):
                 if not self._commits:
                     raise UnexpectedGroupEvent(f"a commit's outcome with no commit sent: "
@@ -481,7 +483,7 @@ class KafkaCoordination:
         self._assigned = None
         self._rebalance_began = now
         last = self._withdraw()
-        self._member.session_event(Event.SESSION_EXPIRED, None)
+        port.report(self._member, port.Revoked(event.reason))
         self._forget()
         if self._fetch is not None:
             self._fetch[1].set_exception(GenerationPassed(event.reason))
@@ -522,6 +524,19 @@ class KafkaCoordination:
         return opened.channel, opened.known[0]
 
 
+class GroupOffsets(Protocol):
+    """What `GroupCommits` needs of the coordination: `KafkaCoordination`'s calls."""
+
+    @property
+    def assignment(self) -> Assigned | None: ...
+
+    def fetch_offsets(self, partitions: Collection[TopicPartition], generation: Generation
+                      ) -> dict[TopicPartition, int]: ...
+
+    def commit(self, offsets: Mapping[TopicPartition, int],
+               tokens: Mapping[TopicPartition, Token]) -> None: ...
+
+
 class GroupCommits:
     """The committer's store for a Kafka-coordinated member: every commit goes through the
     group coordinator in the generation of the claims it commits (`owners`: each partition's
@@ -530,7 +545,7 @@ class GroupCommits:
 
     name = "kafka"
 
-    def __init__(self, coordination: KafkaCoordination) -> None:
+    def __init__(self, coordination: GroupOffsets) -> None:
         self._coordination = coordination
 
     def fetch(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:

@@ -34,6 +34,7 @@ from zkconsumer.logs import get_logger
 from zkconsumer.member.missing_topics import MissingTopicsNotice, missing_topics
 from zkconsumer.member.owner_wait import OwnerWait
 from zkconsumer.member.plan import plan_rebalance, target_for_member
+from zkconsumer.member.release import Release
 from zkconsumer.member.state import MemberState, StaleClaimError
 from zkconsumer.member.streams import KafkaStream
 from zkconsumer.model import TopicPartition
@@ -92,6 +93,7 @@ class Rebalancer:
         self._membership = membership
         self._fetch_loop = fetch_loop
         self._committer = committer
+        self._release_sequence = Release(member, fetch_loop, committer)
         self._offsets = offset_store
         self._stream_for = stream_for
         self._auto_commit = auto_commit
@@ -199,26 +201,27 @@ class Rebalancer:
         """A lost session's owner znodes went with it and may be others' by now: they are
         forgotten, not released, and their fetching and positions with them. The session's
         end dropped their claims already."""
-        self._fetch_loop.routing_changed()
-        self._committer.released()
+        self._release_sequence.forget()
 
     def _release(self, partitions: Mapping[TopicPartition, str], commit: bool = True,
                  notify: bool = True) -> None:
+        """The user's callback while the partitions are still delivered from (it may commit
+        them), then the release sequence, the owner znodes deleted as its giving back."""
         if notify:
             call_back("on_partitions_revoked", self._callbacks.before_release, partitions)
-        self.member.withdraw(partitions)
-        self._fetch_loop.routing_changed()
+        self._release_sequence.release(
+            partitions, lambda released: self._last_commit(released, commit),
+            self._membership.release)
+
+    def _last_commit(self, partitions: set[TopicPartition], commit: bool) -> None:
         try:
-            self._committer.commit_releasing(set(partitions), commit=commit and self._auto_commit)
+            self._committer.commit_releasing(partitions, commit=commit and self._auto_commit)
         except (ZkConsumerError, KazooException) as exc:
             # Releasing anyway costs re-delivery from the last commit; holding on would stall
             # the whole group for as long as the store is away.
             log.warning("offsets of released partitions not committed; their next owner "
                         "resumes from the last commit", error=describe_error(exc),
                         partitions=len(partitions))
-        self._membership.release(partitions)
-        self._committer.released(set(partitions))
-        self.member.drop(partitions)
 
     def _claim(self, partitions: Mapping[TopicPartition, str]) -> list[TopicPartition]:
         """The claims recorded, then the owner znodes, then the committed offsets, then the

@@ -1,10 +1,12 @@
-"""The member's state behind one lock: its lifecycle, the ZooKeeper session its claims belong
-to, the record of each partition it owns (its `Claim`) and the delivery gate.
+"""The member's state behind one lock: its lifecycle, the term of ownership its claims belong
+to (a ZooKeeper session, or a Kafka generation: whatever its coordination reports as one, see
+`coordination`), the record of each partition it owns (its `Claim`) and the delivery gate.
 
-ZooKeeper watches, kazoo's session events, the rebalance worker, the fetch loop and the user's
-`close()` run on different threads. Each only reports what happened here, and every change goes
-through one transition (as in kazoo's partitioner recipe: named states, one lock, a table of
-what each event does in each state), so no thread can act on half of another's change. A single
+The coordination's reports (a term assigned, its lease lost, the term ended), its watches,
+the rebalance worker, the fetch loop and the user's `close()` run on different threads. Each
+only reports what happened here, and every change goes through one transition (as in kazoo's
+partitioner recipe: named states, one lock, a table of what each event does in each state), so
+no thread can act on half of another's change. A single
 worker thread asks `next_work()` what to do, so rebalances never run concurrently and a burst
 of watch events becomes one rebalance, not many.
 """
@@ -23,10 +25,10 @@ from zkconsumer.model import OffsetMove, TopicPartition, offset_move
 
 
 class State(Enum):
-    NEW = "new"                  # not registered yet
-    REBALANCING = "rebalancing"  # a rebalance (or a re-registration) is due or running
+    NEW = "new"                  # not in the group yet
+    REBALANCING = "rebalancing"  # a rebalance (or a rejoin in a new term) is due or running
     STABLE = "stable"            # owning our slice, fetching
-    EXPIRED = "expired"          # the ZooKeeper session died: registration and owners are gone
+    TERM_ENDED = "term_ended"    # the term ended: what the member held in it is gone
     FAILED = "failed"            # gave up (e.g. rebalance attempts exhausted); streams raise
     CLOSED = "closed"
 
@@ -35,21 +37,21 @@ class Event(Enum):
     STARTED = "started"
     GROUP_CHANGED = "group_changed"
     REBALANCE_DONE = "rebalance_done"
-    # As kazoo reports them (see `session_event`):
-    CONNECTION_SUSPENDED = "connection_suspended"
-    SESSION_EXPIRED = "session_expired"
-    CONNECTED = "connected"
-    # What a CONNECTED turns out to be, by its session id:
-    SESSION_RESUMED = "session_resumed"
-    NEW_SESSION = "new_session"
-    REREGISTERED = "reregistered"  # the new session's cleanup and registration are done
+    # As the coordination reports them (see `term_event`, and `coordination.report`):
+    LEASE_LOST = "lease_lost"  # the term may be ending unheard (a suspended connection)
+    TERM_ENDED = "term_ended"  # a session expired, a generation passed
+    ASSIGNED = "assigned"  # a term, as the coordination has it now
+    # What an ASSIGNED turns out to be, by its term:
+    TERM_RESUMED = "term_resumed"
+    NEW_TERM = "new_term"
+    REJOINED = "rejoined"  # the new term's cleanup and (re)registration are done
     FAILED = "failed"
     CLOSE_REQUESTED = "close_requested"
 
 
 class Work(Enum):
     REBALANCE = "rebalance"
-    REREGISTER = "reregister"
+    REJOIN = "rejoin"
     STOP = "stop"
 
 
@@ -75,20 +77,20 @@ _TRANSITIONS: dict[tuple[State, Event], State] = {
     (State.REBALANCING, Event.GROUP_CHANGED): State.REBALANCING,
     (State.STABLE, Event.GROUP_CHANGED): State.REBALANCING,
     (State.REBALANCING, Event.REBALANCE_DONE): State.STABLE,
-    (State.REBALANCING, Event.REREGISTERED): State.REBALANCING,
+    (State.REBALANCING, Event.REJOINED): State.REBALANCING,
     # A new session before the start only means registering again once started.
-    (State.NEW, Event.NEW_SESSION): State.NEW,
-    (State.EXPIRED, Event.NEW_SESSION): State.REBALANCING,
-    (State.REBALANCING, Event.NEW_SESSION): State.REBALANCING,
-    (State.STABLE, Event.NEW_SESSION): State.REBALANCING,
-    **{(state, Event.SESSION_EXPIRED): State.EXPIRED for state in _LIVE},
+    (State.NEW, Event.NEW_TERM): State.NEW,
+    (State.TERM_ENDED, Event.NEW_TERM): State.REBALANCING,
+    (State.REBALANCING, Event.NEW_TERM): State.REBALANCING,
+    (State.STABLE, Event.NEW_TERM): State.REBALANCING,
+    **{(state, Event.TERM_ENDED): State.TERM_ENDED for state in _LIVE},
     **{(state, Event.FAILED): State.FAILED for state in _LIVE},
     **{(state, Event.CLOSE_REQUESTED): State.CLOSED for state in _LIVE},
     # A member that is leaving still learns what its session does: its last commits depend on it.
     **{(state, event): state for state in _FINAL
-       for event in (Event.SESSION_EXPIRED, Event.NEW_SESSION)},
+       for event in (Event.TERM_ENDED, Event.NEW_TERM)},
     **{(state, event): state for state in State
-       for event in (Event.CONNECTION_SUSPENDED, Event.SESSION_RESUMED)},
+       for event in (Event.LEASE_LOST, Event.TERM_RESUMED)},
 }
 
 # Events that do arrive in these states and have nothing to do there.
@@ -96,17 +98,17 @@ _IGNORED: frozenset[tuple[State, Event]] = frozenset({
     # The group watches fire from the registration on; the start's rebalance reads the group,
     # and so does the rebalance of a new session; a leaving member rebalances no more.
     (State.NEW, Event.GROUP_CHANGED),
-    (State.EXPIRED, Event.GROUP_CHANGED),
+    (State.TERM_ENDED, Event.GROUP_CHANGED),
     # A session that expired (and maybe came back) before the start: the new session's
     # re-registration and rebalance are due already.
-    (State.EXPIRED, Event.STARTED),
+    (State.TERM_ENDED, Event.STARTED),
     (State.REBALANCING, Event.STARTED),
     # The worker's rebalance or re-registration ended after the session expired, or after the
     # member began to leave.
-    (State.EXPIRED, Event.REBALANCE_DONE),
-    (State.EXPIRED, Event.REREGISTERED),
+    (State.TERM_ENDED, Event.REBALANCE_DONE),
+    (State.TERM_ENDED, Event.REJOINED),
     *((state, event) for state in _FINAL
-      for event in (Event.GROUP_CHANGED, Event.REBALANCE_DONE, Event.REREGISTERED)),
+      for event in (Event.GROUP_CHANGED, Event.REBALANCE_DONE, Event.REJOINED)),
     # A shutdown after a failure, and a failure reported while shutting down: the first
     # final state stays.
     (State.FAILED, Event.CLOSE_REQUESTED),
@@ -125,7 +127,7 @@ class MemberState:
        claims in any other session (`StaleClaimError`).
     2. When the session expires (or kazoo connects in another one), the session, every claim and
        the gate go in the same step: there are no claims and the gate is closed until the new
-       session's re-registration, cleanup included, reports it (`reregistered`). Only then are
+       session's re-registration, cleanup included, reports it (`rejoined`). Only then are
        claims accepted and delivery resumed.
     3. The gate is open exactly while the connection is up in the session the claims belong to:
        a suspended connection closes it (the session may be expiring on the server, and other
@@ -170,12 +172,12 @@ class MemberState:
         self._lock = threading.Condition()
         self._clock = clock  # the lease's (see `DeliveryGate`)
         self._state = State.NEW
-        self._session = session  # the claims' session; None from an expiry to the cleanup
+        self._term = session  # the claims' session; None from an expiry to the cleanup
         self._live = session  # the session kazoo is connected in now; None while it is not
         self._claims: dict[TopicPartition, Claim] = {}
         self._gate = DeliveryGate()
         self._rebalance_due = False
-        self._reregister_due = False
+        self._rejoin_due = False
         # The connector's lifecycle: streams asked for (a start under way or done), the
         # threads started, and a shutdown begun.
         self._start_requested = False
@@ -190,9 +192,9 @@ class MemberState:
             return self._state
 
     @property
-    def session(self) -> Token | None:
+    def term(self) -> Token | None:
         with self._lock:
-            return self._session
+            return self._term
 
     @property
     def started(self) -> bool:
@@ -310,7 +312,7 @@ class MemberState:
                 return {}
             entries = {}
             for tp, claim in self._claims.items():
-                if not chosen(claim) or claim.token != self._session:
+                if not chosen(claim) or claim.token != self._term:
                     continue
                 if consumed and tp in consumed:
                     _advance(claim, consumed[tp])
@@ -360,24 +362,25 @@ class MemberState:
         with self._lock:
             return self._transition(event, session)
 
-    def session_event(self, event: Event, session: Token | None) -> Event:
-        """What kazoo reported (CONNECTION_SUSPENDED, SESSION_EXPIRED or CONNECTED) with the
-        session id it has now; returns the event applied, a CONNECTED being either the same
-        session resumed or a new one (after an expiry there is no session to resume)."""
+    def term_event(self, event: Event, session: Token | None) -> Event:
+        """What the coordination reported (LEASE_LOST, TERM_ENDED or ASSIGNED) with the term
+        it has now (`session`: a ZooKeeper session id, a Kafka generation); returns the event
+        applied, an ASSIGNED being either the same term resumed or a new one (after its end
+        there is no term to resume)."""
         with self._lock:
-            if event is Event.CONNECTED:
-                same = session is not None and session == self._session
-                event = Event.SESSION_RESUMED if same else Event.NEW_SESSION
+            if event is Event.ASSIGNED:
+                same = session is not None and session == self._term
+                event = Event.TERM_RESUMED if same else Event.NEW_TERM
             self._transition(event, session)
             return event
 
-    def reregistered(self, session: Token | None) -> bool:
-        """The worker forgot what the lost session owned and registered again in `session`;
-        True if the member now claims and delivers in it. False if the session changed again
-        meanwhile: the re-registration stays due."""
+    def rejoined(self, session: Token | None) -> bool:
+        """The worker forgot what the lost term owned and joined again in `session` (the new
+        term); True if the member now claims and delivers in it. False if the term changed
+        again meanwhile: the rejoin stays due."""
         with self._lock:
-            self._transition(Event.REREGISTERED, session)
-            return session is not None and self._session == session
+            self._transition(Event.REJOINED, session)
+            return session is not None and self._term == session
 
     def fail(self, exc: BaseException) -> bool:
         """Record the member's failure (the first one wins); False if it had already failed."""
@@ -396,15 +399,15 @@ class MemberState:
         they are made in. StaleClaimError if there is none to claim in (or the member is
         leaving)."""
         with self._lock:
-            self._check_claimable(self._session)
-            assert self._session is not None  # checked above
+            self._check_claimable(self._term)
+            assert self._term is not None  # checked above
             held = sorted(str(tp) for tp in partitions if tp in self._claims)
             if held:
                 raise MemberStateError(f"claimed while held already: {', '.join(held)}")
             for tp, thread in partitions.items():
                 stream = None if stream_for is None else stream_for(tp, thread)
-                self._claims[tp] = Claim(tp, thread, self._session, Phase.CLAIMING, stream)
-            return self._session
+                self._claims[tp] = Claim(tp, thread, self._term, Phase.CLAIMING, stream)
+            return self._term
 
     def claims_made(self, session: Token, partitions: Collection[TopicPartition],
                     committed: Mapping[TopicPartition, int] | None = None
@@ -446,24 +449,24 @@ class MemberState:
     def _check_claimable(self, session: Token | None) -> None:
         if self._state in _FINAL:
             raise StaleClaimError(f"the member is {self._state.value}; it claims nothing")
-        if session is None or session != self._session:
+        if session is None or session != self._term:
             raise StaleClaimError(
                 f"claimed in ZooKeeper session {_hex(session)}, but the member's session is "
-                f"{_hex(self._session)}")
+                f"{_hex(self._term)}")
 
     # -- the worker -------------------------------------------------------------------------
 
     def next_work(self, timeout: float | None = None) -> Work | None:
         """Block until there is something to do; None when `timeout` passes with nothing. A
-        re-registration stays due until `reregistered` accepts it, so one that failed is
+        re-registration stays due until `rejoined` accepts it, so one that failed is
         tried again."""
         with self._lock:
             if not self._lock.wait_for(self._has_work, timeout):
                 return None
             if self._state in _FINAL:
                 return Work.STOP
-            if self._reregister_due:
-                return Work.REREGISTER
+            if self._rejoin_due:
+                return Work.REJOIN
             self._rebalance_due = False
             return Work.REBALANCE
 
@@ -472,7 +475,7 @@ class MemberState:
         connection may come back in the same session; once the session is gone (its owner
         znodes with it) it never will, and the answer is False at once."""
         with self._lock:
-            self._lock.wait_for(lambda: self._gate.delivering or self._session is None, timeout)
+            self._lock.wait_for(lambda: self._gate.delivering or self._term is None, timeout)
             return self._gate.delivering
 
     def wait_for(self, states: set[State], timeout: float | None = None) -> State | None:
@@ -482,7 +485,7 @@ class MemberState:
             return None
 
     def _has_work(self) -> bool:
-        if self._state in _FINAL or self._reregister_due:
+        if self._state in _FINAL or self._rejoin_due:
             return True
         return self._rebalance_due and self._state is State.REBALANCING
 
@@ -500,7 +503,7 @@ class MemberState:
             return self._state
         self._record(event, session)
         self._state = target
-        if self._live is not None and self._live == self._session:
+        if self._live is not None and self._live == self._term:
             self._gate.resume()
         else:
             self._gate.pause()
@@ -510,9 +513,9 @@ class MemberState:
     def _applies(self, event: Event, session: Token | None) -> bool:
         if event is Event.REBALANCE_DONE:
             # Something became due while the rebalance ran: the member is not settled yet.
-            settled = not (self._rebalance_due or self._reregister_due)
-            return settled and self._session is not None
-        if event is Event.REREGISTERED:
+            settled = not (self._rebalance_due or self._rejoin_due)
+            return settled and self._term is not None
+        if event is Event.REJOINED:
             # Registered in a session that is not (or no longer) the connected one.
             return session is not None and session == self._live
         return True
@@ -520,28 +523,28 @@ class MemberState:
     def _record(self, event: Event, session: Token | None) -> None:
         if event in (Event.STARTED, Event.GROUP_CHANGED):
             self._rebalance_due = True
-        elif event is Event.CONNECTION_SUSPENDED:
+        elif event is Event.LEASE_LOST:
             self._live = None
-        elif event is Event.SESSION_RESUMED:
+        elif event is Event.TERM_RESUMED:
             self._live = session
-        elif event is Event.SESSION_EXPIRED:
+        elif event is Event.TERM_ENDED:
             self._live = None
-            self._drop_session()
+            self._drop_term()
             self._rebalance_due = False  # nothing can be done until a new session comes
-            self._reregister_due = False
-        elif event is Event.NEW_SESSION:
+            self._rejoin_due = False
+        elif event is Event.NEW_TERM:
             self._live = session
-            self._drop_session()
-            self._reregister_due = True
+            self._drop_term()
+            self._rejoin_due = True
             self._rebalance_due = True
-        elif event is Event.REREGISTERED:
-            self._session = session
-            self._reregister_due = False
+        elif event is Event.REJOINED:
+            self._term = session
+            self._rejoin_due = False
             self._rebalance_due = True
 
-    def _drop_session(self) -> None:
+    def _drop_term(self) -> None:
         """Our owner znodes went with the session, and someone else may own them by now."""
-        self._session = None
+        self._term = None
         self._claims.clear()
 
 

@@ -1,11 +1,12 @@
-"""`KafkaCoordinatedConnector`: a member whose group Kafka's group coordinator coordinates
-(`group.coordination=kafka`), with no ZooKeeper for its coordination.
+"""`KafkaGroup`: the coordination of a group on Kafka's group coordinator
+(`group.coordination=kafka`), with no ZooKeeper for its coordination, as a `ConsumerConnector`
+composes it (see `coordination`).
 
-`ConsumerConnector(config)` makes one when the config says so. It shares the streams, the fetch
-loop, the committer, the auto-committer and the member's state with the ZooKeeper member, and
-has its own coordination: the coordination thread (`KafkaCoordination`) in place of the
-ZooKeeper session and its watches, and a worker that claims what each generation assigns, its
-committed offsets read through the coordinator. Offsets are always the coordinator's:
+`ConsumerConnector(config)` composes one when the config says so. The member has the same
+streams, fetch loop, committer, auto-committer and member state as a ZooKeeper-coordinated
+one; what differs is here: the coordination thread (`KafkaCoordination`) in place of the
+ZooKeeper session and its watches, a generation as the member's term, and a worker that claims
+what each generation assigns, its committed offsets read through the coordinator. Offsets are always the coordinator's:
 `offsets.storage` and `dual.commit.enabled` do not apply.
 
 The user's `on_partitions_revoked` is called on the coordination thread as soon as the
@@ -28,32 +29,27 @@ in its generation, writes what Kafka holds for its partitions to the ZooKeeper o
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from kazoo.client import KazooClient
 
 from zkconsumer.assignment import TopicFilter, topic_filter_for
 from zkconsumer.config import ConsumerConfig, ZookeeperSettings
 from zkconsumer.errors import ZkConsumerError, describe_error
-from zkconsumer.fetch import KafkaAccess, open_fetcher
-from zkconsumer.fetch.fetcher import Fetcher
+from zkconsumer.fetch import KafkaAccess
 from zkconsumer.fetch.kafka_client import kafka_client_options
 from zkconsumer.fetch.log_offsets import LogOffsets
 from zkconsumer.fetch.settings import kafka_consumer_settings
-from zkconsumer.kafka.protocol.group_member import GroupMember
-from zkconsumer.member.committer import OffsetCommitter
-from zkconsumer.member.connector import ConsumerConnector
-from zkconsumer.member.fence_decision import GroupMoved
-from zkconsumer.member.fence_watch import MemberFence
-from zkconsumer.member.fetch_loop import FetchLoop
+from zkconsumer.kafka.protocol.group_member import Assigned, Generation, GroupMember
+from zkconsumer.member.claims import Token
+from zkconsumer.member.coordination import CommitRoute, Host, LeavingStep, StreamFor, Wording
 from zkconsumer.member.kafka_coordination import GroupCommits, KafkaCoordination
-from zkconsumer.member.rebalancer import PartitionCallback, RebalanceCallbacks, call_back
+from zkconsumer.member.rebalancer import call_back
+from zkconsumer.member.release import Release
 from zkconsumer.member.state import Event, MemberState, StaleClaimError
 from zkconsumer.member.stream_threads import deal_to_stream_threads
-from zkconsumer.metrics import MemberMetrics
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import open_offset_store
 from zkconsumer.offsets.forward import carry_forward
@@ -65,30 +61,30 @@ from zkconsumer.zk.session import connect_for
 from zkconsumer.znodes.consumers import ConsumerRegistration
 from zkconsumer.znodes.fence import fence_marker
 
+WORDING = Wording(
+    coordinator="the group coordinator", name="kafka",
+    term_ended="the generation passed; joining the group again",
+    unfinished_leave=("the next owners resume from the last commit; the group rebalances "
+                      "without this member once its session times out"))
 
-class KafkaCoordinatedConnector(ConsumerConnector):
-    """A member of a group on Kafka's group coordinator; see the module's docstring."""
 
-    def __init__(self, config: ConsumerConfig | Mapping[str, str], *,
-                 on_partitions_revoked: PartitionCallback | None = None,
-                 on_partitions_assigned: PartitionCallback | None = None,
-                 connect_zookeeper: Callable[[ZookeeperSettings], KazooClient] = connect_for,
-                 open_fetcher: Callable[..., Fetcher] = open_fetcher,
-                 watch_fence: Callable[..., MemberFence] = MemberFence,
-                 metrics: MemberMetrics | None = None,
-                 **_zookeeper_parts: object) -> None:
-        """The ZooKeeper member's other keyword arguments are accepted and not used;
-        `connect_zookeeper` and `watch_fence` only with `zookeeper.connect`, for the fence."""
-        self._set_up(config, RebalanceCallbacks(on_partitions_revoked, on_partitions_assigned),
-                     open_fetcher, metrics)
-        self._watch_fence = watch_fence
+class KafkaGroup:
+    """The coordination of a group on Kafka's group coordinator; see the module's docstring.
+    `connect_zookeeper` only with `zookeeper.connect`, for the fence."""
+
+    wording = WORDING
+
+    def __init__(self, config: ConsumerConfig, *,
+                 connect_zookeeper: Callable[[ZookeeperSettings], KazooClient] = connect_for
+                 ) -> None:
+        assert config.bootstrap_servers is not None  # required with group.coordination=kafka
+        self._config = config
         # The fence's session, and nothing else's: the group is coordinated by Kafka.
         self._zk: KazooClient | None = None
-        if self.config.zookeeper_connect is not None:
-            self._zk = connect_zookeeper(self.config.zookeeper)
+        if config.zookeeper_connect is not None:
+            self._zk = connect_zookeeper(config.zookeeper)
         # The partitions the member held when fenced: those it carries to ZooKeeper.
         self._held_when_fenced: frozenset[TopicPartition] = frozenset()
-        self._member = MemberState(None)  # no generation until the coordinator gives one
         self._topic_count: dict[str, int] = {}  # streams per topic, of a fixed subscription
         # A wildcard subscription's filter and streams: its topics are those the filter allows
         # among the cluster's, matched again as they come and go.
@@ -100,31 +96,46 @@ class KafkaCoordinatedConnector(ConsumerConnector):
         self._told_lock = threading.Lock()
         # Set by a commit asked from on_partitions_revoked: its offsets go with the parting one.
         self._parting_commit_asked = False
+        self._coordination: KafkaCoordination | None = None  # made as the member joins
 
-    # -- public API -------------------------------------------------------------------------
+    # -- what the connector reads -------------------------------------------------------------
 
-    def commit_offsets(self, in_hand: bool = True) -> dict[TopicPartition, int]:
-        """As the ZooKeeper member's; inside `on_partitions_revoked` (the generation has passed
-        then) what was consumed goes with the parting commit the member sends before it joins
-        again, and this returns nothing: the outcome is logged."""
-        coordination = getattr(self, "_coordination", None)  # made as the member starts
-        if coordination is not None and coordination.on_its_thread():
-            if in_hand:
-                for stream in self._streams:
-                    stream.mark_consumed()
-            self._parting_commit_asked = True
-            return {}
-        return super().commit_offsets(in_hand)
+    @property
+    def fence_session(self) -> KazooClient | None:
+        return self._zk
 
     @property
     def zookeeper_session(self) -> tuple[int, bytes]:
         raise ZkConsumerError("a member coordinated by Kafka has no ZooKeeper session")
 
-    # -- wiring -----------------------------------------------------------------------------
+    def first_term(self) -> Token | None:
+        return None  # no generation until the coordinator gives one
 
-    def _open_and_join(self, registration: ConsumerRegistration, topics: set[str],
-                       wildcard: bool, stream_for) -> None:
-        config = self.config
+    def bind(self, host: Host) -> None:
+        self._host = host
+        self._member: MemberState = host._member
+
+    def commit_in_callback(self, in_hand: bool) -> bool:
+        """Inside `on_partitions_revoked` (the generation has passed then) what was consumed
+        goes with the parting commit the member sends before it joins again."""
+        coordination = self._coordination
+        if coordination is None or not coordination.on_its_thread():
+            return False
+        if in_hand:
+            for stream in self._host._streams:
+                stream.mark_consumed()
+        self._parting_commit_asked = True
+        return True
+
+    # -- starting -----------------------------------------------------------------------------
+
+    def kafka_access(self) -> KafkaAccess:
+        config = self._config
+        assert config.bootstrap_servers is not None  # required with group.coordination=kafka
+        return KafkaAccess(config.bootstrap_servers, config.kafka_api_version)
+
+    def open(self, opened, registration: ConsumerRegistration, wildcard: bool) -> CommitRoute:
+        config = self._config
         assert config.bootstrap_servers is not None  # required with group.coordination=kafka
         if wildcard:
             assert registration.filter_regex is not None  # a wildcard registration has one
@@ -132,64 +143,47 @@ class KafkaCoordinatedConnector(ConsumerConnector):
             self._wildcard_streams = registration.subscription[registration.filter_regex]
         else:
             self._topic_count = dict(registration.subscription)
+        self._topics = KafkaTopics(LogOffsets(
+            config.bootstrap_servers, config.kafka_api_version,
+            kafka_client_options(config.kafka_client_properties), config.socket_timeout_ms))
+        opened.callback(self._topics.close)
+        # A member that cannot learn which topics its pattern matches fails now.
+        self._subscribed = self._matched_topics() if wildcard else sorted(self._topic_count)
+        commits = MeteredOffsetStore(GroupCommits(self), self._host._metrics.observe_commit,
+                                     writes_refresh=True)
+        return CommitRoute(commits, dict, ("the member is between generations",
+                                           "the member is in a generation"))
+
+    def join(self, topics: set[str], wildcard: bool, stream_for: StreamFor,
+             fenced: bool) -> None:
+        config = self._config
+        assert config.bootstrap_servers is not None  # required with group.coordination=kafka
         self._stream_for = stream_for
+        self._release_sequence = Release(self._member, self._host._fetch_loop,
+                                         self._host._committer)
         settings = kafka_consumer_settings(config, config.bootstrap_servers,
                                            config.kafka_api_version)
-        self._access = KafkaAccess(config.bootstrap_servers, config.kafka_api_version)
-        with contextlib.ExitStack() as opened:
-            self._serve_metrics(opened)
-            self._fetcher = self._open_fetcher(config, config.bootstrap_servers,
-                                               config.kafka_api_version)
-            opened.callback(self._fetcher.close)
-            self._topics = KafkaTopics(LogOffsets(
-                config.bootstrap_servers, config.kafka_api_version,
-                kafka_client_options(config.kafka_client_properties), config.socket_timeout_ms))
-            opened.callback(self._topics.close)
-            # A member that cannot learn which topics its pattern matches fails now.
-            subscribed = self._matched_topics() if wildcard else sorted(self._topic_count)
-            fence, marker = None, None
-            if self._zk is not None:
-                fence = self._promise_to_honour_the_fence()
-                marker = fence_marker(self.consumer_id)
-            group = GroupMember(
-                config.group_id, subscribed, (config.partition_assignment_strategy,),
-                session_timeout_ms=config.session_timeout_ms,
-                rebalance_timeout_ms=config.max_poll_interval_ms,
-                heartbeat_interval_ms=config.heartbeat_interval_ms,
-                request_timeout_ms=settings["request_timeout_ms"], user_data=marker)
-            self._coordination = KafkaCoordination(group, self._member, settings,
-                                                   self._partition_counts,
-                                                   self._withdraw_revoked,
-                                                   self._forget_revoked, self._fail,
-                                                   config.topic_metadata_refresh_interval_ms
-                                                   / 1000.0,
-                                                   self._matched_topics if wildcard else None)
-            commits = MeteredOffsetStore(GroupCommits(self._coordination),
-                                         self._metrics.observe_commit, writes_refresh=True)
-            self._committer = OffsetCommitter(
-                commits, lambda: self._streams, self._member, owner_checks=dict,
-                may_commit=self._may_commit,
-                pause_words=("the member is between generations", "the member is in a generation"))
-            self._fetch_loop = FetchLoop(self._fetcher, config.fetch_wait_max_ms, self._fail,
-                                         self._member)
-            self._watch_metrics()
-            self._worker = threading.Thread(target=self._work, name="zkconsumer-member",
-                                            daemon=True)
-            self._member.start()  # from here on, a shutdown stops the threads and clients
-            opened.pop_all()
-        self._fetch_loop.start()
-        self._worker.start()
+        group = GroupMember(
+            config.group_id, self._subscribed, (config.partition_assignment_strategy,),
+            session_timeout_ms=config.session_timeout_ms,
+            rebalance_timeout_ms=config.max_poll_interval_ms,
+            heartbeat_interval_ms=config.heartbeat_interval_ms,
+            request_timeout_ms=settings["request_timeout_ms"],
+            user_data=fence_marker(self._host.consumer_id) if fenced else None)
+        self._coordination = KafkaCoordination(
+            group, self._member, settings, self._partition_counts, self._withdraw_revoked,
+            self._forget_revoked, self._host._fail,
+            config.topic_metadata_refresh_interval_ms / 1000.0,
+            self._matched_topics if wildcard else None)
+
+    def start(self) -> None:
+        assert self._coordination is not None  # made as the member joined
         self._coordination.start()
-        if config.auto_commit_enable:
-            threading.Thread(target=self._auto_commit, name="zkconsumer-autocommit",
-                             daemon=True).start()
-        if fence is not None:  # joining by now: a fence written since it was read
-            fence.watch(self._on_fence)
 
     def _allowed(self, topic: str) -> bool:
         """Whether the wildcard subscription's filter allows `topic`."""
         assert self._topic_filter is not None
-        return self._topic_filter.allows(topic, self.config.exclude_internal_topics)
+        return self._topic_filter.allows(topic, self._config.exclude_internal_topics)
 
     def _matched_topics(self) -> list[str]:
         """The topics the wildcard subscription's filter allows among the cluster's."""
@@ -207,82 +201,102 @@ class KafkaCoordinatedConnector(ConsumerConnector):
         view = self._topics.view()
         return {topic: len(view.partitions(topic) or ()) for topic in topics}
 
+    # -- the committer's store (`GroupCommits`) -----------------------------------------------
+
+    @property
+    def assignment(self) -> Assigned | None:
+        return None if self._coordination is None else self._coordination.assignment
+
+    def fetch_offsets(self, partitions: Collection[TopicPartition], generation: Generation
+                      ) -> dict[TopicPartition, int]:
+        assert self._coordination is not None  # a store is used once the member joined
+        return self._coordination.fetch_offsets(partitions, generation)
+
+    def commit(self, offsets: Mapping[TopicPartition, int],
+               tokens: Mapping[TopicPartition, Token]) -> None:
+        assert self._coordination is not None  # a store is used once the member joined
+        self._coordination.commit(offsets, tokens)
+
+    # -- the coordination thread's reports ----------------------------------------------------
+
     def _withdraw_revoked(self) -> dict[TopicPartition, int]:
         """On the coordination thread, as the generation passes: the partitions delivered
         from stop being delivered at once, then the user's `on_partitions_revoked` is called;
         returns their consumed positions ahead of the last commit (when auto commit is on) for
         the parting commit. Claims still being made are left to fail on the session's end."""
+        host = self._host
         owned = self._member.owned()
-        self._member.withdraw(owned)
-        self._fetch_loop.routing_changed()
+        self._release_sequence.stop_delivery(owned)
         self._parting_commit_asked = False
         self._tell_revoked()
-        if not (self.config.auto_commit_enable or self._parting_commit_asked):
+        if not (self._config.auto_commit_enable or self._parting_commit_asked):
             return {}
-        return self._committer.releasing_offsets(owned)
+        return host._committer.releasing_offsets(owned)
 
     def _forget_revoked(self) -> None:
         """On the coordination thread, once the generation passed and its claims went: what
         was fetched and consumed under them is forgotten, not committed."""
-        self._fetch_loop.routing_changed()
-        self._committer.released()
+        self._release_sequence.forget()
 
     # -- the worker -------------------------------------------------------------------------
 
-    def _reregister(self) -> None:
+    def renew_term(self) -> None:
         """A generation came as a new session: the member claims in it from now on."""
-        assigned = self._coordination.assignment
-        self._member.reregistered(None if assigned is None else assigned.generation)
+        assigned = self.assignment
+        self._member.rejoined(None if assigned is None else assigned.generation)
 
-    def _rebalance(self) -> bool:
+    def rebalance(self) -> bool:
         """Claim what the generation the member is in assigned, from the offsets committed
         for it; False when there is none, or it passed meanwhile (its claims went with it)."""
-        assigned = self._coordination.assignment
-        if assigned is None or assigned.generation != self._member.session:
+        coordination, host = self._coordination, self._host
+        assert coordination is not None  # made as the member joined
+        assigned = coordination.assignment
+        if assigned is None or assigned.generation != self._member.term:
             return False
         self._tell_revoked()
         held = self._member.held()
         streams = self._streams_per_topic(assigned.partitions)
         threads = {tp: thread for tp, thread in
-                   deal_to_stream_threads(assigned.partitions, streams, self.consumer_id).items()
+                   deal_to_stream_threads(assigned.partitions, streams,
+                                          host.consumer_id).items()
                    if tp not in held}
         generation = assigned.generation
         try:
             self._member.begin_claims(threads, self._stream_for)
-            committed = self._coordination.fetch_offsets(threads, generation) if threads else {}
+            committed = coordination.fetch_offsets(threads, generation) if threads else {}
             self._member.claims_made(generation, threads, committed)
         except StaleClaimError as exc:
             self._member.drop(threads)
-            self._metrics.observe_rebalance(False, self._coordination.rebalance_seconds())
-            self._log.info("claims refused: the generation passed", reason=str(exc))
+            host._metrics.observe_rebalance(False, coordination.rebalance_seconds())
+            host._log.info("claims refused: the generation passed", reason=str(exc))
             return False
         except OffsetStoreError as exc:
             self._member.drop(threads)
-            self._metrics.observe_rebalance(False, self._coordination.rebalance_seconds())
-            self._log.warning("committed offsets unreadable; claiming again",
+            host._metrics.observe_rebalance(False, coordination.rebalance_seconds())
+            host._log.warning("committed offsets unreadable; claiming again",
                               error=describe_error(exc))
-            time.sleep(self.config.refresh_leader_backoff_ms / 1000.0)
+            time.sleep(self._config.refresh_leader_backoff_ms / 1000.0)
             self._member.handle(Event.GROUP_CHANGED)
             return False
         except BaseException:
             self._member.drop(threads)
             raise
-        self._fetch_loop.routing_changed()
+        host._fetch_loop.routing_changed()
         held = self._member.held()
-        call_back("on_partitions_assigned", self._callbacks.after_assign, held)
+        call_back("on_partitions_assigned", host._callbacks.after_assign, held)
         # Told of the revocation once and after the assignment: by the coordination thread
         # when the generation passes from now on, else (it passed already) here.
         with self._told_lock:
-            current = self._coordination.assignment
+            current = coordination.assignment
             still_current = current is not None and current.generation == generation
             if still_current:
                 self._told = held
         if not still_current:
-            call_back("on_partitions_revoked", self._callbacks.before_release, held)
-        took = self._coordination.rebalance_seconds()
-        self._metrics.observe_rebalance(True, took)
+            call_back("on_partitions_revoked", host._callbacks.before_release, held)
+        took = coordination.rebalance_seconds()
+        host._metrics.observe_rebalance(True, took)
         # The same event as the ZooKeeper member's, so that logs are read alike.
-        self._log.info("rebalanced", coordinator="kafka", generation=generation.generation_id,
+        host._log.info("rebalanced", coordinator="kafka", generation=generation.generation_id,
                        member_id=generation.member_id, owned=len(held), ms=round(took * 1000))
         return True
 
@@ -293,36 +307,32 @@ class KafkaCoordinatedConnector(ConsumerConnector):
         with self._told_lock:
             told, self._told = self._told, {}
         if told:
-            call_back("on_partitions_revoked", self._callbacks.before_release, told)
+            call_back("on_partitions_revoked", self._host._callbacks.before_release, told)
 
     # -- leaving ----------------------------------------------------------------------------
 
-    _coordinator_name = "the group coordinator"
-    _coordination_name = "kafka"
-    _expired_health = "the generation passed; joining the group again"
-    _unfinished_leave = ("the next owners resume from the last commit; the group rebalances "
-                         "without this member once its session times out")
-
-    def _leaving_steps(self, commit: bool, failed: bool, deadline: float
-                       ) -> list[tuple[str, Callable[[], object]]]:
+    def leaving_steps(self, commit: bool, failed: bool, deadline: float) -> list[LeavingStep]:
         """The final commit (with `commit`, when auto commit is on) in the generation, the
         user's revocation callback (not for a `failed` member: it may be what failed), then
         LeaveGroup, so the group rebalances at once rather than after a session."""
-        steps: list[tuple[str, Callable[[], object]]] = []
+        host = self._host
+        steps: list[LeavingStep] = []
         if failed:
             with self._told_lock:  # not told: the callbacks may be what failed
                 self._told = {}
-        if commit and self.config.auto_commit_enable:
-            steps.append(("the final commit", lambda: self._final_commit(retry=False)))
+        if commit and self._config.auto_commit_enable:
+            steps.append(("the final commit", lambda: host._final_commit(retry=False)))
         if not failed:
             steps.append(("the revocation callback", self._tell_revoked))
-        if commit and self.moved is not None:
+        if commit and host.moved is not None:
             steps.append(("the commit to both offset storages", self._carry_offsets_over))
-        steps.append(("the LeaveGroup", lambda: self._coordination.close(
-            max(0.0, deadline - time.monotonic()))))
-        if self._fence is not None:
-            steps.append(("the fence-aware znode's removal", self._fence.withdraw))
+        steps.append(("the LeaveGroup", self._leave_within(deadline)))
         return steps
+
+    def _leave_within(self, deadline: float) -> Callable[[], object]:
+        coordination = self._coordination
+        assert coordination is not None  # a member leaves once it joined
+        return lambda: coordination.close(max(0.0, deadline - time.monotonic()))
 
     def _carry_offsets_over(self) -> bool:
         """A fenced member, its final commit (and any its revocation callback made) done in
@@ -333,25 +343,27 @@ class KafkaCoordinatedConnector(ConsumerConnector):
         made for it) changes nothing."""
         assert self._zk is not None  # only a member watching the fence is fenced
         partitions = self._held_when_fenced | self._member.held().keys()
-        kafka = open_offset_store(self.config, None, *self._access)
+        kafka = open_offset_store(self._config, None, *self._host._access)
         try:
-            written = carry_forward(kafka, ZookeeperOffsetStore(self._zk, self.config.group_id),
+            written = carry_forward(kafka,
+                                    ZookeeperOffsetStore(self._zk, self._config.group_id),
                                     partitions)
         finally:
             kafka.close()
-        self._log.info("drained: committed to both offset storages",
-                       partitions=len(partitions), written_to_zookeeper=len(written))
+        self._host._log.info("drained: committed to both offset storages",
+                             partitions=len(partitions), written_to_zookeeper=len(written))
         return True
 
-    def _fenced(self, moved: GroupMoved) -> None:
+    def fenced(self) -> None:
         self._held_when_fenced = frozenset(self._member.held())
-        super()._fenced(moved)
 
-    def _close_clients(self) -> None:
-        self._fetcher.close()
+    def stop_watching(self) -> None:
+        return None  # the coordination thread matches the pattern; it stops as it leaves
+
+    def close_clients(self) -> None:
         self._topics.close()
 
-    def _disconnect(self) -> None:
+    def disconnect(self) -> None:
         """The fence's ZooKeeper session, when the member has one."""
         if self._zk is not None:
             self._zk.stop()
