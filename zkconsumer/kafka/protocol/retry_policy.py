@@ -4,11 +4,11 @@ rest with one clear line (the retries are told to the log through `throttled_log
 The legacy consumer outlived partition errors: it set the partition aside, found its leader
 again after `refresh.leader.backoff.ms` and went on. Failing the member instead stops every
 partition it owns until someone restarts it. Which errors a retry can cure is Kafka's own
-judgement, kept by kafka-python as the `retriable` flag of each error class, so this module
-does not keep a list of its own. It adds UNKNOWN_SERVER_ERROR (-1), which a broker answers for
+judgement, as kafka-python's `retriable` flag of each error class keeps it, written down once
+in `error_codes`. It adds UNKNOWN_SERVER_ERROR (-1), which a broker answers for
 an unexpected failure of its own (a failing disk before KAFKA_STORAGE_ERROR existed, for one),
 as the legacy consumer did. The rest (authorization, an unsupported version, corrupt messages,
-a code kafka-python does not know) cannot pass by waiting, and retrying would only hide them.
+a code the table does not know) cannot pass by waiting, and retrying would only hide them.
 Only the wire fetcher, which chooses request versions itself, asks a broker again after an
 unsupported version or an answer it cannot read (it may have restarted with another version),
 a few times (`broker_versions.RejectedRequests`) before it fails.
@@ -17,6 +17,7 @@ a few times (`broker_versions.RejectedRequests`) before it fails.
 from __future__ import annotations
 
 from zkconsumer.kafka.errors import BrokerError
+from zkconsumer.kafka.protocol.error_codes import NAMES, RETRIABLE
 from zkconsumer.model import TopicPartition
 
 UNKNOWN_SERVER_ERROR = -1
@@ -26,22 +27,14 @@ UNSUPPORTED_VERSION = 35
 
 def is_retriable(code: int) -> bool:
     """Whether setting the partition aside and finding its leader again can cure this error."""
-    if code == UNKNOWN_SERVER_ERROR:
-        return True
-    from kafka.errors import kafka_errors  # kafka-python's import, paid by an error only
-
-    error = kafka_errors.get(code)
-    return error is not None and error.retriable
+    return code == UNKNOWN_SERVER_ERROR or code in RETRIABLE
 
 
 def error_name(code: int) -> str:
     """Kafka's name for an error code, e.g. TOPIC_AUTHORIZATION_FAILED."""
     if code == UNKNOWN_SERVER_ERROR:
-        return "UNKNOWN_SERVER_ERROR"  # kafka-python shortens it to UNKNOWN
-    from kafka.errors import kafka_errors  # kafka-python's import, paid by an error only
-
-    error = kafka_errors.get(code)
-    return error.message if error is not None else "UNRECOGNIZED"
+        return "UNKNOWN_SERVER_ERROR"
+    return NAMES[code] if 0 <= code < len(NAMES) else "UNRECOGNIZED"
 
 
 def describe_error(code: int, tp: TopicPartition) -> str:
