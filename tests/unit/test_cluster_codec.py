@@ -112,6 +112,17 @@ def test_an_address_is_asked_its_versions_once_and_a_silent_one_is_spoken_to_as_
     assert told is not None and told.offered is None, "kafka.api.version 0.9: never asked"
 
 
+def test_a_broker_that_once_answered_is_never_taken_for_0_9_after_a_lost_connection():
+    """A dropped connection forgets the versions, but a slow answer on the next one is the
+    connection's trouble, not a broker grown old."""
+    versions = RememberedVersions(None)
+    versions.answered("a:9092", api_versions_answer({protocol.METADATA: (0, 9)}))
+    versions.forget("a:9092")
+    with pytest.raises(ChannelError, match="no answer"):
+        versions.unanswered("a:9092", ChannelError("no answer", timed_out=True))
+    assert versions.known("a:9092") is None
+
+
 def test_a_broker_without_a_version_in_common_is_named():
     spoken = RememberedVersions(None).answered("a:9092", api_versions_answer(
         {protocol.OFFSET_COMMIT: (9, 10)}))

@@ -70,6 +70,9 @@ class RememberedVersions:
     def __init__(self, api_version: tuple[int, ...] | None) -> None:
         self._asks = asks_api_versions(api_version)
         self._known: dict[str, Spoken] = {}
+        # Addresses that once answered ApiVersions: never taken for 0.9 after, whatever is
+        # forgotten (a lost answer must not make a broker look old; see `broker_versions`).
+        self._negotiated: set[str] = set()
 
     def known(self, address: str) -> Spoken | None:
         if not self._asks:
@@ -80,12 +83,13 @@ class RememberedVersions:
         """ProtocolError: the answer does not parse."""
         offered = decode_api_versions(payload)
         spoken = self._known[address] = Spoken(address, offered, sasl_versions(offered))
+        self._negotiated.add(address)
         return spoken
 
     def unanswered(self, address: str, failure: ChannelError) -> Spoken:
-        """Left unanswered until the timeout: a 0.9 broker. Any other failure is the
-        connection's."""
-        if not failure.timed_out:
+        """Left unanswered until the timeout by a broker that never answered it: a 0.9 one.
+        Any other failure is the connection's."""
+        if not failure.timed_out or address in self._negotiated:
             raise failure
         spoken = self._known[address] = Spoken(address, None, LEGACY_SASL)
         return spoken
