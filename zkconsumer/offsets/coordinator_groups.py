@@ -20,6 +20,7 @@ from zkconsumer.kafka.protocol.consumer_protocol import (
     decode_assignment,
     decode_subscription,
 )
+from zkconsumer.kafka.protocol.retry_policy import COORDINATOR_MOVED
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.kafka_reader import GroupOffsetsReader
 
@@ -82,7 +83,7 @@ def described_group(group: Any) -> CoordinatorGroup:
     its fields: assignments as bytes)."""
     if group.error_code:
         return CoordinatorGroup(group.group_id, error=f"DescribeGroups error {group.error_code}",
-                                coordinator_moved=group.error_code in _COORDINATOR_MOVED)
+                                coordinator_moved=group.error_code in COORDINATOR_MOVED)
     members = []
     malformed = None
     for member in group.members:
@@ -116,9 +117,6 @@ def _user_data(protocol_type: str, member: Any) -> bytes | None:
     except GroupMetadataError:
         return None
 
-
-# GROUP_COORDINATOR_NOT_AVAILABLE and NOT_COORDINATOR_FOR_GROUP.
-_COORDINATOR_MOVED = frozenset({15, 16})
 
 
 def read_coordinator_groups(reader: GroupOffsetsReader,
