@@ -148,7 +148,8 @@ SHARED = {"--zookeeper": "ZKCONSUMER_ZOOKEEPER_CONNECT",
           "--bootstrap-server": "ZKCONSUMER_BOOTSTRAP_SERVER",
           "--group": "ZKCONSUMER_GROUP_ID",
           "--metrics-port": "ZKCONSUMER_METRICS_PORT",
-          "--metrics-host": "ZKCONSUMER_METRICS_HOST"}
+          "--metrics-host": "ZKCONSUMER_METRICS_HOST",
+          "--work-dir": "ZKCONSUMER_CLUSTER_DIR"}
 FIRST = ["--zookeeper", "--bootstrap-server", "--group"]
 LAST = ["--property", "--zk-tls-config-file", "--json"]
 

@@ -3,7 +3,6 @@ a playground on it (or on any cluster given): a topic created, test messages pro
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -19,8 +18,7 @@ if TYPE_CHECKING:
 
 _work_dir_option = click.option(
     "--work-dir", type=click.Path(file_okay=False, path_type=Path),
-    default=lambda: os.environ.get("ZKCONSUMER_CLUSTER_DIR", ".local-cluster"),
-    show_default="$ZKCONSUMER_CLUSTER_DIR or .local-cluster",
+    default=".local-cluster", show_default=True,
     help="Folder holding the cluster's data, logs and state.")
 
 

@@ -28,6 +28,7 @@ SHARED_VARIABLES = {
     "--group": "ZKCONSUMER_GROUP_ID",  # where it names one group (not repeatable)
     "--metrics-port": "ZKCONSUMER_METRICS_PORT",
     "--metrics-host": "ZKCONSUMER_METRICS_HOST",
+    "--work-dir": "ZKCONSUMER_CLUSTER_DIR",  # the local cluster's folder, one for every command
 }
 # The global options are the command line's own settings: `zkconsumer --log-format`.
 GLOBAL_VARIABLES = {"--log-format": "ZKCONSUMER_LOG_FORMAT",
