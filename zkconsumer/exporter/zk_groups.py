@@ -86,7 +86,8 @@ class GroupsCache:
         """The cutover fence of every wanted group that has one; one that does not parse is
         left out, and said once."""
         names = self._tree.children([CONSUMERS]).get(CONSUMERS, [])
-        paths = {GroupPaths(name).fence: name for name in names if self._is_wanted(name)}
+        # Built here, not by GroupPaths: a name under /consumers is read before it is judged valid.
+        paths = {f"{CONSUMERS}/{name}/{FENCE}": name for name in names if self._is_wanted(name)}
         found = {}
         for path, znode in self._tree.data(paths).items():
             try:
