@@ -27,7 +27,7 @@ import selectors
 import socket
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zkconsumer.kafka.errors import ChannelError, FetchError
 from zkconsumer.kafka.io.channel import BrokerChannel
@@ -42,7 +42,9 @@ from zkconsumer.kafka.protocol.sasl import (
 )
 from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
-from zkconsumer.records.columns import RecordColumns
+
+if TYPE_CHECKING:
+    from zkconsumer.records.columns import RecordColumns
 
 log = get_logger(__name__)
 

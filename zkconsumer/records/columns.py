@@ -26,8 +26,6 @@ from collections.abc import Iterator, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from aiokafka import codec as aiokafka_codec
-
 from zkconsumer.model import Message
 from zkconsumer.records.decompression import (
     CODECS,
@@ -61,8 +59,14 @@ _MESSAGE_CRC_FROM = 16  # the magic on
 _OLD_LZ4 = 3  # codec 3 in format v0: the 0.8/0.9 brokers' framing (see message_sets)
 CODEC_MASK = 0x07  # the codec, in the attributes of every format
 # snappy, lz4 and zstd are decompressed with cramjam (as aiokafka does), gzip with zlib
-_CRAMJAM_CODECS = {2: ("snappy", aiokafka_codec.has_snappy), 3: ("lz4", aiokafka_codec.has_lz4),
-                   4: ("zstd", aiokafka_codec.has_zstd)}
+# (aiokafka's checks of what is installed, asked only when a payload failed: importing aiokafka
+# is the dearest part of a member's start)
+_CRAMJAM_CODECS = {2: ("snappy", "has_snappy"), 3: ("lz4", "has_lz4"), 4: ("zstd", "has_zstd")}
+
+
+def _installed(codec: int) -> bool:
+    from aiokafka import codec as aiokafka_codec
+    return bool(getattr(aiokafka_codec, _CRAMJAM_CODECS[codec][1])())
 
 
 def compiled() -> bool:
@@ -251,7 +255,7 @@ class _Decoder:
         except ExpandsTooFar:
             raise PastTheBound(name) from None
         except Exception as exc:  # each codec library raises its own error types
-            if codec in _CRAMJAM_CODECS and not _CRAMJAM_CODECS[codec][1]():
+            if codec in _CRAMJAM_CODECS and not _installed(codec):
                 raise CorruptMessageError(f"cannot read {name}: it is compressed with "
                                           f"{_CRAMJAM_CODECS[codec][0]}, which needs cramjam "
                                           "(pip install cramjam)") from exc

@@ -27,7 +27,7 @@ see `retry_policy`) raise `FetchError`.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from zkconsumer.kafka.errors import ChannelError, FetchError
 from zkconsumer.kafka.protocol import codec as protocol
@@ -41,12 +41,23 @@ from zkconsumer.kafka.protocol.retry_policy import (
 from zkconsumer.kafka.protocol.sasl import SaslVersions
 from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
-from zkconsumer.records.columns import RecordColumns
-from zkconsumer.records.decoding import decode_records
 from zkconsumer.records.message_sets import CorruptMessageError
 from zkconsumer.throttled_log import RetryWarnings
 
+if TYPE_CHECKING:
+    from zkconsumer.records.columns import RecordColumns
+    from zkconsumer.records.decoding import DecodedSet
+
 log = get_logger(__name__)
+
+
+def decode_records(data: bytes | memoryview, topic: str, partition: int, fetch_offset: int,
+                   *how: Any, **bounds: Any) -> DecodedSet:
+    """`records.decoding.decode_records`, imported at the first answer that carries records: its
+    reader (aiokafka's) is the dearest import of a member's start, and a member decodes nothing
+    before it holds partitions."""
+    from zkconsumer.records.decoding import decode_records as decode
+    return decode(data, topic, partition, fetch_offset, *how, **bounds)
 
 ISOLATION_LEVELS = {"read_uncommitted": protocol.READ_UNCOMMITTED,
                     "read_committed": protocol.READ_COMMITTED}
