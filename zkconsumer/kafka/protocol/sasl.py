@@ -381,7 +381,7 @@ def _oauth_error(challenge: bytes) -> str:
     """What a broker's RFC 7628 error says: its status, and the scope it asks for."""
     try:
         error = json.loads(challenge.decode())
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # "[[[[..." nests past the stack
         error = None
     if not isinstance(error, dict) or not isinstance(error.get("status"), str):
         raise SaslLoginError("the broker's OAUTHBEARER answer is neither empty nor an RFC 7628 "
