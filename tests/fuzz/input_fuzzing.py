@@ -191,22 +191,23 @@ def _sasl_seeds() -> list[bytes]:
 
 
 def _sasl_exercise(raw: bytes) -> list[str]:
-    """The answers through one login, as `sasl_login` hands them to the exchange."""
-    if not raw:
-        return ["empty"]
-    exchange = _login(raw[0])
-    answers = _unframed(raw[1:])
+    return _login_outcome(_login(raw[0]), _unframed(raw[1:])) if raw else ["empty"]
+
+
+def _login_outcome(exchange: SaslExchange, answers: list[bytes]) -> list[str]:
+    """The answers through one login, as `sasl_login` hands them to the exchange (in bare
+    frames, none after the login's last token)."""
     bare = exchange.versions.authenticate is None
     try:
         if not answers:
             return ["no answer"]
         token = exchange.handshake_answered(answers[0])
         for answer in answers[1:]:
-            if token is None:
+            if token is None or (bare and exchange.final):
                 break
             token = exchange.token_answered(answer) if bare else \
                 exchange.authenticate_answered(answer)
-        return [f"logged in: {exchange.done}"]
+        return [f"logged in: {exchange.done or (bare and exchange.final)}"]
     except SaslLoginError as refused:
         return [_one_line(refused)]
 
@@ -267,24 +268,7 @@ def _token_seeds() -> list[bytes]:
 
 
 def _token_exercise(raw: bytes) -> list[str]:
-    """The answers through one login, as `sasl_login` hands them to the exchange."""
-    if not raw:
-        return ["empty"]
-    exchange = _token_login(raw[0])
-    answers = _unframed(raw[1:])
-    bare = exchange.versions.authenticate is None
-    try:
-        if not answers:
-            return ["no answer"]
-        token = exchange.handshake_answered(answers[0])
-        for answer in answers[1:]:
-            if token is None or (bare and exchange.final):
-                break
-            token = exchange.token_answered(answer) if bare else \
-                exchange.authenticate_answered(answer)
-        return [f"logged in: {exchange.done or (bare and exchange.final)}"]
-    except SaslLoginError as refused:
-        return [_one_line(refused)]
+    return _login_outcome(_token_login(raw[0]), _unframed(raw[1:])) if raw else ["empty"]
 
 
 # -- the protocol codec's responses -----------------------------------------------------------
