@@ -16,7 +16,7 @@ user's token provider (kafka-python's `sasl_oauth_token_provider`: an object wit
 and optionally `extensions()`); a broker refusing it sends a JSON error, answered by a lone
 0x01, and then fails the login. GSSAPI (Kerberos, RFC 4752) trades the tokens of a GSS-API
 security context until it is established, then answers the broker's offer of security layers
-with "none": the context itself (the `gssapi` package's, see `kafka.io.kerberos`) is handed
+with "none": the context itself (the `gssapi` package's, see `kafka.io.logins`) is handed
 in, so the decisions here run without Kerberos.
 
 Pure: the encodings and the mechanisms' steps, no sockets; `sasl_login` in `kafka.io.channel`
@@ -181,7 +181,7 @@ def credentials_from(settings: Mapping[str, Any]) -> BrokerLogin | None:
 def checked_token_provider(provider: Any) -> Any:
     """The OAUTHBEARER token provider, if it is one: an object with a `token()` method and
     optionally `extensions()`, as kafka-python's AbstractTokenProvider. Text is for a
-    properties file, where `kafka.io.kerberos.token_provider_named` reads it first."""
+    properties file, where `kafka.io.logins.token_provider_named` reads it first."""
     if provider is None:
         raise ConfigError(TOKEN_PROVIDER_KEY, "<unset>",
                           "SASL OAUTHBEARER needs a token provider: module:attribute naming "
