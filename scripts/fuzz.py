@@ -5,6 +5,8 @@ them; the targets' seeds, mutations and entry points are in tests/fuzz/*_fuzzing
                   Arrow batches and Spark's conversion (CorruptMessageError allowed)
     sasl          a broker's answers to a SASL login: SaslHandshake, SaslAuthenticate, bare
                   tokens, SCRAM's server-first and server-final messages (SaslLoginError)
+    sasl-tokens   the same for OAUTHBEARER (the broker's JSON errors) and GSSAPI (the wrapped
+                  security-layer offer, through a stand-in context) (SaslLoginError)
     responses     the protocol codec's ApiVersions, Metadata, ListOffsets, Fetch, FindCoordinator,
                   OffsetFetch, OffsetCommit, ListGroups and DescribeGroups answers, in
                   every version (ProtocolError)

@@ -40,6 +40,7 @@ MAX_INPUT = 1 << 20
 SLOT_SIZE = 16 + MAX_INPUT + 1024  # counter, length, then the input
 STARTUP_LIMIT = 120.0  # seconds a worker may take to import and make its seeds
 TARGET_MODULES = {"records": "record_fuzzing", "sasl": "input_fuzzing",
+                  "sasl-tokens": "input_fuzzing",
                   "responses": "input_fuzzing", "znodes": "input_fuzzing",
                   "offset-files": "input_fuzzing", "group-metadata": "input_fuzzing"}
 

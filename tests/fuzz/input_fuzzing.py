@@ -26,7 +26,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' support package
 
 from support.kafka_answers import decode_answer, valid_answers  # noqa: E402
-from support.sasl_front import PlainServer, ScramServer, scram_credential  # noqa: E402
+from support.sasl_front import (  # noqa: E402
+    OAuthBearerServer,
+    PlainServer,
+    ScramServer,
+    StaticTokenProvider,
+    scram_credential,
+    unsecured_token,
+)
 from support.znode_samples import DECODERS, VALID  # noqa: E402
 
 from zkconsumer.admin.offset_files import (  # noqa: E402
@@ -50,6 +57,8 @@ from zkconsumer.kafka.protocol.consumer_protocol import (  # noqa: E402
 )
 from zkconsumer.kafka.protocol.sasl import (  # noqa: E402
     Credentials,
+    Kerberos,
+    OAuthBearer,
     SaslExchange,
     SaslLoginError,
     SaslVersions,
@@ -182,24 +191,84 @@ def _sasl_seeds() -> list[bytes]:
 
 
 def _sasl_exercise(raw: bytes) -> list[str]:
-    """The answers through one login, as `sasl_login` hands them to the exchange."""
-    if not raw:
-        return ["empty"]
-    exchange = _login(raw[0])
-    answers = _unframed(raw[1:])
+    return _login_outcome(_login(raw[0]), _unframed(raw[1:])) if raw else ["empty"]
+
+
+def _login_outcome(exchange: SaslExchange, answers: list[bytes]) -> list[str]:
+    """The answers through one login, as `sasl_login` hands them to the exchange (in bare
+    frames, none after the login's last token)."""
     bare = exchange.versions.authenticate is None
     try:
         if not answers:
             return ["no answer"]
         token = exchange.handshake_answered(answers[0])
         for answer in answers[1:]:
-            if token is None:
+            if token is None or (bare and exchange.final):
                 break
             token = exchange.token_answered(answer) if bare else \
                 exchange.authenticate_answered(answer)
-        return [f"logged in: {exchange.done}"]
+        return [f"logged in: {exchange.done or (bare and exchange.final)}"]
     except SaslLoginError as refused:
         return [_one_line(refused)]
+
+
+# -- SASL: the broker's answers to an OAUTHBEARER or GSSAPI login ------------------------------
+
+TOKEN = unsecured_token("alice")
+
+
+class _FuzzContext:
+    """A GSS-API context that is established after one step and whose wrapping is a 4-byte
+    marker, so that the fuzzed bytes reach the security-layer offer's checks."""
+
+    MARK = b"MIC:"
+
+    def __init__(self, service: str) -> None:
+        self.complete = False
+
+    def step(self, token: bytes | None) -> bytes | None:
+        self.complete = True
+        return b"ap-req" if token is None else None
+
+    def wrap(self, message: bytes) -> bytes:
+        return self.MARK + message
+
+    def unwrap(self, message: bytes) -> bytes:
+        if not message.startswith(self.MARK):
+            raise SaslLoginError("the broker's security-layer offer failed: bad MIC")
+        return message[len(self.MARK):]
+
+
+def _token_login(selector: int) -> SaslExchange:
+    versions = LOGIN_VERSIONS[selector % len(LOGIN_VERSIONS)]
+    if selector // len(LOGIN_VERSIONS) % 2 == 0:
+        return SaslExchange("fuzzed:9093", OAuthBearer(StaticTokenProvider(TOKEN, {"x": "1"})),
+                            versions)
+    return SaslExchange("fuzzed:9093", Kerberos("kafka", None, new_context=_FuzzContext),
+                        versions)
+
+
+def _token_seeds() -> list[bytes]:
+    """Each mechanism's whole login in every framing, as the broker's answers: OAUTHBEARER
+    against the test front's server, GSSAPI's offer of no security layer."""
+    seeds = []
+    for selector in range(2 * len(LOGIN_VERSIONS)):
+        exchange = _token_login(selector)
+        bare = exchange.versions.authenticate is None
+        answers = [_handshake_answer(exchange.versions.handshake)]
+        token = exchange.handshake_answered(answers[0])
+        if selector // len(LOGIN_VERSIONS) == 0:
+            broker_tokens = [OAuthBearerServer({TOKEN: "alice"}).respond(token)[0]]
+        else:
+            broker_tokens = [b"", _FuzzContext.MARK + b"\x01\x00\x10\x00", b""]
+        for broker_token in broker_tokens[:2 if bare and len(broker_tokens) > 1 else None]:
+            answers.append(broker_token if bare else _authenticate_answer(broker_token))
+        seeds.append(bytes([selector]) + _framed(answers))
+    return seeds
+
+
+def _token_exercise(raw: bytes) -> list[str]:
+    return _login_outcome(_token_login(raw[0]), _unframed(raw[1:])) if raw else ["empty"]
 
 
 # -- the protocol codec's responses -----------------------------------------------------------
@@ -325,6 +394,7 @@ def targets() -> dict:
 
     return {
         "sasl": target("sasl", _sasl_seeds, _sasl_exercise),
+        "sasl-tokens": target("sasl-tokens", _token_seeds, _token_exercise),
         "responses": target("responses", lambda: [bytes([index]) + payload for index, (
             _, _, payload) in enumerate(_ANSWERS)], _responses_exercise),
         "znodes": target("znodes", lambda: [bytes([_ZNODE_KINDS.index(kind)]) + data

@@ -1,5 +1,5 @@
 """Untrusted bytes beyond records (issue 33): a short fuzzing run of each target of
-`input_fuzzing.py` (the SASL exchange, the protocol codec's responses, znodes decoded then
+`input_fuzzing.py` (the SASL exchange, PLAIN and SCRAM and OAUTHBEARER and GSSAPI, the protocol codec's responses, znodes decoded then
 written out, offset files and offsets JSON, a group's subscriptions and assignments) must find
 nothing: no exception but the entry
 point's named error on one short line, no input held over a second, no memory past the
@@ -14,7 +14,7 @@ import harness
 import pytest
 
 IN_SUITE_SECONDS = 2
-TARGETS = ["sasl", "responses", "znodes", "offset-files", "group-metadata"]
+TARGETS = ["sasl", "sasl-tokens", "responses", "znodes", "offset-files", "group-metadata"]
 
 
 @pytest.mark.parametrize("name", TARGETS)

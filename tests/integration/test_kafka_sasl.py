@@ -1,4 +1,5 @@
-"""Kafka SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; plaintext and TLS) on the wire client,
+"""Kafka SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, and GSSAPI in a `long` case
+against a Kerberos realm of its own; plaintext and TLS) on the wire client,
 through a front that checks credentials for real before relaying to the modern broker (Tansu),
 whose own `--authentication` cannot (see support/sasl_front.py). The group lives in the session
 cluster's ZooKeeper, as with any ZooKeeper-less broker."""
@@ -13,14 +14,17 @@ import time
 import pytest
 from click.testing import CliRunner
 from kafka import KafkaConsumer
+from support import kdc
 from support.exporter import ExporterProcess
 from support.kafka import produce as produce_on_cluster
 from support.sasl_front import (
     KAFKA_0_9_VERSIONS,
     Login,
     SaslFront,
+    StaticTokenProvider,
     make_certificate,
     server_tls,
+    unsecured_token,
 )
 from support.tansu import create_topic, produce
 from support.waiting import wait_until
@@ -28,11 +32,13 @@ from support.waiting import wait_until
 from zkconsumer.cli import cli
 from zkconsumer.fetch import LogOffsets, LogOffsetsError
 from zkconsumer.model import TopicPartition
+from zkconsumer.offsets import KafkaOffsetStore, OffsetStoreError
 
 pytestmark = pytest.mark.integration
 
 USER, PASSWORD = "alice", "s3cret-Pa55word"
 WRONG_PASSWORD = "not-the-Pa55word"
+TOKEN, WRONG_TOKEN = unsecured_token(USER), unsecured_token("mallory")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 # A refused login must end a command well within this, where kafka-python took 30 s.
 FAIL_FAST_S = 5.0
@@ -40,7 +46,8 @@ FAIL_FAST_S = 5.0
 
 @pytest.fixture(scope="module")
 def front(modern_broker):
-    front = SaslFront(modern_broker.bootstrap_servers, {USER: PASSWORD})
+    front = SaslFront(modern_broker.bootstrap_servers, {USER: PASSWORD},
+                      oauth_tokens={TOKEN: USER})
     yield front
     front.stop()
 
@@ -329,3 +336,77 @@ def test_a_wrong_password_ends_the_exporter_at_start_with_one_line(front, cluste
     assert len(errors) == 1 and errors[0].startswith("error:"), output
     assert "SCRAM-SHA-512" in errors[0] and "SASL_AUTHENTICATION_FAILED" in errors[0]
     assert WRONG_PASSWORD not in output
+
+
+def test_the_kafka_offset_store_logs_in_with_oauthbearer_and_a_wrong_token_fails_in_one_line(
+        front, sasl_topic, unique_name):
+    """The cluster client through the Python API, the token provider given as an object."""
+    topic, _ = sasl_topic
+    group, partition = unique_name("g"), TopicPartition(topic, 1)
+
+    def store(token: str) -> KafkaOffsetStore:
+        return KafkaOffsetStore(group, front.bootstrap_servers, retries=0, client_properties={
+            "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER",
+            "sasl_oauth_token_provider": StaticTokenProvider(token, {"traceId": "t1"})})
+
+    before = len(front.logins)
+    right = store(TOKEN)
+    try:
+        right.commit({partition: 7})
+        assert right.fetch([partition]) == {partition: 7}
+    finally:
+        right.close()
+    assert set(front.logins[before:]) == {Login(USER, "OAUTHBEARER", True)}
+
+    wrong = store(WRONG_TOKEN)
+    started = time.monotonic()
+    try:
+        with pytest.raises(OffsetStoreError) as failure:
+            wrong.commit({partition: 8})
+    finally:
+        wrong.close()
+    assert time.monotonic() - started < FAIL_FAST_S
+    message = str(failure.value)
+    assert "\n" not in message and WRONG_TOKEN not in message
+    assert "(mechanism OAUTHBEARER)" in message and "SASL_AUTHENTICATION_FAILED" in message
+    assert message.endswith("the broker refused the token (status invalid_token)"), message
+
+
+@pytest.mark.long
+def test_gssapi_logins_of_a_member_and_of_the_cluster_client_through_a_kerberos_realm(
+        modern_broker, cluster, members_on, unique_name, sasl_topic, work_root, monkeypatch):
+    """A realm of Debian's MIT KDC, the front accepting with the broker's service keytab; the
+    member (wire fetcher) and LogOffsets (cluster client) get their tickets from the user's
+    keytab as the gssapi library finds it. Long: it needs packages the default install leaves
+    out (krb5-kdc, krb5-admin-server, and gssapi built against libkrb5-dev)."""
+    missing = kdc.unavailable()
+    if missing:
+        pytest.skip(missing)
+    realm = kdc.Realm(work_root / unique_name("realm"))
+    front = SaslFront(modern_broker.bootstrap_servers, {USER: PASSWORD},
+                      kerberos_keytab=str(realm.service_keytab))
+    try:
+        for name, value in realm.environment().items():
+            monkeypatch.setenv(name, value)
+        topic, values = sasl_topic
+        gssapi = {"kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": "GSSAPI"}
+        _consume_through(front, cluster, members_on, unique_name, topic, values, gssapi)
+        assert set(_log_ends(front, topic, gssapi)) == {TopicPartition(topic, 0)}
+        assert Login(f"{USER}@{kdc.REALM}", "GSSAPI", True) in front.logins
+        # Before 1.0 (bare frames) the broker answers nothing to the last token.
+        legacy = SaslFront(modern_broker.bootstrap_servers, {USER: PASSWORD}, bare_tokens=True,
+                           kerberos_keytab=str(realm.service_keytab))
+        try:
+            assert set(_log_ends(legacy, topic, gssapi)) == {TopicPartition(topic, 0)}
+            assert Login(f"{USER}@{kdc.REALM}", "GSSAPI", True) in legacy.logins
+        finally:
+            legacy.stop()
+        started = time.monotonic()
+        with pytest.raises(LogOffsetsError) as failure:
+            _log_ends(front, topic, {**gssapi, "kafka.sasl.kerberos.service.name": "nokafka"})
+        assert time.monotonic() - started < FAIL_FAST_S
+        assert "(mechanism GSSAPI, service nokafka@127.0.0.1)" in str(failure.value)
+        assert "not found in Kerberos database" in str(failure.value)
+    finally:
+        front.stop()
+        realm.stop()

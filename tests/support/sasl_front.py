@@ -5,7 +5,9 @@ SCRAM users, lets unknown users through and has no PLAIN), and the 0.9.0.1 broke
 SaslHandshake. So tests put this in front of one: on each connection it answers ApiVersions
 (the broker's list, with SaslHandshake v0-v1 and SaslAuthenticate v0-v1 added), takes
 SaslHandshake, verifies PLAIN or SCRAM-SHA-256/512 (RFC 5802/7677) against its own user table,
-and answers a failed login with error 58 (SASL_AUTHENTICATION_FAILED) and closes, or with
+or OAUTHBEARER (RFC 7628) against its own table of tokens (`oauth_tokens`: Kafka's unsecured
+tokens, `unsecured_token`), or GSSAPI (RFC 4752) with the gssapi package's acceptor and the
+broker's service keytab (`kerberos_keytab`, a realm of `support.kdc`), and answers a failed login with error 58 (SASL_AUTHENTICATION_FAILED) and closes, or with
 `bare_tokens` speaks only SaslHandshake v0 and its bare token frames, closing on a failure as
 brokers before 1.0 did. Any other request before a login closes the connection, as Kafka does.
 After a login every byte goes to the broker and back, except Metadata and FindCoordinator
@@ -26,6 +28,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
 import os
 import secrets
 import socket
@@ -142,6 +145,93 @@ class ScramServer:
                 f"SASL mechanism {self.mechanism}")
 
 
+def unsecured_token(subject: str) -> str:
+    """A token as Kafka's unsecured OAUTHBEARER login makes it: an unsigned JWS (header
+    `alg: none`, a payload naming the subject, an empty signature), base64url without padding."""
+    def part(claims: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
+    return f"{part({'alg': 'none'})}.{part({'sub': subject, 'iat': 0})}."
+
+
+class StaticTokenProvider:
+    """A token provider as kafka-python's AbstractTokenProvider: `token()`, `extensions()`."""
+
+    def __init__(self, token: str, extensions: Mapping[str, str] | None = None) -> None:
+        self._token = token
+        self._extensions = dict(extensions or {})
+
+    def token(self) -> str:
+        return self._token
+
+    def extensions(self) -> dict[str, str]:
+        return dict(self._extensions)
+
+
+class OAuthBearerServer:
+    """RFC 7628's server side as Kafka's: the client's first message carries `auth=Bearer
+    <token>`; a token the front knows logs in its subject, any other gets the JSON error
+    challenge, and once the client acknowledged it with 0x01 the login fails."""
+
+    def __init__(self, tokens: Mapping[str, str]) -> None:
+        self.mechanism = "OAUTHBEARER"
+        self._tokens = tokens  # token -> the principal it logs in
+        self.user: str | None = None
+        self.extensions: dict[str, str] = {}
+        self._refused = False
+
+    def respond(self, token: bytes) -> tuple[bytes, bool]:
+        if self._refused:
+            raise LoginRefused("Authentication failed: invalid_token" if token == b"\x01"
+                               else "Invalid OAUTHBEARER client response after an error")
+        header, separator, rest = token.partition(b"\x01")
+        if header != b"n,," or not separator or not rest.endswith(b"\x01\x01"):
+            raise LoginRefused("Invalid OAUTHBEARER client first message")
+        pairs = dict(pair.decode().partition("=")[::2] for pair in rest[:-2].split(b"\x01"))
+        scheme, _, bearer = pairs.pop("auth", "").partition(" ")
+        self.extensions = pairs
+        self.user = self._tokens.get(bearer) if scheme == "Bearer" else None
+        if self.user is None:
+            self._refused = True
+            return json.dumps({"status": "invalid_token"}).encode(), False
+        return b"", True
+
+
+class GssapiServer:
+    """RFC 4752's server side as Kafka's (Java's GSSAPI server): the context's tokens until it
+    is established, then, at the client's next (empty) token, the wrapped offer of "no security
+    layer" with a maximum size; the client's wrapped answer must choose it. Its last answer is
+    None: in bare frames Kafka sends nothing then."""
+
+    OFFER = bytes([0x01]) + (65536).to_bytes(3, "big")
+
+    def __init__(self, keytab: str) -> None:
+        import gssapi
+
+        self._gssapi = gssapi
+        self.mechanism = "GSSAPI"
+        self.user: str | None = None
+        credentials = gssapi.Credentials(usage="accept", store={"keytab": keytab})
+        self._context = gssapi.SecurityContext(creds=credentials, usage="accept")
+        self._offered = False
+
+    def respond(self, token: bytes) -> tuple[bytes | None, bool]:
+        try:
+            if not self._context.complete:
+                answer = self._context.step(token)
+                if self._context.complete:
+                    self.user = str(self._context.initiator_name)
+                return answer or b"", False
+            if not self._offered:
+                self._offered = True
+                return self._context.wrap(self.OFFER, False).message, False
+            chosen = self._context.unwrap(token).message
+        except self._gssapi.exceptions.GSSError as exc:
+            raise LoginRefused(f"GSSAPI failed: {' '.join(str(exc).split())}") from None
+        if len(chosen) < 4 or chosen[0] != 0x01:
+            raise LoginRefused("Invalid GSSAPI security layer chosen")
+        return None, True
+
+
 class PlainServer:
     def __init__(self, passwords: Mapping[str, str]) -> None:
         self.mechanism = "PLAIN"
@@ -167,6 +257,12 @@ class SaslFront:
     upstream: str
     users: Mapping[str, str] | None  # None: a plain relay, no login
     mechanisms: tuple[str, ...] = MECHANISMS
+    # OAUTHBEARER tokens it accepts, each with the principal it logs in; given, OAUTHBEARER
+    # is enabled beside `mechanisms`.
+    oauth_tokens: Mapping[str, str] | None = None
+    # The broker's service keytab (`support.kdc.Realm.service_keytab`); given, GSSAPI is
+    # enabled too.
+    kerberos_keytab: str | None = None
     bare_tokens: bool = False
     tls: ssl.SSLContext | None = None
     # What to offer for a broker that answers no ApiVersions (0.9: `KAFKA_0_9_VERSIONS`);
@@ -269,18 +365,21 @@ class SaslFront:
                                                         str(refusal), b""))
                 return None
             if self.bare_tokens:
-                client.sendall(struct.pack(">i", len(answer)) + answer)
+                if answer is not None:  # GSSAPI's last step has none in bare frames
+                    client.sendall(struct.pack(">i", len(answer)) + answer)
             else:
-                client.sendall(_authenticate_answer(correlation, version, 0, None, answer))
+                client.sendall(_authenticate_answer(correlation, version, 0, None,
+                                                    answer or b""))
             if complete:
                 self.logins.append(Login(server.user or "", server.mechanism, True))
         return None
 
     def _handshake(self, client: socket.socket, correlation: int, body: bytes
-                   ) -> PlainServer | ScramServer | None:
+                   ) -> PlainServer | ScramServer | OAuthBearerServer | GssapiServer | None:
         (size,) = struct.unpack_from(">h", body)
         mechanism = body[2:2 + size].decode()
-        enabled = list(self.mechanisms)
+        enabled = (list(self.mechanisms) + (["OAUTHBEARER"] if self.oauth_tokens else [])
+                   + (["GSSAPI"] if self.kerberos_keytab else []))
         usable = mechanism in enabled
         names = b"".join(struct.pack(">h", len(m)) + m.encode() for m in enabled)
         client.sendall(_frame(struct.pack(">ih", correlation,
@@ -288,6 +387,10 @@ class SaslFront:
                               + struct.pack(">i", len(enabled)) + names))
         if not usable:
             return None
+        if mechanism == "OAUTHBEARER":
+            return OAuthBearerServer(self.oauth_tokens or {})
+        if mechanism == "GSSAPI" and self.kerberos_keytab:
+            return GssapiServer(self.kerberos_keytab)
         if mechanism == "PLAIN":
             return PlainServer(self.users or {})
         return ScramServer(mechanism, self._scram[mechanism])

@@ -32,10 +32,13 @@ def test_without_the_version_a_broker_down_is_named_at_once():
         checked_options({"bootstrap_servers": address})
 
 
-def test_gssapi_and_oauthbearer_logins_are_left_to_kafka_python():
+def test_an_oauthbearer_login_without_a_token_provider_is_named_before_any_connection():
+    """OAUTHBEARER (and GSSAPI) logins are checked by the first contact like the others,
+    where they were once left to kafka-python."""
     options = {"bootstrap_servers": f"127.0.0.1:{free_port()}", "api_version": (2, 0),
                "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER"}
-    assert checked_options(options) == options
+    with pytest.raises(ConfigError, match="kafka.sasl.oauth.token.provider"):
+        checked_options(options)
 
 
 def test_sasl_without_a_mechanism_is_a_config_error_naming_the_key():

@@ -2,9 +2,9 @@
 
 Both take the same kafka-python settings, built once from the legacy keys and `kafka.*`
 properties, and offer the same interface (`Fetcher`) to the fetch loop and Spark's reader. The
-wire fetcher is more than twice as fast, SASL (PLAIN, SCRAM-SHA-256/512) and TLS included;
-kafka-python covers what it does not (GSSAPI, OAUTHBEARER, and any other kafka-python option a
-user passes through). `fetch.backend` forces either one.
+wire fetcher is more than twice as fast, SASL (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER, GSSAPI)
+and TLS included; kafka-python covers what it does not (a kafka-python option it does not know
+that a user passes through). `fetch.backend` forces either one.
 """
 
 from __future__ import annotations

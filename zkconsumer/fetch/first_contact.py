@@ -16,16 +16,10 @@ from typing import Any
 
 from zkconsumer.kafka.errors import ChannelError, FetchError
 from zkconsumer.kafka.io.connect import parse_servers, ssl_context_for
+from zkconsumer.kafka.io.logins import broker_login
 from zkconsumer.kafka.io.opener import API_VERSIONS_TIMEOUT_S, Dialer, open_broker
 from zkconsumer.kafka.protocol import codec as protocol
-from zkconsumer.kafka.protocol.sasl import (
-    LEGACY_SASL,
-    WIRE_MECHANISMS,
-    Credentials,
-    SaslVersions,
-    credentials_from,
-    sasl_versions,
-)
+from zkconsumer.kafka.protocol.sasl import LEGACY_SASL, SaslVersions, sasl_versions
 from zkconsumer.kafka.protocol.versions import asks_api_versions
 
 PRE_API_VERSIONS_BROKER = (0, 9)
@@ -44,7 +38,7 @@ def checked_options(options: Mapping[str, Any]) -> dict[str, Any]:
     there is nothing to learn and no connection is made."""
     checked = dict(options)
     api_version = options.get("api_version")
-    credentials = _wire_credentials(options)
+    credentials = broker_login(options)
     if credentials is None and api_version is not None:
         return checked
     try:
@@ -78,15 +72,6 @@ def checked_options(options: Mapping[str, Any]) -> dict[str, Any]:
     if connected:
         raise FetchError(f"no broker at {where} answered as Kafka does: " + "; ".join(failures))
     raise KafkaUnreachable(f"cannot reach Kafka at {where}: " + "; ".join(failures))
-
-
-def _wire_credentials(options: Mapping[str, Any]) -> Credentials | None:
-    """The login to check: SASL with a mechanism the wire client speaks (or none, which
-    `credentials_from` names as missing)."""
-    mechanism = options.get("sasl_mechanism")
-    if mechanism is not None and mechanism not in WIRE_MECHANISMS:
-        return None
-    return credentials_from(options)
 
 
 class _FirstContactVersions:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from zkconsumer.errors import ConfigError
+from zkconsumer.kafka.io.logins import token_provider_named
 
 # Options zkconsumer sets itself: the group is coordinated in ZooKeeper and the broker list
 # comes from the registry, so letting a property change these would break the protocol.
@@ -26,8 +27,11 @@ def kafka_client_options(properties: Mapping[str, str]) -> dict[str, Any]:
     """`security.protocol=SSL` becomes `security_protocol="SSL"`.
 
     Properties files hold only text, so a value is converted to the type of kafka-python's
-    default where that is a number or a boolean. A misspelt key fails here, naming the key,
-    instead of deep inside kafka-python; values are never echoed, since some are passwords.
+    default where that is a number or a boolean, and `sasl.oauth.token.provider` (an object
+    to kafka-python) names its provider as `module:attribute` (`kafka.io.logins`), so that
+    every client, kafka-python's included, gets the same provider. A misspelt key fails here,
+    naming the key, instead of deep inside kafka-python; values are never echoed, since some
+    are passwords.
     """
     options: dict[str, Any] = {}
     if properties:  # kafka-python's import, only for what it has to judge
@@ -40,7 +44,8 @@ def kafka_client_options(properties: Mapping[str, str]) -> dict[str, Any]:
         if name not in KafkaConsumer.DEFAULT_CONFIG:
             raise ConfigError(f"kafka.{key}", "<hidden>",
                               "is not a kafka-python consumer option")
-        options[name] = _convert(key, text, KafkaConsumer.DEFAULT_CONFIG[name])
+        options[name] = (token_provider_named(text) if name == "sasl_oauth_token_provider"
+                         else _convert(key, text, KafkaConsumer.DEFAULT_CONFIG[name]))
     return options
 
 

@@ -1,6 +1,6 @@
 """Fetching the partitions a member owns with kafka-python in manual-assignment mode: the
-backend for settings the wire fetcher does not cover (SASL with GSSAPI or OAUTHBEARER, or any
-other kafka-python option).
+backend for settings the wire fetcher does not cover (a kafka-python option it does not know),
+or when `fetch.backend=kafka-python` forces it.
 
 kafka-python does the hard parts of fetching: it follows leaders as they move, reconnects after
 broker restarts, retries the errors Kafka calls retriable and resolves out-of-range offsets by

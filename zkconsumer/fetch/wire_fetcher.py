@@ -14,10 +14,10 @@ connection to its address and again after a request to it failed; one that never
 and leaves it unanswered until the timeout (0.9) is connected to again and spoken to in the
 legacy consumer's versions.
 
-It covers PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL with the mechanisms PLAIN, SCRAM-SHA-256
-and SCRAM-SHA-512 (see `sasl`): every connection logs in right after ApiVersions, and a refused
-login fails the member at once with one line, since no retry can cure a wrong password. Anything
-else (GSSAPI, OAUTHBEARER, or a kafka-python option it does not know) makes the connector choose
+It covers PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL with every mechanism kafka-python has
+(PLAIN, SCRAM-SHA-256/512, OAUTHBEARER, GSSAPI: see `sasl`): every connection logs in right
+after ApiVersions, and a refused login fails the member at once with one line, since no retry
+can cure a wrong password. A kafka-python option it does not know makes the connector choose
 the kafka-python backend instead: see `fetcher.py`.
 """
 
@@ -35,11 +35,7 @@ from zkconsumer.kafka.io.connect import parse_servers
 from zkconsumer.kafka.io.opener import Dialer, open_broker
 from zkconsumer.kafka.protocol.broker_versions import Link
 from zkconsumer.kafka.protocol.fetch_session import FetchSession, Received, Request
-from zkconsumer.kafka.protocol.sasl import (
-    SASL_SECURITY_PROTOCOLS,
-    WIRE_MECHANISMS,
-    SaslVersions,
-)
+from zkconsumer.kafka.protocol.sasl import SASL_SECURITY_PROTOCOLS, SaslVersions
 from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
 
@@ -55,7 +51,8 @@ WIRE_OPTIONS = frozenset({
     "connections_max_idle_ms", "retry_backoff_ms", "auto_offset_reset", "receive_buffer_bytes",
     "check_crcs", "security_protocol", "ssl_cafile", "ssl_certfile", "ssl_keyfile",
     "ssl_password", "ssl_check_hostname", "ssl_crlfile", "ssl_ciphers", "isolation_level",
-    "sasl_mechanism", "sasl_plain_username", "sasl_plain_password",
+    "sasl_mechanism", "sasl_plain_username", "sasl_plain_password", "sasl_oauth_token_provider",
+    "sasl_kerberos_service_name", "sasl_kerberos_domain_name", "sasl_kerberos_name",
 })
 WIRE_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", *SASL_SECURITY_PROTOCOLS)
 # kafka-python's default: below the broker's own connections.max.idle.ms (10 minutes).
@@ -333,14 +330,11 @@ class WireFetcher:
 
 
 def wire_unsupported_reason(settings: Mapping[str, Any]) -> str | None:
-    """Why the wire backend cannot honour these kafka-python settings, or None if it can."""
+    """Why the wire backend cannot honour these kafka-python settings, or None if it can
+    (every SASL mechanism it can: an unknown one is the opener's ConfigError on any path)."""
     protocol_name = settings.get("security_protocol", "PLAINTEXT")
     if protocol_name not in WIRE_SECURITY_PROTOCOLS:
         return f"kafka.security.protocol={protocol_name}"
-    mechanism = settings.get("sasl_mechanism")
-    if (protocol_name in SASL_SECURITY_PROTOCOLS and mechanism is not None
-            and mechanism not in WIRE_MECHANISMS):
-        return f"kafka.sasl.mechanism={mechanism}"
     foreign = sorted(set(settings) - WIRE_OPTIONS)
     if foreign:
         return "kafka." + foreign[0].replace("_", ".")

@@ -92,12 +92,16 @@ class BrokerChannel:
     def exchange_bare_token(self, token: bytes) -> bytearray:
         """Send a SASL token as a bare length-prefixed frame and read the broker's, as brokers
         speak them after SaslHandshake v0: no request header, no correlation id."""
+        self.send_bare_token(token)
+        return self._read_frame(None, smallest=0)
+
+    def send_bare_token(self, token: bytes) -> None:
+        """A login's last bare token, which the broker does not answer (GSSAPI's)."""
         try:
             self._socket.sendall(len(token).to_bytes(4, "big") + token)
         except OSError as exc:
             self.close()
             raise ChannelError(f"sending to broker {self.address} failed: {exc}") from exc
-        return self._read_frame(None, smallest=0)
 
     def close(self) -> None:
         self._expected.clear()
@@ -150,7 +154,10 @@ def sasl_login(channel: BrokerChannel, exchange: SaslExchange) -> None:
         token = exchange.handshake_answered(
             channel.request(SASL_HANDSHAKE, versions.handshake, exchange.handshake()))
         while token is not None:
-            if versions.authenticate is None:
+            if versions.authenticate is None and exchange.final:
+                channel.send_bare_token(token)
+                token = None
+            elif versions.authenticate is None:
                 token = exchange.token_answered(bytes(channel.exchange_bare_token(token)))
             else:
                 token = exchange.authenticate_answered(channel.request(

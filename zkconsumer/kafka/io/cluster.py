@@ -21,13 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from zkconsumer.errors import ConfigError
 from zkconsumer.kafka.errors import ChannelError, KafkaConnectionError
 from zkconsumer.kafka.io.connect import parse_servers
 from zkconsumer.kafka.io.opener import Dialer, Opened, open_broker
 from zkconsumer.kafka.protocol.cluster_versions import RememberedVersions, Spoken
 from zkconsumer.kafka.protocol.codec import ProtocolError
-from zkconsumer.kafka.protocol.sasl import SASL_SECURITY_PROTOCOLS, WIRE_MECHANISMS
 from zkconsumer.model import format_address
 
 WINDOW = 16
@@ -52,16 +50,9 @@ class Answers(NamedTuple):
 
 
 def cluster_dialer(settings: Mapping[str, Any]) -> Dialer:
-    """How the cluster client reaches brokers, from the kafka-python settings (`kafka.*`).
-    ConfigError for a SASL mechanism it does not speak (GSSAPI, OAUTHBEARER: only the
-    fallback fetch backend, kafka-python, logs in with those); OSError or ValueError when the
-    TLS files cannot be read."""
-    mechanism = settings.get("sasl_mechanism")
-    if (settings.get("security_protocol", "PLAINTEXT") in SASL_SECURITY_PROTOCOLS
-            and mechanism is not None and mechanism not in WIRE_MECHANISMS):
-        raise ConfigError("kafka.sasl.mechanism", mechanism,
-                          "zkconsumer's Kafka client (offsets, log offsets, groups) logs in "
-                          f"with {', '.join(WIRE_MECHANISMS)} only")
+    """How the cluster client reaches brokers, from the kafka-python settings (`kafka.*`),
+    with every SASL mechanism kafka-python has. ConfigError when the SASL settings are
+    missing or unusable; OSError or ValueError when the TLS files cannot be read."""
     return Dialer.from_settings(settings)
 
 

@@ -23,8 +23,9 @@ from typing import Any, Generic, Protocol, TypeVar
 from zkconsumer.kafka.errors import ChannelError
 from zkconsumer.kafka.io.channel import BrokerChannel, sasl_login
 from zkconsumer.kafka.io.connect import ssl_context_for
+from zkconsumer.kafka.io.logins import broker_login
 from zkconsumer.kafka.protocol import codec
-from zkconsumer.kafka.protocol.sasl import Credentials, SaslExchange, SaslVersions, credentials_from
+from zkconsumer.kafka.protocol.sasl import BrokerLogin, SaslExchange, SaslVersions
 from zkconsumer.logs import get_logger
 
 log = get_logger(__name__)
@@ -56,21 +57,23 @@ class VersionsPort(Protocol[Known]):
 @dataclass(frozen=True)
 class Dialer:
     """How to reach brokers, from the kafka-python settings every Kafka path is given
-    (`kafka.*` properties): client id, request timeout, TLS, SASL, receive buffer."""
+    (`kafka.*` properties): client id, request timeout, TLS, SASL (any mechanism:
+    `logins.broker_login`), receive buffer."""
 
     client_id: str
     timeout_s: float
     ssl_context: ssl.SSLContext | None
-    credentials: Credentials | None
+    credentials: BrokerLogin | None
     receive_buffer_bytes: int = 0
 
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> Dialer:
-        """OSError or ValueError: the TLS files cannot be read."""
+        """OSError or ValueError: the TLS files cannot be read; ConfigError: the SASL
+        settings are missing or unusable."""
         return cls(client_id=settings.get("client_id", "zkconsumer"),
                    timeout_s=settings.get("request_timeout_ms", 30000) / 1000.0,
                    ssl_context=ssl_context_for(settings),
-                   credentials=credentials_from(settings),
+                   credentials=broker_login(settings),
                    receive_buffer_bytes=settings.get("receive_buffer_bytes") or 0)
 
     @property
@@ -110,10 +113,11 @@ def open_broker(dialer: Dialer, host: str, port: int, versions: VersionsPort[Kno
             else:
                 known = versions.answered(channel.address, payload)
         if dialer.credentials is not None:
-            sasl_login(channel, SaslExchange(channel.address, dialer.credentials,
-                                             versions.sasl(known)))
+            exchange = SaslExchange(channel.address, dialer.credentials, versions.sasl(known),
+                                    host=host)
+            sasl_login(channel, exchange)
             log.debug("logged in", broker=channel.address,
-                      mechanism=dialer.credentials.mechanism, user=dialer.credentials.username)
+                      mechanism=dialer.credentials.mechanism, who=exchange.who)
     except BaseException:
         channel.close()
         raise
