@@ -13,12 +13,13 @@ from kafka.protocol.admin import (
     ListGroupsResponse,
 )
 from kafka.protocol.consumer.group import OffsetFetchRequest
+from kafka.protocol.metadata.find_coordinator import FindCoordinatorResponse
 from kafka.protocol.metadata.metadata import MetadataRequest, MetadataResponse
 from support.kafka_answers import api_versions_answer
 
 from zkconsumer.kafka.errors import ChannelError
 from zkconsumer.kafka.io.cluster import Answers
-from zkconsumer.kafka.io.cluster_calls import fetch_offsets
+from zkconsumer.kafka.io.cluster_calls import Coordinators, describe_groups, fetch_offsets
 from zkconsumer.kafka.protocol import codec as protocol
 from zkconsumer.kafka.protocol import group_codec as group
 from zkconsumer.kafka.protocol.cluster_versions import (
@@ -190,3 +191,57 @@ def test_an_every_partition_answer_that_leaves_out_the_topics_means_naming_them(
     found, errors = fetch_offsets(_AnsweringCluster(bytes.fromhex("000000020000000000000000")),
                                   _OneCoordinator(), {"g": [TopicPartition("t", 0)]})
     assert found == {} and "does not parse" in str(errors["g"])
+
+
+class _MovingCoordinatorCluster:
+    """A cluster whose group "g" is coordinated by broker old:1, then by new:2: FindCoordinator
+    names them in turn, and old:1 describes the group with NOT_COORDINATOR (as a 0.9 broker
+    that stayed up does once the offsets partition's leader moved away)."""
+
+    def __init__(self) -> None:
+        self.coordinators = [("old", 1, 1), ("new", 2, 2)]
+        self.described_at: list = []
+
+    def any_broker(self):
+        return ("boot", 0)
+
+    def exchange(self, address, make):
+        return self.exchange_many({address: make})[address]
+
+    def exchange_many(self, per_broker):
+        answered = {}
+        for address, make in per_broker.items():
+            spoken = Spoken(f"{address[0]}:{address[1]}", None, LEGACY_SASL)
+            calls = make(spoken)
+            answered[address] = Answers(spoken, calls, [bytearray(self._answer(address, call))
+                                                        for call in calls])
+        return answered
+
+    def _answer(self, address, call) -> bytes:
+        if call.api_key == protocol.FIND_COORDINATOR:
+            host, port, node = self.coordinators.pop(0)
+            return answered_by_them(FindCoordinatorResponse[0](
+                error_code=0, node_id=node, host=host, port=port))
+        self.described_at.append(address)
+        described = DescribeGroupsResponse.DescribedGroup
+        if address == ("old", 1):
+            group = described(error_code=16, group_id="g", group_state="", protocol_type="",
+                              protocol_data="", members=[])
+        else:
+            group = described(error_code=0, group_id="g", group_state="Stable",
+                              protocol_type="consumer", protocol_data="range", members=[])
+        return answered_by_them(DescribeGroupsResponse[0](groups=[group]))
+
+    def drop(self, address):
+        raise AssertionError("no connection fails here")
+
+
+def test_a_group_described_by_a_broker_no_longer_its_coordinator_is_found_at_the_next_read():
+    """The coordinator-moved rule for DescribeGroups, said once in the cluster client: the
+    moved group's coordinator is forgotten, so the next description asks the new one."""
+    cluster = _MovingCoordinatorCluster()
+    coordinators = Coordinators(cluster)
+    assert describe_groups(cluster, coordinators, ["g"])["g"].error_code == 16
+    again = describe_groups(cluster, coordinators, ["g"])["g"]
+    assert (again.error_code, again.group_state, again.protocol_data) == (0, "Stable", "range")
+    assert cluster.described_at == [("old", 1), ("new", 2)]

@@ -45,7 +45,6 @@ class FakeWire:
         self.refuse = refuse
         self.names_only = names_only
         self.asked: list[list[str]] = []
-        self.forgotten = 0
         self.closed = False
 
     def fetch(self, specs):
@@ -65,9 +64,6 @@ class FakeWire:
 
     def commit(self, group, offsets):
         raise AssertionError("not asked here")
-
-    def forget_coordinators(self):
-        self.forgotten += 1
 
     def close(self):
         self.closed = True
@@ -190,27 +186,3 @@ def test_a_failure_that_outlasts_the_retries_is_one_offset_store_error():
                                                "BrokerError: .*NOT_COORDINATOR"):
         read_committed(_reader(wire)[0], "g", [T0], RetryPolicy(2, 100), what="reading g",
                        sleep=lambda _s: None)
-
-
-def test_a_group_described_by_a_broker_no_longer_its_coordinator_is_found_at_the_next_read():
-    """0.9 answers DescribeGroups from a broker that stayed up after the group's coordinator
-    moved away with an error in the group's entry: the reader forgets the coordinators it
-    knows, so the next read asks the new one."""
-    from zkconsumer.kafka.protocol.group_codec import DescribedGroupAnswer
-    from zkconsumer.offsets.coordinator_groups import read_coordinator_group
-
-    answers = iter([DescribedGroupAnswer(16, "g", "", "", "", []),
-                    DescribedGroupAnswer(0, "g", "Stable", "consumer", "range", [])])
-
-    class DescribingWire(FakeWire):
-        def describe(self, names):
-            return {name: next(answers) for name in names}
-
-    wire = DescribingWire()
-    reader, _ = _reader(wire)
-    moved_away = read_coordinator_group(reader, "g")
-    assert moved_away is not None and moved_away.coordinator_moved
-    assert wire.forgotten == 1
-    found = read_coordinator_group(reader, "g")
-    assert found is not None and (found.state, found.protocol) == ("Stable", "range")
-    assert wire.forgotten == 1

@@ -20,7 +20,6 @@ from zkconsumer.kafka.protocol.consumer_protocol import (
     decode_assignment,
     decode_subscription,
 )
-from zkconsumer.kafka.protocol.retry_policy import COORDINATOR_MOVED
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.kafka_reader import GroupOffsetsReader
 
@@ -61,9 +60,6 @@ class CoordinatorGroup:
     state: str = ""
     protocol_type: str = ""
     protocol: str = ""
-    # The broker asked is not (or no longer) the group's coordinator: the reader forgets it
-    # to find the new one.
-    coordinator_moved: bool = False
 
     def owners(self) -> dict[TopicPartition, str]:
         """Partition -> the member it is assigned to (its member id, unique in the group as a
@@ -82,8 +78,7 @@ def described_group(group: Any) -> CoordinatorGroup:
     """A DescribeGroups answer's group (`group_codec.DescribedGroupAnswer`, or anything with
     its fields: assignments as bytes)."""
     if group.error_code:
-        return CoordinatorGroup(group.group_id, error=f"DescribeGroups error {group.error_code}",
-                                coordinator_moved=group.error_code in COORDINATOR_MOVED)
+        return CoordinatorGroup(group.group_id, error=f"DescribeGroups error {group.error_code}")
     members = []
     malformed = None
     for member in group.members:
@@ -131,29 +126,21 @@ def read_coordinator_groups(reader: GroupOffsetsReader,
              if wanted(name)]
     if not names:
         return {}
-    return _forgetting_moved_coordinators(reader, _described(reader, names))
+    return _described(reader, names)
 
 
 def read_coordinator_group(reader: GroupOffsetsReader, name: str) -> CoordinatorGroup | None:
     """One group, described by its coordinator whether or not it is listed; None when the
     coordinator does not know it (Dead: never joined, or, on a 0.9 broker, its last member
     gone). Errors as `read_coordinator_groups`'."""
-    group = _forgetting_moved_coordinators(reader, _described(reader, [name])).get(name)
+    group = _described(reader, [name]).get(name)
     return None if group is None or group.state == DEAD else group
 
 
 def _described(reader: GroupOffsetsReader, names: list[str]) -> dict[str, CoordinatorGroup]:
+    """A group answered by a broker no longer its coordinator (a 0.9 broker answers so, in the
+    group's entry, once the offsets partition's leader moved away while it stayed up) is
+    described by its error; the cluster client forgot that coordinator
+    (`cluster_calls.describe_groups`), so the next read finds the new one."""
     return {name: described_group(group)
             for name, group in reader.describe_groups(names).items()}
-
-
-def _forgetting_moved_coordinators(reader: GroupOffsetsReader,
-                                   groups: dict[str, CoordinatorGroup]
-                                   ) -> dict[str, CoordinatorGroup]:
-    """A group answered by a broker that is no longer its coordinator (a 0.9 broker answers
-    so, in the group's entry, once the offsets partition's leader moved away while it stayed
-    up) makes the reader forget every coordinator it knows, so that the next read finds the
-    new one instead of asking the old broker for good."""
-    if any(group.coordinator_moved for group in groups.values()):
-        reader.forget_coordinators()
-    return groups

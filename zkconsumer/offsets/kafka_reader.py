@@ -85,8 +85,6 @@ class GroupsWire(Protocol):
 
     def describe(self, names: Iterable[str]) -> dict[str, DescribedGroupAnswer]: ...
 
-    def forget_coordinators(self) -> None: ...
-
     def close(self) -> None: ...
 
 
@@ -109,9 +107,6 @@ class WireGroups:
 
     def describe(self, names: Iterable[str]) -> dict[str, DescribedGroupAnswer]:
         return describe_groups(self._cluster, self._coordinators, names)
-
-    def forget_coordinators(self) -> None:
-        self._coordinators.forget()
 
     def close(self) -> None:
         self._cluster.close()
@@ -249,13 +244,6 @@ class GroupOffsetsReader:
         if self._wire is None:
             self._wire = self._open_wire()
         return self._wire
-
-    def forget_coordinators(self) -> None:
-        """Forget the coordinators found: the next read asks where each group's coordinator
-        is now."""
-        with self._lock:
-            if self._wire is not None:
-                self._wire.forget_coordinators()
 
 
 def read_committed(reader: GroupOffsetsReader, group: str, partitions: Iterable[TopicPartition],

@@ -160,10 +160,8 @@ class Coordinators:
                     self._of[group] = (answer.host, answer.port)
         return {group: self._of[group] for group in groups if group in self._of}, errors
 
-    def forget(self, groups: Iterable[str] | None = None) -> None:
-        if groups is None:
-            self._of.clear()
-        for group in groups or ():
+    def forget(self, groups: Iterable[str]) -> None:
+        for group in groups:
             self._of.pop(group, None)
 
     def at(self, address: Address) -> list[str]:
