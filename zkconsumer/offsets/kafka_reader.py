@@ -15,7 +15,6 @@ same way: ListGroups to every broker at once, DescribeGroups at each group's coo
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -53,14 +52,8 @@ T = TypeVar("T")
 
 def is_transient_kafka_error(exc: BaseException) -> bool:
     """Coordinator moves and loads, timeouts and lost connections: the cluster client's
-    errors say so (`retriable`), as kafka-python's do, whose timeout error is listed too
-    because kafka-python 2.x did not mark it."""
-    if isinstance(exc, KAFKA_ERRORS):
-        return exc.retriable
-    kafka_errors = sys.modules.get("kafka.errors")  # only kafka-python raises its own
-    return kafka_errors is not None and (
-        isinstance(exc, kafka_errors.KafkaTimeoutError)
-        or (isinstance(exc, kafka_errors.KafkaError) and exc.retriable))
+    errors say so (`retriable`, Kafka's judgement of each error code: `retry_policy`)."""
+    return isinstance(exc, KAFKA_ERRORS) and exc.retriable
 
 
 class KafkaReadError(ZkConsumerError):
