@@ -104,6 +104,18 @@ def test_a_group_whose_coordinator_moved_is_asked_again_in_the_same_read():
     assert wire.asked == [["moved", "stays"], ["moved"]]
 
 
+def test_only_a_coordinator_to_find_anew_is_asked_again_in_the_same_read():
+    """A coordinator still loading its offsets is asked again at the next read, not at once;
+    one whose connection failed is forgotten, and found anew within the read."""
+    loading = BrokerError("reading the offsets of group loading: Kafka error 14 "
+                          "COORDINATOR_LOAD_IN_PROGRESS", 14, retriable=True)
+    wire = FakeWire({"loading": [loading], "lost": [KafkaConnectionError("reset")]})
+    reader, _ = _reader(wire)
+    answer = reader.read({"loading": [T0], "lost": [T0]})
+    assert answer.found == {"lost": {T0: 7}} and list(answer.failed) == ["loading"]
+    assert wire.asked == [["loading", "lost"], ["lost"]]
+
+
 def test_a_coordinator_moving_twice_in_one_read_fails_that_group_only():
     wire = FakeWire({"moved": [moved("moved"), moved("moved")]})
     reader, _ = _reader(wire)

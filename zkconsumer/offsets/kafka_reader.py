@@ -35,6 +35,7 @@ from zkconsumer.kafka.io.cluster_calls import (
     list_groups,
 )
 from zkconsumer.kafka.protocol.group_codec import DescribedGroupAnswer, ListedGroup
+from zkconsumer.kafka.protocol.retry_policy import finds_coordinator_anew
 from zkconsumer.kafka.protocol.versions import NoCommonVersion
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.retry import RetryPolicy, call_with_retries
@@ -209,7 +210,7 @@ class GroupOffsetsReader:
                 # The coordinator-moved rule: a group whose coordinator moved or failed has
                 # it forgotten; asking once more finds the new one.
                 again = {group: specs[group] for group, error in errors.items()
-                         if is_transient_kafka_error(error)}
+                         if finds_coordinator_anew(error)}
                 if again:
                     more, errors_again = wire.fetch(again)
                     found.update(more)

@@ -16,7 +16,7 @@ a few times (`broker_versions.RejectedRequests`) before it fails.
 
 from __future__ import annotations
 
-from zkconsumer.kafka.errors import BrokerError
+from zkconsumer.kafka.errors import BrokerError, KafkaConnectionError
 from zkconsumer.kafka.protocol.error_codes import NAMES, RETRIABLE
 from zkconsumer.model import TopicPartition
 
@@ -46,6 +46,16 @@ def describe_error(code: int, tp: TopicPartition) -> str:
 # again later); NOT_AVAILABLE and NOT_COORDINATOR mean the coordinator is to be found anew.
 COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR = 14, 15, 16
 COORDINATOR_MOVED = frozenset({COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
+
+
+def finds_coordinator_anew(error: BaseException) -> bool:
+    """Whether a group request's failure left its coordinator to be found anew, so that asking
+    again at once may succeed: the coordinator moved (`COORDINATOR_MOVED`), or its connection
+    failed (the cluster client forgets both). Any other retriable error (a coordinator still
+    loading) is for a later attempt."""
+    if isinstance(error, BrokerError):
+        return error.code in COORDINATOR_MOVED
+    return isinstance(error, KafkaConnectionError)
 # A commit from outside a group that has members (generation -1, no member id) is refused with
 # one of these, all of it: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS.
 COMMIT_REFUSED_BY_GROUP = frozenset({22, 25, 27})
