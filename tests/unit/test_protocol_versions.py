@@ -4,6 +4,7 @@ silence) and the settings: the newest both sides know, never a Fetch a 4.x broke
 from __future__ import annotations
 
 import pytest
+from support.kafka_answers import api_versions_answer
 
 from zkconsumer.kafka.errors import ChannelError, FetchError
 from zkconsumer.kafka.protocol.broker_versions import BrokerVersions, Link, RejectedRequests
@@ -21,6 +22,7 @@ from zkconsumer.kafka.protocol.versions import (
     Versions,
     asks_api_versions,
     fetch_version,
+    legacy_after_silence,
     legacy_versions,
     negotiate,
 )
@@ -123,6 +125,37 @@ def test_only_silence_until_the_timeout_from_a_broker_that_never_answered_means_
     assert brokers.known("b:9092") is None
     assert brokers.not_answered("b:9092", TIMED_OUT) == legacy_versions(None, UNANSWERED)
     assert brokers.known("b:9092") == legacy_versions(None, UNANSWERED)
+
+
+def test_one_rule_for_every_connection_says_what_a_silence_to_api_versions_means():
+    """The rule the fetcher, the cluster client, the coordinator's connection and the first
+    contact all follow, and the one table of legacy versions they all speak then."""
+    from zkconsumer.kafka.protocol.cluster_versions import LEGACY_CLUSTER_VERSIONS
+    from zkconsumer.kafka.protocol.group_codec import (
+        GROUP_IMPLEMENTED,
+        LEGACY_GROUP_VERSIONS,
+        GroupNegotiation,
+    )
+    from zkconsumer.kafka.protocol.versions import LEGACY_VERSIONS
+
+    assert legacy_after_silence(TIMED_OUT, answered_before=False) is None
+    for failure in (TIMED_OUT, CLOSED, RESET):
+        with pytest.raises(ChannelError) as caught:
+            legacy_after_silence(failure, answered_before=True)
+        assert caught.value is failure
+    with pytest.raises(ChannelError, match="older than 0.9 does that"):
+        legacy_after_silence(CLOSED, answered_before=False)
+    with pytest.raises(ChannelError) as caught:
+        legacy_after_silence(RESET, answered_before=False)
+    assert caught.value is RESET
+    assert LEGACY_CLUSTER_VERSIONS.items() <= LEGACY_VERSIONS.items()
+    assert dict(zip(GROUP_IMPLEMENTED, LEGACY_GROUP_VERSIONS, strict=True)).items() <= (
+        LEGACY_VERSIONS.items())
+    coordinator = GroupNegotiation(None)
+    coordinator.answered("b:9092", api_versions_answer(
+        dict.fromkeys(GROUP_IMPLEMENTED, (0, 9))))
+    with pytest.raises(ChannelError, match="timed out"):
+        coordinator.unanswered("b:9092", TIMED_OUT)
 
 
 def test_a_close_rejects_a_version_only_before_the_connection_answered_it():

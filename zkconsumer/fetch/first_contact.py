@@ -20,7 +20,7 @@ from zkconsumer.kafka.io.logins import broker_login
 from zkconsumer.kafka.io.opener import API_VERSIONS_TIMEOUT_S, Dialer, open_broker
 from zkconsumer.kafka.protocol import codec as protocol
 from zkconsumer.kafka.protocol.sasl import LEGACY_SASL, SaslVersions, sasl_versions
-from zkconsumer.kafka.protocol.versions import asks_api_versions
+from zkconsumer.kafka.protocol.versions import asks_api_versions, legacy_after_silence
 
 PRE_API_VERSIONS_BROKER = (0, 9)
 
@@ -96,15 +96,11 @@ class _FirstContactVersions:
                              f"not parse ({exc}); set kafka.api.version to its version") from None
 
     def unanswered(self, address: str, failure: ChannelError) -> SaslVersions:
-        """A question left unanswered until the timeout is a 0.9 broker's; a connection the
-        broker closes at it, one older still."""
-        if failure.timed_out:
-            self.unanswered_seen = True
-            return LEGACY_SASL
-        if failure.closed_by_broker:
-            raise ChannelError(f"{failure} when asked ApiVersions (a broker older than 0.9 "
-                               "does that: set kafka.api.version to its version)") from None
-        raise failure
+        """A silence that means a 0.9 broker (`versions.legacy_after_silence`, for a broker
+        first met here); any other failure is the connection's."""
+        legacy_after_silence(failure, answered_before=False)
+        self.unanswered_seen = True
+        return LEGACY_SASL
 
     def sasl(self, known: SaslVersions) -> SaslVersions:
         return known

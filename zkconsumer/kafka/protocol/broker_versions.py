@@ -30,6 +30,7 @@ from zkconsumer.kafka.protocol.sasl import LEGACY_SASL, SaslVersions, sasl_versi
 from zkconsumer.kafka.protocol.versions import (
     CONFIGURED,
     UNANSWERED,
+    ApiVersionsHistory,
     Versions,
     asks_api_versions,
     legacy_versions,
@@ -106,6 +107,7 @@ class BrokerVersions:
         self._versions: dict[str, Versions] = {}  # the last chosen, kept while asked again
         self._sasl: dict[str, SaslVersions] = {}
         self._ask_again: set[str] = set()
+        self._history = ApiVersionsHistory()
         self._rejections = RejectedRequests()
 
     def known(self, address: str) -> Versions | None:
@@ -120,6 +122,7 @@ class BrokerVersions:
     def offered(self, address: str, offered: Mapping[int, tuple[int, int]]) -> Versions:
         """The broker answered ApiVersions: the newest versions both sides know."""
         versions = self._versions[address] = self._chosen(address, negotiate(address, offered))
+        self._history.answered(address)
         self._sasl[address] = sasl_versions(offered)
         self._ask_again.discard(address)
         self._rejections.clear(address, API_NAMES[API_VERSIONS])
@@ -131,21 +134,16 @@ class BrokerVersions:
         return self._sasl.get(address, LEGACY_SASL)
 
     def not_answered(self, address: str, failure: ChannelError | ProtocolError) -> Versions:
-        """ApiVersions got no usable answer. The legacy versions if the broker left it
-        unanswered until the timeout on a connection that stayed open, and never answered it
-        before: a broker older than 0.10. Anything else raises, as trouble of the connection
-        (ChannelError) or, once garbled answers came too often in a row, FetchError."""
+        """ApiVersions got no usable answer. The legacy versions if that silence means a
+        broker older than 0.10 (`versions.legacy_after_silence`). Anything else raises, as
+        trouble of the connection (ChannelError) or, once garbled answers came too often in
+        a row, FetchError."""
         if isinstance(failure, ProtocolError):
             trouble = self._reject(address, API_VERSIONS, 0, str(failure), _API_VERSIONS_HINT)
             if trouble.given_up is not None:
                 raise FetchError(trouble.given_up)
             raise ChannelError(trouble.reason)
-        previous = self._versions.get(address)
-        if not failure.timed_out or (previous is not None and previous.negotiated):
-            if failure.closed_by_broker and previous is None:
-                raise ChannelError(f"{failure} when asked ApiVersions (a broker older than 0.9 "
-                                   "does that: set kafka.api.version to its version)")
-            raise failure
+        self._history.unanswered(address, failure)
         versions = self._versions[address] = self._chosen(address, self._unanswered)
         self._ask_again.discard(address)
         return versions

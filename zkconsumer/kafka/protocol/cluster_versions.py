@@ -8,9 +8,8 @@ leaves the question unanswered until the timeout), is remembered for every conne
 after that, so a 0.9 broker costs that timeout once per address, not once per connection.
 Settings that say the brokers predate 0.10 (`kafka.api.version`) skip the question.
 
-Brokers 0.9 get the versions the legacy clients spoke: Metadata, ListOffsets, FindCoordinator
-(GroupCoordinator there), ListGroups and DescribeGroups v0, OffsetFetch v1 and OffsetCommit v2, the oldest
-that keep offsets in Kafka rather than ZooKeeper.
+Brokers 0.9 get the versions the legacy clients spoke (`versions.LEGACY_VERSIONS`), and only
+a broker's silence that `versions.legacy_after_silence` says means 0.9 makes it one.
 
 Pure: told what a broker answered, it says which version to speak, or `NoCommonVersion`.
 """
@@ -34,7 +33,12 @@ from zkconsumer.kafka.protocol.codec import (
 )
 from zkconsumer.kafka.protocol.group_codec import DESCRIBE_GROUPS_IMPLEMENTED, GROUP_IMPLEMENTED
 from zkconsumer.kafka.protocol.sasl import LEGACY_SASL, SaslVersions, sasl_versions
-from zkconsumer.kafka.protocol.versions import asks_api_versions, newest_common
+from zkconsumer.kafka.protocol.versions import (
+    LEGACY_VERSIONS,
+    ApiVersionsHistory,
+    asks_api_versions,
+    newest_common,
+)
 
 # Lowest and highest version implemented, per request.
 CLUSTER_IMPLEMENTED = {METADATA: IMPLEMENTED[METADATA], LIST_OFFSETS: IMPLEMENTED[LIST_OFFSETS],
@@ -43,8 +47,7 @@ CLUSTER_IMPLEMENTED = {METADATA: IMPLEMENTED[METADATA], LIST_OFFSETS: IMPLEMENTE
                        OFFSET_COMMIT: GROUP_IMPLEMENTED[OFFSET_COMMIT], LIST_GROUPS: (0, 4),
                        DESCRIBE_GROUPS: DESCRIBE_GROUPS_IMPLEMENTED}
 # What a broker that predates ApiVersions (0.9) is spoken to in.
-LEGACY_CLUSTER_VERSIONS = {METADATA: 0, LIST_OFFSETS: 0, FIND_COORDINATOR: 0, OFFSET_FETCH: 1,
-                           OFFSET_COMMIT: 2, LIST_GROUPS: 0, DESCRIBE_GROUPS: 0}
+LEGACY_CLUSTER_VERSIONS = {api_key: LEGACY_VERSIONS[api_key] for api_key in CLUSTER_IMPLEMENTED}
 
 
 class Spoken(NamedTuple):
@@ -71,8 +74,8 @@ class RememberedVersions:
         self._asks = asks_api_versions(api_version)
         self._known: dict[str, Spoken] = {}
         # Addresses that once answered ApiVersions: never taken for 0.9 after, whatever is
-        # forgotten (a lost answer must not make a broker look old; see `broker_versions`).
-        self._negotiated: set[str] = set()
+        # forgotten.
+        self._history = ApiVersionsHistory()
 
     def known(self, address: str) -> Spoken | None:
         if not self._asks:
@@ -83,14 +86,13 @@ class RememberedVersions:
         """ProtocolError: the answer does not parse."""
         offered = decode_api_versions(payload)
         spoken = self._known[address] = Spoken(address, offered, sasl_versions(offered))
-        self._negotiated.add(address)
+        self._history.answered(address)
         return spoken
 
     def unanswered(self, address: str, failure: ChannelError) -> Spoken:
-        """Left unanswered until the timeout by a broker that never answered it: a 0.9 one.
-        Any other failure is the connection's."""
-        if not failure.timed_out or address in self._negotiated:
-            raise failure
+        """A silence that means a 0.9 broker (`versions.legacy_after_silence`); any other
+        failure is the connection's."""
+        self._history.unanswered(address, failure)
         spoken = self._known[address] = Spoken(address, None, LEGACY_SASL)
         return spoken
 

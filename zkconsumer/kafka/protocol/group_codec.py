@@ -52,7 +52,12 @@ from zkconsumer.kafka.protocol.codec import (
 )
 from zkconsumer.kafka.protocol.consumer_protocol import PROTOCOL_TYPE
 from zkconsumer.kafka.protocol.sasl import LEGACY_SASL, SaslVersions, sasl_versions
-from zkconsumer.kafka.protocol.versions import asks_api_versions, newest_common
+from zkconsumer.kafka.protocol.versions import (
+    LEGACY_VERSIONS,
+    ApiVersionsHistory,
+    asks_api_versions,
+    newest_common,
+)
 from zkconsumer.model import TopicPartition
 
 GROUP_IMPLEMENTED = {FIND_COORDINATOR: (0, 3), JOIN_GROUP: (0, 7), SYNC_GROUP: (0, 5),
@@ -77,8 +82,8 @@ class GroupVersions(NamedTuple):
         return self[list(GROUP_IMPLEMENTED).index(api_key)]
 
 
-# Kafka 0.9 and 0.10.0 speak these (0.9 cannot be asked ApiVersions).
-LEGACY_GROUP_VERSIONS = GroupVersions(0, 0, 0, 0, 0, 2, 1)
+# A broker that predates ApiVersions (0.9) is spoken to in these.
+LEGACY_GROUP_VERSIONS = GroupVersions(*(LEGACY_VERSIONS[api_key] for api_key in GROUP_IMPLEMENTED))
 
 
 def group_versions(address: str, offered: Mapping[int, tuple[int, int]]) -> GroupVersions:
@@ -92,11 +97,13 @@ def group_versions(address: str, offered: Mapping[int, tuple[int, int]]) -> Grou
 class GroupNegotiation:
     """What a connection to a group coordinator speaks, as `kafka.io.opener` learns it: the
     group requests' versions and the login's. Settings that say the brokers predate 0.10
-    (`kafka.api.version`) skip the question; a broker that leaves it unanswered until the
-    timeout is one of those (0.9), and any other failure of it is the connection's."""
+    (`kafka.api.version`) skip the question; a silence that means a 0.9 broker
+    (`versions.legacy_after_silence`) is one of those, and any other failure of it is the
+    connection's."""
 
     def __init__(self, api_version: tuple[int, ...] | None) -> None:
         self._asks = asks_api_versions(api_version)
+        self._history = ApiVersionsHistory()
 
     def known(self, address: str) -> tuple[GroupVersions, SaslVersions] | None:
         return None if self._asks else (LEGACY_GROUP_VERSIONS, LEGACY_SASL)
@@ -104,12 +111,12 @@ class GroupNegotiation:
     def answered(self, address: str, payload: bytes | bytearray
                  ) -> tuple[GroupVersions, SaslVersions]:
         offered = decode_api_versions(payload)
+        self._history.answered(address)
         return group_versions(address, offered), sasl_versions(offered)
 
     def unanswered(self, address: str, failure: ChannelError
                    ) -> tuple[GroupVersions, SaslVersions]:
-        if not failure.timed_out:
-            raise failure
+        self._history.unanswered(address, failure)
         return LEGACY_GROUP_VERSIONS, LEGACY_SASL
 
     def sasl(self, known: tuple[GroupVersions, SaslVersions]) -> SaslVersions:

@@ -17,13 +17,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from zkconsumer.kafka.errors import FetchError
+from zkconsumer.kafka.errors import ChannelError, FetchError
 from zkconsumer.kafka.protocol.codec import (
     API_NAMES,
+    DESCRIBE_GROUPS,
     FETCH,
+    FIND_COORDINATOR,
+    HEARTBEAT,
     IMPLEMENTED,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    LIST_GROUPS,
     LIST_OFFSETS,
     METADATA,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
+    SYNC_GROUP,
 )
 
 NEGOTIATED = "ApiVersions"  # the broker listed them
@@ -68,9 +77,52 @@ def asks_api_versions(api_version: tuple[int, ...] | None) -> bool:
     return api_version is None or api_version >= (0, 10)
 
 
+# What a broker that predates ApiVersions (0.8, 0.9) is spoken to in, the one table for every
+# connection: the versions the legacy clients spoke. OffsetCommit v2 and OffsetFetch v1 are the
+# oldest that keep offsets in Kafka (the group coordinator's) rather than ZooKeeper;
+# FindCoordinator is GroupCoordinator there. Fetch depends on the version told (`fetch_version`).
+LEGACY_VERSIONS = {METADATA: 0, LIST_OFFSETS: 0, FIND_COORDINATOR: 0, JOIN_GROUP: 0,
+                   SYNC_GROUP: 0, HEARTBEAT: 0, LEAVE_GROUP: 0, OFFSET_COMMIT: 2,
+                   OFFSET_FETCH: 1, LIST_GROUPS: 0, DESCRIBE_GROUPS: 0}
+
+
 def legacy_versions(api_version: tuple[int, ...] | None, source: str) -> Versions:
     """The versions the legacy consumer spoke, for a broker that does not answer ApiVersions."""
-    return Versions(fetch_version(api_version), 0, 0, source)
+    return Versions(fetch_version(api_version), LEGACY_VERSIONS[LIST_OFFSETS],
+                    LEGACY_VERSIONS[METADATA], source)
+
+
+def legacy_after_silence(failure: ChannelError, *, answered_before: bool) -> None:
+    """The one rule for an ApiVersions question without an answer: it returns (the broker is
+    older than 0.10, to be spoken to in `LEGACY_VERSIONS`) only when the broker left the
+    question unanswered until the timeout on a connection that stayed open (what 0.9.0.1
+    does) and never answered it before: a lost answer must not make a broker look old.
+    Anything else raises, as trouble of the connection: a connection the broker closed at the
+    question, from a broker never heard answering it, with how to tell a broker older than 0.9,
+    which does that."""
+    if answered_before:
+        raise failure
+    if failure.timed_out:
+        return
+    if failure.closed_by_broker:
+        raise ChannelError(f"{failure} when asked ApiVersions (a broker older than 0.9 does "
+                           "that: set kafka.api.version to its version)") from None
+    raise failure
+
+
+class ApiVersionsHistory:
+    """The addresses that ever answered ApiVersions, for `legacy_after_silence`: kept for the
+    life of the client, whatever versions it forgets."""
+
+    def __init__(self) -> None:
+        self._answered: set[str] = set()
+
+    def answered(self, address: str) -> None:
+        self._answered.add(address)
+
+    def unanswered(self, address: str, failure: ChannelError) -> None:
+        """Returns when the silence means a broker older than 0.10; raises otherwise."""
+        legacy_after_silence(failure, answered_before=address in self._answered)
 
 
 class NoCommonVersion(ValueError):
