@@ -65,6 +65,11 @@ class FakeWire:
     def commit(self, group, offsets):
         raise AssertionError("not asked here")
 
+    def list_groups(self):
+        if self.refuse is not None:
+            raise self.refuse
+        return []
+
     def close(self):
         self.closed = True
 
@@ -133,6 +138,29 @@ def test_kafka_out_of_reach_is_one_error_for_every_group_and_a_new_try_at_the_ne
                                  "bootstrap broker accepts connections")
     wire.refuse = None
     assert reader.read({"a": [T0]}).found == {"a": {T0: 7}}
+
+
+def test_kafka_out_of_reach_is_said_one_way_by_every_question():
+    """`KafkaConnectionError.line`, which the log-offsets client says too: each broker's
+    failure when none could be connected to; a broker that answered in a form no Kafka does
+    is named as such, never as out of reach; a connection lost under a question is the
+    caller's to retry."""
+    failures = ["cannot connect to a:1: refused", "cannot connect to b:1: refused"]
+    nobody = KafkaConnectionError("no bootstrap broker accepts connections", failures=failures)
+    assert nobody.line("a:1,b:1") == ("cannot reach Kafka at a:1,b:1: cannot connect to a:1: "
+                                      "refused; cannot connect to b:1: refused")
+    garbled = KafkaConnectionError("no broker at a:1 answered as Kafka does: x", reached=True,
+                                   failures=["x"])
+    assert garbled.line("a:1") == "no broker at a:1 answered as Kafka does: x"
+    wire = FakeWire(refuse=nobody)
+    reader, _ = _reader(wire)
+    for question in (reader.list_groups, lambda: reader.read({"g": [T0]})):
+        with pytest.raises(KafkaReadError) as caught:
+            question()
+        assert str(caught.value) == nobody.line("fake:9092")
+    wire.refuse = KafkaConnectionError("reset")
+    with pytest.raises(KafkaConnectionError, match="^reset$"):
+        reader.list_groups()
 
 
 def test_one_groups_read_raises_for_its_caller_to_retry():

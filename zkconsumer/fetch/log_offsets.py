@@ -146,9 +146,8 @@ class LogOffsets:
             try:
                 yield self._client.get()
             except KafkaConnectionError as exc:
-                if exc.failures is not None and not exc.reached:
-                    raise LogOffsetsError(f"cannot reach Kafka at {self.where}: "
-                                          f"{'; '.join(exc.failures)}") from None
+                if exc.out_of_reach:
+                    raise LogOffsetsError(exc.line(self.where)) from None
                 raise LogOffsetsError(failure.format(where=self.where, error=exc)) from None
             except BrokerError as exc:
                 raise LogOffsetsError(failure.format(where=self.where, error=exc)) from None

@@ -2,7 +2,7 @@
 cannot go on, and `ChannelError`, a connection that failed (which the protocol state reads too,
 so it lives below both the channels and the protocol)."""
 
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.errors import ZkConsumerError, describe_error
 
 
 class FetchError(ZkConsumerError):
@@ -70,6 +70,20 @@ class KafkaConnectionError(ZkConsumerError):
         super().__init__(message)
         self.reached = reached
         self.failures = failures
+
+    @property
+    def out_of_reach(self) -> bool:
+        """None of the brokers to start from could be asked: Kafka cannot be asked at all."""
+        return self.failures is not None
+
+    def line(self, where: str) -> str:
+        """The project's one line for Kafka that could not be asked at `where`: "cannot reach
+        Kafka at ..." with why for each broker when none could be connected to; the error
+        itself when a broker was reached but answered in a form no Kafka does."""
+        if self.reached:
+            return str(self)
+        why = "; ".join(self.failures) if self.failures else describe_error(self)
+        return f"cannot reach Kafka at {where}: {why}"
 
 
 class BrokerError(ZkConsumerError):

@@ -195,10 +195,9 @@ class GroupOffsetsReader:
             except FetchError as exc:  # a refused login, one line naming the broker already
                 raise KafkaReadError(str(exc)) from None
             except KafkaConnectionError as exc:
-                if exc.failures is None:
+                if not exc.out_of_reach:
                     raise
-                raise KafkaReadError(f"cannot reach Kafka at {self._where}: "
-                                     f"{describe_error(exc)}") from None
+                raise KafkaReadError(exc.line(self._where)) from None
 
     def _read(self, specs: _Specs) -> GroupOffsets:
         if not specs:
@@ -218,9 +217,8 @@ class GroupOffsetsReader:
                               **errors_again}
             except FetchError as exc:  # a refused login, one line naming the broker already
                 raise KafkaReadError(str(exc)) from None
-            except KafkaConnectionError as exc:
-                raise KafkaReadError(f"cannot reach Kafka at {self._where}: "
-                                     f"{describe_error(exc)}") from None
+            except KafkaConnectionError as exc:  # no broker could be asked where the groups are
+                raise KafkaReadError(exc.line(self._where)) from None
         return GroupOffsets(found, {group: describe_error(error)
                                     for group, error in errors.items()})
 
