@@ -50,6 +50,10 @@ from zkconsumer.fetch.wire_fetcher import WireFetcher
 from zkconsumer.kafka.errors import ChannelError, FetchError
 from zkconsumer.kafka.io import opener
 from zkconsumer.kafka.io.channel import BrokerChannel
+from zkconsumer.kafka.io.cluster import Cluster
+from zkconsumer.kafka.io.cluster_calls import list_offsets
+from zkconsumer.kafka.io.opener import Dialer
+from zkconsumer.kafka.protocol.codec import LATEST
 from zkconsumer.model import TopicPartition
 
 KAFKA_0_9 = None  # an ApiVersions question left unanswered, as 0.9 does
@@ -405,3 +409,26 @@ def test_a_huge_announced_response_size_costs_memory_only_as_its_bytes_arrive():
 def test_a_broker_host_name_that_cannot_be_encoded_is_a_channel_error():
     with pytest.raises(ChannelError, match="cannot connect to broker"):
         BrokerChannel("a" * 64 + ".example", 9092, client_id="t", timeout_s=1)
+
+
+def test_the_cluster_client_asks_metadata_only_for_a_leader_unknown_or_moved(broker):
+    """Log offsets (lag, resets) are asked of the leaders the cluster client knows: one
+    Metadata request for the first question, another only after a leader answered
+    NOT_LEADER_FOR_PARTITION or its connection failed."""
+    cluster = Cluster(Dialer("test", 30.0, None, None), "fake:9092", (0, 10))
+    both = {SICK: LATEST, HEALTHY: LATEST}
+
+    def ask() -> dict:
+        return list_offsets(cluster, both, timeout_s=5.0, sleep=lambda _s: None)
+
+    try:
+        assert ask() == ask() == {SICK: 0, HEALTHY: 0}
+        assert broker.metadata_requests == 1
+        broker.offset_errors[SICK] = iter([NOT_LEADER])
+        assert ask() == {SICK: 0, HEALTHY: 0}
+        assert broker.metadata_requests == 2
+        broker.resetting[LIST_OFFSETS] = iter([True])
+        assert ask() == ask() == {SICK: 0, HEALTHY: 0}
+        assert broker.metadata_requests == 3
+    finally:
+        cluster.close()

@@ -26,7 +26,7 @@ from zkconsumer.kafka.io.connect import parse_servers
 from zkconsumer.kafka.io.opener import Dialer, Opened, open_broker
 from zkconsumer.kafka.protocol.cluster_versions import RememberedVersions, Spoken
 from zkconsumer.kafka.protocol.codec import ProtocolError
-from zkconsumer.model import format_address
+from zkconsumer.model import TopicPartition, format_address
 
 WINDOW = 16
 
@@ -65,6 +65,9 @@ class Cluster:
         self._versions = RememberedVersions(api_version)
         self._links: dict[Address, Opened[Spoken]] = {}
         self.brokers: dict[int, Address] = {}  # as the last Metadata answer named them
+        # Each partition's leader (node id) as Metadata last named it, kept until a request
+        # there says it moved or fails (`cluster_calls.list_offsets`).
+        self.leaders: dict[TopicPartition, int] = {}
 
     def link(self, address: Address) -> Opened[Spoken]:
         """The open connection to `address`, or a new one. KafkaConnectionError when it

@@ -49,6 +49,11 @@ def read_metadata(cluster: Cluster, topics: list[str] | None) -> Metadata:
         cluster.drop(address)
         raise _unreadable(address, "Metadata", exc) from None
     cluster.brokers = dict(metadata.brokers)
+    for tp, leader in metadata.leaders.items():
+        if leader == NO_LEADER:
+            cluster.leaders.pop(tp, None)
+        else:
+            cluster.leaders[tp] = leader
     return metadata
 
 
@@ -59,21 +64,24 @@ def list_offsets(cluster: Cluster, times: Mapping[TopicPartition, int], *, timeo
                  ) -> dict[TopicPartition, int | None]:
     """Per partition, the offset of its `time` (codec.EARLIEST, codec.LATEST, or a time in ms:
     the first offset at or after it, None where no message is that recent), asked of each
-    leader at once. Partitions without a leader, or whose leader moved or failed, are asked
-    again with fresh metadata until `timeout_s` has passed; then KafkaConnectionError names
-    them. A BrokerError no retry cures is raised at once. `needs_timestamps`: a broker that
-    speaks only ListOffsets v0 (before 0.10.1) cannot look offsets up by time, which raises
-    NoCommonVersion."""
+    leader at once. The leaders the cluster knows are asked without Metadata; partitions
+    without a known leader, or whose leader moved or failed (their leader then forgotten), are
+    asked again with fresh metadata of their topics until `timeout_s` has passed; then
+    KafkaConnectionError names them. A BrokerError no retry cures is raised at once.
+    `needs_timestamps`: a broker that speaks only ListOffsets v0 (before 0.10.1) cannot look
+    offsets up by time, which raises NoCommonVersion."""
     deadline = clock() + timeout_s
     wanted = dict(times)
     found: dict[TopicPartition, int | None] = {}
     while True:
         trouble = []
-        metadata = read_metadata(cluster, sorted({tp.topic for tp in wanted}))
+        unknown = {tp.topic for tp in wanted if cluster.leaders.get(tp) not in cluster.brokers}
+        if unknown:
+            read_metadata(cluster, sorted(unknown))
         per_leader: dict[int, dict[TopicPartition, int]] = {}
         for tp, time_ms in wanted.items():
-            leader = metadata.leaders.get(tp, NO_LEADER)
-            if leader == NO_LEADER or leader not in metadata.brokers:
+            leader = cluster.leaders.get(tp, NO_LEADER)
+            if leader not in cluster.brokers:
                 trouble.append(f"no leader known for {tp}")
             else:
                 per_leader.setdefault(leader, {})[tp] = time_ms
@@ -88,17 +96,19 @@ def list_offsets(cluster: Cluster, times: Mapping[TopicPartition, int], *, timeo
                     of_leader, version, isolation_level, int(timeout_s * 1000)))]
             return calls
 
-        leaders = {metadata.brokers[node]: of_leader for node, of_leader in per_leader.items()}
+        leaders = {cluster.brokers[node]: of_leader for node, of_leader in per_leader.items()}
         answered = cluster.exchange_many({address: asker(of_leader)
                                           for address, of_leader in leaders.items()})
         for address, answers in answered.items():
             if isinstance(answers, KafkaConnectionError):
+                _forget_leaders(cluster, leaders[address])
                 trouble.append(str(answers))
                 continue
             try:
                 offsets = codec.decode_list_offsets(answers.payloads[0], answers.calls[0].version)
             except ProtocolError as exc:
                 cluster.drop(address)
+                _forget_leaders(cluster, leaders[address])
                 trouble.append(str(_unreadable(address, "ListOffsets", exc)))
                 continue
             for tp, (error, offset) in offsets.items():
@@ -108,16 +118,27 @@ def list_offsets(cluster: Cluster, times: Mapping[TopicPartition, int], *, timeo
                     failure = broker_error(error, f"ListOffsets of {tp}")
                     if not failure.retriable:
                         raise failure
+                    _forget_leaders(cluster, [tp])  # not the leader (any more), or unknown
                     trouble.append(str(failure))
                     continue
                 found[tp] = offset
                 del wanted[tp]
+            unanswered = [tp for tp in leaders[address] if tp not in offsets]
+            _forget_leaders(cluster, unanswered)
+            trouble.extend(f"{address[0]}:{address[1]} did not answer for {tp}"
+                           for tp in unanswered)
         if not wanted:
             return found
         if clock() + RETRY_BACKOFF_S >= deadline:
             raise KafkaConnectionError(f"no offsets for {len(wanted)} partitions after "
                                        f"{timeout_s:g}s: {trouble[0] if trouble else ''}")
         sleep(RETRY_BACKOFF_S)
+
+
+def _forget_leaders(cluster: Cluster, partitions: Iterable[TopicPartition]) -> None:
+    """These partitions' leaders are to be asked of Metadata again."""
+    for tp in partitions:
+        cluster.leaders.pop(tp, None)
 
 
 class Coordinators:
