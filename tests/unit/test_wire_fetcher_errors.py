@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from functools import partial
 
 import pytest
+from kafka.protocol.admin import ListGroupsResponse
 from support.kafka_answers import (
     API_VERSIONS,
     FETCH,
@@ -39,13 +40,14 @@ from support.kafka_answers import (
     SICK,
     UNKNOWN_SERVER_ERROR,
     api_versions_answer,
+    encoded,
     fetch_answer,
     list_offsets_answer,
     metadata_answer,
 )
 from support.log_capture import captured_logs
 
-from zkconsumer.fetch import wire_fetcher
+from zkconsumer.fetch import KafkaAccess, LogOffsets, wire_fetcher
 from zkconsumer.fetch.wire_fetcher import WireFetcher
 from zkconsumer.kafka.errors import ChannelError, FetchError
 from zkconsumer.kafka.io import opener
@@ -53,8 +55,10 @@ from zkconsumer.kafka.io.channel import BrokerChannel
 from zkconsumer.kafka.io.cluster import Cluster
 from zkconsumer.kafka.io.cluster_calls import list_offsets
 from zkconsumer.kafka.io.opener import Dialer
-from zkconsumer.kafka.protocol.codec import LATEST
+from zkconsumer.kafka.protocol.codec import LATEST, LIST_GROUPS
 from zkconsumer.model import TopicPartition
+from zkconsumer.offsets import GroupOffsetsReader, KafkaReadError
+from zkconsumer.offsets.kafka_reader import SharedWire
 
 KAFKA_0_9 = None  # an ApiVersions question left unanswered, as 0.9 does
 
@@ -109,6 +113,10 @@ class FakeBroker:
             return metadata_answer(version, {SICK: 0, HEALTHY: 0}, {0: ("fake", 9092)})
         if api_key == LIST_OFFSETS:
             return list_offsets_answer(version, body, partial(_next_code, self.offset_errors))
+        if api_key == LIST_GROUPS:
+            return encoded(ListGroupsResponse[version](throttle_time_ms=0, error_code=0, groups=[
+                ListGroupsResponse.ListedGroup(group_id="g", protocol_type="consumer",
+                                               group_state="Stable")]))
         return fetch_answer(version, body, MESSAGES, partial(_next_code, self.fetch_errors))
 
 
@@ -432,3 +440,23 @@ def test_the_cluster_client_asks_metadata_only_for_a_leader_unknown_or_moved(bro
         assert broker.metadata_requests == 3
     finally:
         cluster.close()
+
+
+def test_log_offsets_and_groups_are_read_over_one_connection_per_broker(broker):
+    """The admin commands and the exporter read groups (`GroupOffsetsReader`) over the
+    connections of their log-offsets client (`SharedWire`): one per broker, not two."""
+    broker.offered = {**KAFKA_0_10_0, LIST_GROUPS: (0, 0)}
+    log = LogOffsets("fake:9092", (0, 10))
+    reader = GroupOffsetsReader(KafkaAccess("fake:9092", (0, 10)), {},
+                                wire=lambda: SharedWire(log))
+    try:
+        assert log.latest([SICK, HEALTHY]) == {SICK: 0, HEALTHY: 0}
+        assert [group.group_id for group in reader.list_groups()] == ["g"]
+        assert log.latest([SICK]) == {SICK: 0}
+        assert broker.connections == 1
+    finally:
+        reader.close()
+        log.close()
+    with pytest.raises(KafkaReadError, match="closed"):
+        GroupOffsetsReader(KafkaAccess("fake:9092", (0, 10)), {},
+                           wire=lambda: SharedWire(log)).list_groups()

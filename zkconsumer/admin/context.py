@@ -42,7 +42,7 @@ from zkconsumer.offsets.coordinator_groups import (
     read_coordinator_group,
     read_coordinator_groups,
 )
-from zkconsumer.offsets.kafka_reader import KAFKA_ERRORS, is_transient_kafka_error
+from zkconsumer.offsets.kafka_reader import KAFKA_ERRORS, SharedWire, is_transient_kafka_error
 from zkconsumer.offsets.retry import call_with_retries
 from zkconsumer.topology import KafkaTopics, TopicSource, TopicView, open_topic_source
 from zkconsumer.zk.group_state import committed_partitions, group_topics
@@ -239,12 +239,14 @@ class AdminContext:
                                   f"{describe_error(exc)}") from None
 
     def _offsets_reader(self) -> GroupOffsetsReader:
+        """One reader of groups' offsets and of the coordinator's groups, over the
+        connections of the log-offsets client (one connection per broker for both)."""
         access = self.kafka_access
+        log_offsets = self.log_offsets()
         with self._lock:
             if self._group_offsets is None:
-                # The groups admin client is kafka-python's, DescribeGroups aside: one
-                # client reads both offsets and the coordinator's groups.
-                self._group_offsets = GroupOffsetsReader(access, self._client_options)
+                self._group_offsets = GroupOffsetsReader(
+                    access, self._client_options, wire=lambda: SharedWire(log_offsets))
                 self._stack.callback(self._group_offsets.close)
             return self._group_offsets
 

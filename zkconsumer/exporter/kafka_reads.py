@@ -1,11 +1,11 @@
 """What the exporter asks the brokers at each scan: the topics' partitions, the log ends, the
 offsets groups keep in Kafka, and the groups Kafka's group coordinator knows.
 
-Two kafka-python clients serve every group: one for metadata and log ends (`LogOffsets`, the
-topic source), and the admin client of the `GroupOffsetsReader` every reader of Kafka-stored
-offsets shares, which asks for any number of groups over one connection per broker, and lists
-and describes the coordinator's groups too. A client per group would mean hundreds of
-connections for a cluster's worth of groups.
+One cluster client serves every group, over one connection per broker: the log-offsets
+client (`LogOffsets`, the topic source's when it reads Kafka metadata) answers metadata and log
+ends, and the `GroupOffsetsReader` asks for any number of groups' offsets, and lists and
+describes the coordinator's groups, over its connections (`SharedWire`). A client per group
+would mean hundreds of connections for a cluster's worth of groups.
 """
 
 from __future__ import annotations
@@ -19,7 +19,12 @@ from zkconsumer.offsets.coordinator_groups import (
     CoordinatorGroup,
     read_coordinator_groups,
 )
-from zkconsumer.offsets.kafka_reader import GroupOffsets, GroupOffsetsReader, GroupPartitions
+from zkconsumer.offsets.kafka_reader import (
+    GroupOffsets,
+    GroupOffsetsReader,
+    GroupPartitions,
+    SharedWire,
+)
 from zkconsumer.topology import KafkaTopics, TopicSource, TopicView
 
 
@@ -34,7 +39,9 @@ class ClusterReads:
         self._own_log_offsets = shared is None
         self._log_offsets = shared or LogOffsets(access.bootstrap_servers, access.api_version,
                                                  client_options, request_timeout_ms)
-        self._group_offsets = GroupOffsetsReader(access, client_options, request_timeout_ms)
+        log_offsets = self._log_offsets
+        self._group_offsets = GroupOffsetsReader(access, client_options, request_timeout_ms,
+                                                 wire=lambda: SharedWire(log_offsets))
 
     def topics(self) -> TopicView:
         return self._topics.view()

@@ -6,7 +6,8 @@ partitions in a few requests (ListOffsets to every leader at once, one Metadata 
 topic), whatever group is being looked at; it speaks each broker's versions, so the same code
 serves 0.9 to 4.x. Its connections are opened at the first question, with the user's TLS and
 SASL settings. A command or service that needs both topics and offsets asks them of the same
-client, so it opens one connection per broker, not two.
+client, so it opens one connection per broker, not two; and a reader of groups' offsets on the
+same cluster asks over the same connections, taking turns (`cluster_turn`).
 """
 
 from __future__ import annotations
@@ -129,12 +130,36 @@ class LogOffsets:
             self._client.close()
 
     @contextmanager
+    def cluster_turn(self) -> Iterator[Cluster]:
+        """The cluster client itself, for one question of another reader of the same cluster
+        (the groups' offsets: `offsets.kafka_reader.SharedWire`), in turn with this client's
+        own; its errors as they are. LogOffsetsError when closed, or when the turn does not
+        come within a request timeout."""
+        with self._turn_of_client() as log:
+            yield log.cluster
+
+    @contextmanager
     def _log(self, failure: str) -> Iterator[Any]:
+        """The client, for one question at a time; the client's errors become one
+        LogOffsetsError, worded by `failure`."""
+        with self._turn_of_client() as log:
+            try:
+                yield log
+            except KafkaConnectionError as exc:
+                if exc.out_of_reach:
+                    raise LogOffsetsError(exc.line(self.where)) from None
+                raise LogOffsetsError(failure.format(where=self.where, error=exc)) from None
+            except BrokerError as exc:
+                raise LogOffsetsError(failure.format(where=self.where, error=exc)) from None
+            except FetchError as exc:  # a refused login: one line naming the broker already
+                raise LogOffsetsError(str(exc)) from None
+
+    @contextmanager
+    def _turn_of_client(self) -> Iterator[WireLog]:
         """The client, for one question at a time; a `close` that came meanwhile left the
         client to be closed once the question is answered. A question waits for its turn no
         longer than for an answer: one slow broker costs a caller one request timeout more
-        at most, never a queue of them. The client's errors become one LogOffsetsError,
-        worded by `failure`."""
+        at most, never a queue of them."""
         if not self._turn.acquire(timeout=self._timeout_ms / 1000):
             raise LogOffsetsError(f"the Kafka client for {self.where} is still waiting for "
                                   f"an earlier answer after {self._timeout_ms / 1000:g}s")
@@ -145,14 +170,6 @@ class LogOffsets:
                 self._asking = True
             try:
                 yield self._client.get()
-            except KafkaConnectionError as exc:
-                if exc.out_of_reach:
-                    raise LogOffsetsError(exc.line(self.where)) from None
-                raise LogOffsetsError(failure.format(where=self.where, error=exc)) from None
-            except BrokerError as exc:
-                raise LogOffsetsError(failure.format(where=self.where, error=exc)) from None
-            except FetchError as exc:  # a refused login: one line naming the broker already
-                raise LogOffsetsError(str(exc)) from None
             finally:
                 with self._state:
                     self._asking = False
@@ -176,11 +193,11 @@ class WireLog:
     """Topics and log offsets, asked over one `Cluster`."""
 
     def __init__(self, cluster: Cluster, timeout_s: float) -> None:
-        self._cluster = cluster
+        self.cluster = cluster
         self._timeout_s = timeout_s
 
     def topic_partitions(self) -> dict[str, list[int]]:
-        metadata = read_metadata(self._cluster, None)
+        metadata = read_metadata(self.cluster, None)
         found: dict[str, list[int]] = {}
         for tp in metadata.leaders:
             if tp.topic not in metadata.internal or tp.topic in INTERNAL_TOPICS:
@@ -189,11 +206,11 @@ class WireLog:
 
     def offsets(self, partitions: list[TopicPartition], time_ms: int, *, by_time: bool = False
                 ) -> dict[TopicPartition, int | None]:
-        return list_offsets(self._cluster, dict.fromkeys(partitions, time_ms),
+        return list_offsets(self.cluster, dict.fromkeys(partitions, time_ms),
                             timeout_s=self._timeout_s, needs_timestamps=by_time)
 
     def close(self) -> None:
-        self._cluster.close()
+        self.cluster.close()
 
 
 class LazyLog:

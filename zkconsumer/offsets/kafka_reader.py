@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar
 from zkconsumer.errors import ZkConsumerError, describe_error
 from zkconsumer.fetch.brokers import KafkaAccess
 from zkconsumer.fetch.kafka_client import client_settings
+from zkconsumer.fetch.log_offsets import LogOffsets, LogOffsetsError
 from zkconsumer.kafka.errors import BrokerError, FetchError, KafkaConnectionError
 from zkconsumer.kafka.io.cluster import Cluster, cluster_dialer
 from zkconsumer.kafka.io.cluster_calls import (
@@ -86,24 +87,60 @@ class WireGroups:
     """Groups' offsets over one `Cluster`, their coordinators remembered."""
 
     def __init__(self, cluster: Cluster) -> None:
-        self._cluster = cluster
+        self.cluster = cluster
         self._coordinators = Coordinators(cluster)
 
     def fetch(self, specs: GroupSpecs
               ) -> tuple[dict[str, dict[TopicPartition, int]], dict[str, Exception]]:
-        return fetch_offsets(self._cluster, self._coordinators, specs)
+        return fetch_offsets(self.cluster, self._coordinators, specs)
 
     def commit(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
-        commit_offsets(self._cluster, self._coordinators, group, offsets)
+        commit_offsets(self.cluster, self._coordinators, group, offsets)
 
     def list_groups(self) -> list[ListedGroup]:
-        return list_groups(self._cluster)
+        return list_groups(self.cluster)
 
     def describe(self, names: Iterable[str]) -> dict[str, DescribedGroupAnswer]:
-        return describe_groups(self._cluster, self._coordinators, names)
+        return describe_groups(self.cluster, self._coordinators, names)
 
     def close(self) -> None:
-        self._cluster.close()
+        self.cluster.close()
+
+
+class SharedWire:
+    """Groups' offsets over the connections of a log-offsets client of the same cluster
+    (`LogOffsets.cluster_turn`), each question in turn with its own: a command or the exporter
+    that reads both log ends and groups' offsets opens one connection per broker, not two.
+    Closing it leaves the connections to the log-offsets client."""
+
+    def __init__(self, log_offsets: LogOffsets) -> None:
+        self._log_offsets = log_offsets
+        self._groups: WireGroups | None = None
+
+    def _asked(self, question: Callable[[WireGroups], T]) -> T:
+        try:
+            with self._log_offsets.cluster_turn() as cluster:
+                if self._groups is None or self._groups.cluster is not cluster:
+                    self._groups = WireGroups(cluster)
+                return question(self._groups)
+        except LogOffsetsError as exc:  # closed, or its turn did not come
+            raise KafkaReadError(str(exc)) from None
+
+    def fetch(self, specs: GroupSpecs
+              ) -> tuple[dict[str, dict[TopicPartition, int]], dict[str, Exception]]:
+        return self._asked(lambda wire: wire.fetch(specs))
+
+    def commit(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+        self._asked(lambda wire: wire.commit(group, offsets))
+
+    def list_groups(self) -> list[ListedGroup]:
+        return self._asked(lambda wire: wire.list_groups())
+
+    def describe(self, names: Iterable[str]) -> dict[str, DescribedGroupAnswer]:
+        return self._asked(lambda wire: wire.describe(names))
+
+    def close(self) -> None:
+        self._groups = None
 
 
 def open_wire(access: KafkaAccess, settings: Mapping[str, Any]) -> WireGroups:
@@ -122,8 +159,8 @@ class GroupOffsetsReader:
     def __init__(self, access: KafkaAccess, client_options: Mapping[str, Any],
                  request_timeout_ms: int = 30000, *, client_id: str | None = None,
                  wire: Callable[[], GroupsWire] | None = None) -> None:
-        """`wire` opens the cluster client every question goes through (a fake's, in
-        tests)."""
+        """`wire` opens the cluster client every question goes through: a `SharedWire` over
+        a log-offsets client's connections, or a fake's in tests."""
         self._where = access.bootstrap_servers
         managed: dict[str, Any] = {"request_timeout_ms": request_timeout_ms}
         if client_id is not None:
