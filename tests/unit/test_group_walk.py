@@ -60,6 +60,21 @@ def test_a_group_is_read_in_one_request_per_level():
     assert reader.calls == ["children", "children", "data"]
 
 
+def test_many_groups_are_read_together_in_one_request_per_level():
+    """What `group list` reads: every group's state in the rounds one group costs, each
+    group's malformed znode handed on with its path, the others read."""
+    other = GroupPaths("h")
+    reader = DictReader({**group(), other.offset("t", 0): encode_offset(9),
+                         other.offset("t", 1): b"not an offset"})
+    malformed: list[ZnodeDataError] = []
+    first, second = GroupWalk(reader, malformed.append).states([PATHS, other])
+    assert (first.name, second.name) == ("g", "h")
+    assert first == GroupWalk(DictReader(group())).state(PATHS)
+    assert second.zookeeper_offsets == {T0: ZookeeperOffset(9, 100.0)}
+    assert [error.path for error in malformed] == [other.offset("t", 1)]
+    assert reader.calls == ["children", "children", "data"]
+
+
 def test_znodes_gone_between_listing_and_reading_are_not_part_of_the_state():
     reader = DictReader(group(), vanished=[PATHS.member("b"), PATHS.owner("t", 1),
                                            PATHS.offset("t", 2)])

@@ -107,6 +107,7 @@ class AdminContext:
         self._log_offsets: LogOffsets | None = None
         self._topic_source: TopicSource | None = None
         self._topic_view: TopicView | None = None
+        self._partitions: dict[str, list[int] | None] = {}  # per topic, as `_topic_view` says
         self._group_offsets: GroupOffsetsReader | None = None
         self._lock = threading.Lock()  # stores are opened from the group workers
 
@@ -263,11 +264,20 @@ class AdminContext:
 
     def partitions_of(self, topics: Iterable[str]) -> list[TopicPartition]:
         """Partitions per the topic registry, or Kafka metadata with `--bootstrap-server`
-        (read once per command, so every group of it sees the same moment); topics it does not
-        know are skipped."""
+        (read once per command, so every group of it sees the same moment; the topics not read
+        yet all at once); topics it does not know are skipped."""
         view = self._view()
-        return [TopicPartition(topic, partition) for topic in sorted(set(topics))
-                for partition in view.partitions(topic) or ()]
+        wanted = sorted(set(topics))
+        with self._lock:
+            unread = [topic for topic in wanted if topic not in self._partitions]
+        if unread:
+            read = view.partitions_of(unread)
+            with self._lock:
+                for topic in unread:
+                    self._partitions.setdefault(topic, read[topic])
+        with self._lock:
+            return [TopicPartition(topic, partition) for topic in wanted
+                    for partition in self._partitions[topic] or ()]
 
     def _view(self) -> TopicView:
         client = self.log_offsets() if self._bootstrap_override else None

@@ -43,8 +43,9 @@ from zkconsumer.offsets.coordinator_groups import CoordinatorGroup
 from zkconsumer.zk.group_state import (
     committed_partitions,
     list_groups,
-    read_fence,
+    read_fences,
     read_group_state,
+    read_group_states,
     read_members,
 )
 from zkconsumer.znodes.fence import Fence
@@ -101,9 +102,7 @@ def list_groups_with_lag(ctx: AdminContext, window_s: float) -> list[dict]:
     """A `list_row` for every group under /consumers, in ZooKeeper's order, then for every
     group only Kafka's group coordinator knows, by name."""
     names = list_groups(ctx.zk) if ctx.has_zookeeper else []
-    read = ctx.for_each_group(names, lambda name: (_readable_state(ctx, name),
-                                                   _readable_fence(ctx, name)),
-                              "reading groups")
+    read = _read_groups(ctx, names)
     in_zookeeper = [state for state, _fence in read.values() if state is not None]
     coordinator, kafka_reachable = _listed_on_coordinator(ctx)
     for group in coordinator.values():
@@ -145,29 +144,47 @@ def _listed_on_coordinator(ctx: AdminContext) -> tuple[dict[str, CoordinatorGrou
         return {}, reachable
 
 
-def _readable_state(ctx: AdminContext, name: str) -> GroupState | None:
-    """A group whose znodes do not parse (edited by hand, say) is listed without figures,
-    with a note; the others are still worth listing."""
-    try:
-        return read_group_state(ctx.zk, name)
-    except ZnodeDataError as exc:
-        ctx.reporter.note(f"group {name} is listed without figures: {exc}")
-        return None
+def _read_groups(ctx: AdminContext, names: list[str]
+                 ) -> dict[str, tuple[GroupState | None, Fence | None]]:
+    """Every group's state and cutover fence, all groups read together (a few pipelined
+    rounds of ZooKeeper requests for all of them, not a few per group). A group whose znodes
+    do not parse (edited by hand, say) is listed without figures, with a note; the others are
+    still worth listing."""
+    if not names:
+        return {}
+    with ctx.reporter.progress(len(names), "reading groups") as step:
+        states = read_group_states(ctx.zk, names)
+        fences = read_fences(ctx.zk, names)
+        step(len(names))
+    read = {}
+    for name in names:
+        state = states[name]
+        if isinstance(state, ZnodeDataError):
+            ctx.reporter.note(f"group {name} is listed without figures: {state}")
+        read[name] = (None if isinstance(state, ZnodeDataError) else state,
+                      _noted_fence(ctx, name, fences[name]))
+    return read
 
 
 def _readable_fence(ctx: AdminContext, name: str) -> Fence | None:
     """The group's cutover fence; one that does not parse is left out, with a note."""
-    try:
-        return read_fence(ctx.zk, name)[0]
-    except ZnodeDataError as exc:
-        ctx.reporter.note(f"group {name} is shown without its cutover fence: {exc}")
+    return _noted_fence(ctx, name, read_fences(ctx.zk, [name])[name])
+
+
+def _noted_fence(ctx: AdminContext, name: str, fence: Fence | ZnodeDataError | None
+                 ) -> Fence | None:
+    if isinstance(fence, ZnodeDataError):
+        ctx.reporter.note(f"group {name} is shown without its cutover fence: {fence}")
         return None
+    return fence
 
 
 def _registered_partitions(ctx: AdminContext, states: dict[str, GroupState]
                            ) -> dict[str, list[TopicPartition]]:
     """The partitions of every topic each group has anything for."""
     try:
+        # Every group's topics read at once; each group's are then at hand.
+        ctx.partitions_of({topic for state in states.values() for topic in state.topics(())})
         return {name: ctx.partitions_of(state.topics(())) for name, state in states.items()}
     except ZkConsumerError as exc:
         ctx.reporter.note(f"no lag, since the topics could not be read: {exc}")

@@ -8,7 +8,7 @@ costs one round trip.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection, Hashable, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
@@ -50,6 +50,9 @@ class _Reading:
 
     def partitions(self, _topic: str) -> list[int] | None:
         return None
+
+    def partitions_of(self, topics: Iterable[str]) -> dict[str, list[int] | None]:
+        return dict.fromkeys(topics)
 
 
 _READING: TopicView = _Reading()

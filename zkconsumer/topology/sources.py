@@ -7,7 +7,7 @@ it, so one decision never mixes two moments of the cluster.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from kazoo.client import KazooClient
@@ -16,7 +16,7 @@ from zkconsumer.errors import ZkConsumerError
 from zkconsumer.fetch.log_offsets import LogOffsets
 from zkconsumer.logs import get_logger
 from zkconsumer.throttled_log import RetryWarnings
-from zkconsumer.zk.registry import list_topics, read_topic
+from zkconsumer.zk.registry import list_topics, read_topics
 
 log = get_logger(__name__)
 
@@ -32,6 +32,9 @@ class TopicView(Protocol):
     def partitions(self, topic: str) -> list[int] | None:
         """The topic's partition numbers, sorted; None for a topic that does not exist."""
 
+    def partitions_of(self, topics: Iterable[str]) -> dict[str, list[int] | None]:
+        """`partitions` of each topic, asked together."""
+
 
 class TopicSource(Protocol):
     watched_in_zookeeper: bool  # False: changes are found by a `MetadataRefresher`
@@ -43,15 +46,19 @@ class TopicSource(Protocol):
 
 class _RegistryView:
     """Topics listed once; each topic's znode read when asked for, since a group usually
-    cares about a few of many topics."""
+    cares about a few of many topics. Topics asked for together are read together
+    (`partitions_of`), in one pipelined round."""
 
     def __init__(self, zk: KazooClient) -> None:
         self._zk = zk
         self.all_topics = list_topics(zk)
 
     def partitions(self, topic: str) -> list[int] | None:
-        registered = read_topic(self._zk, topic)
-        return None if registered is None else registered.partition_numbers()
+        return self.partitions_of([topic])[topic]
+
+    def partitions_of(self, topics: Iterable[str]) -> dict[str, list[int] | None]:
+        return {topic: None if registered is None else registered.partition_numbers()
+                for topic, registered in read_topics(self._zk, topics).items()}
 
 
 class ZookeeperTopics:
@@ -76,6 +83,9 @@ class _MetadataView:
 
     def partitions(self, topic: str) -> list[int] | None:
         return self._partitions.get(topic)
+
+    def partitions_of(self, topics: Iterable[str]) -> dict[str, list[int] | None]:
+        return {topic: self._partitions.get(topic) for topic in topics}
 
 
 # Once a view was read, a caller waits this long for a fresh answer before it decides from the

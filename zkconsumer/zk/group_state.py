@@ -7,7 +7,7 @@ naming a znode that does not parse.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
@@ -36,6 +36,21 @@ def read_fence(zk: KazooClient, group: str) -> tuple[Fence | None, int | None]:
     return Fence.decode(path, data), stat.version
 
 
+def read_fences(zk: KazooClient, groups: Iterable[str]
+                ) -> dict[str, Fence | ZnodeDataError | None]:
+    """Each group's cutover fence (None: none), all read at once; a fence that does not parse
+    is that group's ZnodeDataError, the others are read."""
+    paths = {GroupPaths(group).fence: group for group in groups}
+    nodes = KazooReader(zk).data(paths)
+    fences: dict[str, Fence | ZnodeDataError | None] = {}
+    for path, group in paths.items():
+        try:
+            fences[group] = Fence.decode(path, nodes[path].data) if path in nodes else None
+        except ZnodeDataError as exc:
+            fences[group] = exc
+    return fences
+
+
 def read_members(zk: KazooClient, group: str,
                  known: Mapping[str, ConsumerRegistration] | None = None
                  ) -> dict[str, ConsumerRegistration]:
@@ -62,6 +77,22 @@ def committed_partitions(zk: KazooClient, group: str) -> list[TopicPartition]:
 def read_group_state(zk: KazooClient, group: str) -> GroupState:
     """Members, owners, and the committed offsets with the time each was last written."""
     return GroupWalk(KazooReader(zk)).state(GroupPaths(group))
+
+
+def read_group_states(zk: KazooClient, groups: Iterable[str]
+                      ) -> dict[str, GroupState | ZnodeDataError]:
+    """`read_group_state` of every group, all read together (a few pipelined rounds for all of
+    them, as the exporter's cache has them at hand): a group with a znode that does not parse
+    gets the first such ZnodeDataError instead, the others are read."""
+    groups = list(groups)
+    malformed: dict[str, ZnodeDataError] = {}
+
+    def note(error: ZnodeDataError) -> None:
+        malformed.setdefault(error.path.removeprefix(f"{CONSUMERS}/").split("/")[0], error)
+
+    states = GroupWalk(KazooReader(zk), note).states([GroupPaths(group) for group in groups])
+    return {group: malformed.get(group, state) for group, state in zip(groups, states,
+                                                                        strict=True)}
 
 
 def group_topics(zk: KazooClient, group: str) -> set[str]:

@@ -12,7 +12,7 @@ The exporter logs it instead, since a monitor has to go on reporting the rest of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from zkconsumer.errors import ZnodeDataError
@@ -37,13 +37,24 @@ class GroupWalk:
 
     def state(self, paths: GroupPaths) -> GroupState:
         """Members, owners and committed offsets, read together level by level."""
-        listed = self._reader.children([paths.ids, paths.owners, paths.offsets])
-        owned, committed = self._partitions(listed, paths.owners, paths.offsets)
-        registered = listed.get(paths.ids, [])
-        nodes = self._reader.data([*_member_paths(paths, registered, {}), *owned, *committed])
-        return GroupState(paths.group, self._members(paths, registered, nodes, {}),
-                          self._owners(owned, nodes),
-                          committed_offsets(nodes, committed, self._on_malformed))
+        return self.states([paths])[0]
+
+    def states(self, groups: Sequence[GroupPaths]) -> list[GroupState]:
+        """`state` of every group, all read together level by level: a few round trips (or
+        windows) for all of them, not a few per group."""
+        listed = self._reader.children([path for paths in groups
+                                        for path in (paths.ids, paths.owners, paths.offsets)])
+        found = iter(self._partitions(listed, *(parent for paths in groups
+                                                for parent in (paths.owners, paths.offsets))))
+        walked = [(paths, listed.get(paths.ids, []), next(found), next(found))
+                  for paths in groups]
+        nodes = self._reader.data([path for paths, registered, owned, committed in walked
+                                   for path in (*_member_paths(paths, registered, {}),
+                                                *owned, *committed)])
+        return [GroupState(paths.group, self._members(paths, registered, nodes, {}),
+                           self._owners(owned, nodes),
+                           committed_offsets(nodes, committed, self._on_malformed))
+                for paths, registered, owned, committed in walked]
 
     def members(self, paths: GroupPaths, known: Mapping[str, ConsumerRegistration]
                 ) -> dict[str, ConsumerRegistration]:

@@ -9,11 +9,13 @@ from __future__ import annotations
 import functools
 import threading
 import time
+from collections.abc import Iterable
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from zkconsumer.logs import get_logger
+from zkconsumer.zk.znode_reader import KazooReader
 from zkconsumer.znodes.brokers import BrokerRegistration
 from zkconsumer.znodes.paths import (
     BROKER_IDS,
@@ -76,12 +78,15 @@ def list_topics(zk: KazooClient) -> list[str]:
 
 
 def read_topic(zk: KazooClient, topic: str) -> TopicPartitions | None:
-    path = topic_path(topic)
-    try:
-        data, _ = zk.get(path)
-    except NoNodeError:
-        return None
-    return _decode_topic(path, data)
+    return read_topics(zk, [topic])[topic]
+
+
+def read_topics(zk: KazooClient, topics: Iterable[str]) -> dict[str, TopicPartitions | None]:
+    """Each topic's registration (None: not registered), all read at once (pipelined)."""
+    paths = {topic: topic_path(topic) for topic in topics}
+    nodes = KazooReader(zk).data(paths.values())
+    return {topic: _decode_topic(path, nodes[path].data) if path in nodes else None
+            for topic, path in paths.items()}
 
 
 # Every member re-reads every subscribed topic on every rebalance, and the znode rarely changes;
