@@ -56,7 +56,15 @@ def test_the_command_line_starts_without_the_commands_work(code):
     loaded = loaded_after(code)
     assert among(loaded, HEAVY_LIBRARIES) == []
     assert among(loaded, COMMAND_MODULES) == []
-    assert "zkconsumer.cli.consume_command" in loaded  # the probe saw the commands defined
+    # the probe saw the commands defined where they are listed, and not before
+    assert ("zkconsumer.cli.consume_command" in loaded) == (code == _HELP)
+
+
+def test_a_command_loads_no_other_commands_module():
+    loaded = loaded_after("import zkconsumer.cli\n"
+                          "zkconsumer.cli.cli.get_command(None, 'consume')")
+    assert [m for m in loaded if m.startswith("zkconsumer.cli.") and m.endswith(
+        ("_command", "_commands"))] == ["zkconsumer.cli.consume_command"]
 
 
 def test_the_public_names_come_when_asked_for():
