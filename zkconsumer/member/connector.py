@@ -14,6 +14,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoAuthError
@@ -41,7 +42,7 @@ from zkconsumer.member.state import Event, MemberState, State, Work
 from zkconsumer.member.streams import KafkaStream
 from zkconsumer.member.zk_group import ZookeeperGroup, startup_retry
 from zkconsumer.member.zk_membership import ZookeeperMembership
-from zkconsumer.metrics import MemberMetrics, MemberSources, MetricsServer
+from zkconsumer.metrics import MemberMetrics, MemberSources
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import OffsetStore, open_offset_store
 from zkconsumer.throttled_log import RepeatedCondition
@@ -51,6 +52,9 @@ from zkconsumer.zk.session import ZookeeperAccessDeniedError, connect_for
 from zkconsumer.znodes.brokers import BrokerRegistration
 from zkconsumer.znodes.consumers import ConsumerRegistration
 from zkconsumer.znodes.fence import Fence, FenceAwareMember
+
+if TYPE_CHECKING:
+    from zkconsumer.metrics.http_server import MetricsServer
 
 log = get_logger(__name__)
 
@@ -320,6 +324,8 @@ class ConsumerConnector:
         joins the group."""
         config = self.config
         if config.metrics_port:
+            from zkconsumer.metrics.http_server import MetricsServer
+
             self._metrics_server = MetricsServer(config.metrics_host, config.metrics_port,
                                                  self._metrics.registry, self._health)
             opened.callback(self._stop_metrics_server)

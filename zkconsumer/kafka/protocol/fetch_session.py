@@ -411,6 +411,8 @@ class FetchSession:
         self._high_watermarks[tp] = fetched.high_watermark
         if self._troubled:
             self._settle([tp], now)
+        if not fetched.records:  # an idle partition's answer: nothing to decode
+            return
         aborted = None
         if self._isolation_level == protocol.READ_COMMITTED:
             aborted = fetched.aborted or []
