@@ -131,14 +131,21 @@ def _dropped(*_args: Any, **_fields: Any) -> None:
 
 
 class _Logger:
-    """What `get_logger` gives: the structlog logger, made on first use."""
+    """What `get_logger` gives: the structlog logger, made on first use (with the fields bound
+    before it was made)."""
 
-    __slots__ = ("_name", "_made")
+    __slots__ = ("_name", "_fields", "_made")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, fields: dict[str, Any] | None = None) -> None:
         self._name = name
+        self._fields = fields or {}
         self._made: Any = None
         logging.getLogger(name).addFilter(_REDACTING_FILTER)
+
+    def bind(self, **fields: Any) -> Any:
+        if self._made is not None:
+            return self._made.bind(**fields)
+        return _Logger(self._name, {**self._fields, **fields})
 
     def __getattr__(self, attribute: str) -> Any:
         made = self._made
@@ -146,7 +153,8 @@ class _Logger:
             level = _LEVELS.get(attribute)
             if level is not None and not logging.getLogger(self._name).isEnabledFor(level):
                 return _dropped
-            made = self._made = _structlog_logger(self._name)
+            made = _structlog_logger(self._name)
+            self._made = made = made.bind(**self._fields) if self._fields else made
         return getattr(made, attribute)
 
 

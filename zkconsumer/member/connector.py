@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoAuthError
 
 from zkconsumer.assignment import TopicFilter, make_consumer_id
@@ -54,6 +53,8 @@ from zkconsumer.znodes.consumers import ConsumerRegistration
 from zkconsumer.znodes.fence import Fence, FenceAwareMember
 
 if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
     from zkconsumer.metrics.http_server import MetricsServer
 
 log = get_logger(__name__)

@@ -32,8 +32,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
-
-from kazoo.client import KazooClient
+from typing import TYPE_CHECKING
 
 from zkconsumer.assignment import TopicFilter, topic_filter_for
 from zkconsumer.config import ConsumerConfig, ZookeeperSettings
@@ -60,6 +59,9 @@ from zkconsumer.topology import KafkaTopics
 from zkconsumer.zk.session import connect_for
 from zkconsumer.znodes.consumers import ConsumerRegistration
 from zkconsumer.znodes.fence import fence_marker
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 WORDING = Wording(
     coordinator="the group coordinator", name="kafka",

@@ -11,9 +11,8 @@ import contextlib
 import dataclasses
 import threading
 from collections.abc import Callable, Mapping
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
@@ -43,6 +42,9 @@ from zkconsumer.zk.registry import wait_for_brokers
 from zkconsumer.zk.session import connect_for, current_session
 from zkconsumer.znodes.brokers import BrokerRegistration
 from zkconsumer.znodes.consumers import ConsumerRegistration
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 # How long a starting member waits for a broker to (re-)register before it gives up.
 BROKER_WAIT_S = 60.0

@@ -211,13 +211,13 @@ class _Events:
         from prometheus_client.core import Metric
         from prometheus_client.utils import floatToGoString
 
-        timed = self.buckets is not None
-        family = Metric(self.name, self.documentation, "histogram" if timed else "counter")
+        bounds = None if self.buckets is None else [*self.buckets, float("inf")]
+        family = Metric(self.name, self.documentation, "counter" if bounds is None else "histogram")
         for values, (count, total, created, in_bucket) in sorted(self.children.items()):
             labels = dict(zip(self.labels, values, strict=True))
-            if timed:
+            if bounds is not None:
                 below = 0
-                for bound, number in zip([*self.buckets, float("inf")], in_bucket, strict=True):
+                for bound, number in zip(bounds, in_bucket, strict=True):
                     below += number
                     family.add_sample(self.name + "_bucket",
                                       {**labels, "le": floatToGoString(bound)}, below)

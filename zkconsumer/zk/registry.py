@@ -9,8 +9,8 @@ from __future__ import annotations
 import functools
 import threading
 import time
+from typing import TYPE_CHECKING
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from zkconsumer.logs import get_logger
@@ -24,6 +24,9 @@ from zkconsumer.znodes.paths import (
     topic_path,
 )
 from zkconsumer.znodes.topics import PartitionState, TopicPartitions
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = get_logger(__name__)
 

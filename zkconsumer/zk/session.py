@@ -7,9 +7,8 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import AuthFailedError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.hosts import collect_hosts
@@ -31,6 +30,9 @@ from zkconsumer.zk.tls import (
     x509_identity,
 )
 from zkconsumer.zk.window import set_window
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = get_logger(__name__)
 
@@ -115,6 +117,8 @@ def connect(connect_string: str, *, timeout_s: float = 6.0, session_timeout_s: f
                                    "username": sasl.username, "password": sasl.password}
     hearing = Hearing(session_timeout_s)
     handler = PollingHandler(hearing, context)
+    from kazoo.client import KazooClient
+
     client = KazooClient(hosts=connect_string, timeout=session_timeout_s,
                          handler=handler, use_ssl=context is not None,
                          connection_retry=reconnect_retry(),
