@@ -22,13 +22,12 @@ B = TopicPartition("t", 1)
 class Member:
     """What a committer sees of a member: claims, streams, a store."""
 
-    def __init__(self, store=None, may_commit=lambda: True) -> None:
+    def __init__(self, store=None) -> None:
         self.store = store or MemoryStore()
         self.state = holding({A: "c-0", B: "c-0"}, {A: 10, B: 20})
         self.claims = self.state.claims
         self.stream = KafkaStream("s", 10, -1, self.claims, self.state.gate)
-        self.committer = OffsetCommitter(self.store, lambda: [self.stream],
-                                         self.state, may_commit=may_commit)
+        self.committer = OffsetCommitter(self.store, lambda: [self.stream], self.state)
 
 
 def test_unchanged_offsets_are_refreshed_at_every_commit():
@@ -50,12 +49,12 @@ def test_where_a_reset_put_a_partition_is_committed_though_nothing_was_delivered
 
 
 def test_nothing_is_written_while_the_session_cannot_be_trusted():
-    trusted = threading.Event()
-    member = Member(may_commit=trusted.is_set)
+    member = Member()
+    member.state.handle(Event.LEASE_LOST)  # the connection suspended: the session untrusted
     member.stream.positions[A] = 15
     assert member.committer.commit() == {}
     assert member.store.commits == []
-    trusted.set()
+    member.state.handle(Event.TERM_RESUMED, SESSION)
     assert member.committer.commit() == {A: 15}
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 
 from zkconsumer.logs import get_logger
 from zkconsumer.member.claims import Token
-from zkconsumer.member.state import CommitEntry, MemberState
+from zkconsumer.member.state import MemberState
 from zkconsumer.member.streams import KafkaStream
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.store import OwnerCheck
@@ -33,31 +33,31 @@ class OffsetCommitter:
     store makes each write conditional on (for ZooKeeper, the owner znodes of the tokens that
     are the session the member has now; for Kafka's group coordinator, the generation itself),
     passed to the store as `owners`; a partition left out is not committed to any store (it
-    may be another member's by now). `may_commit` is false while the member's hold on its
-    partitions cannot be trusted (a member cut off from ZooKeeper must not commit); `pause_words`
-    say why commits pause and why they resume, in the coordinator's terms."""
+    may be another member's by now). Whether a commit may be written at all is the member's
+    one question (`MemberState.may_commit`: the term trusted and its lease running; a member
+    cut off from ZooKeeper, or frozen past its lease, must not commit), asked with the entries
+    it gives; `pause_words` say why commits pause and why they resume, in the coordinator's
+    terms."""
 
     def __init__(self, store, streams: Callable[[], Iterable[KafkaStream]],
                  member: MemberState, *,
                  owner_checks: Callable[[Mapping[TopicPartition, Token]],
                                         Mapping[TopicPartition, OwnerCheck | Token]]
                  | None = None,
-                 may_commit: Callable[[], bool] = lambda: True,
                  pause_words: tuple[str, str] = ("the ZooKeeper session cannot be trusted now",
                                                  "the ZooKeeper session is back")) -> None:
         self._store = store
         self._streams = streams
         self._member = member
         self._owner_checks = owner_checks
-        self._may_commit = may_commit
         self._write_lock = threading.Lock()
         self._untrusted = RepeatedCondition(log, f"commits paused: {pause_words[0]}",
                                             f"commits resumed: {pause_words[1]}", level="info")
 
     @property
     def paused(self) -> bool:
-        """Whether the last write was skipped because the session could not be trusted (so
-        nothing was committed, though nothing failed either)."""
+        """Whether the last write was refused because the term could not be trusted or its
+        lease lapsed (so nothing was committed, though nothing failed either)."""
         return self._untrusted.active
 
     def commit(self, *, in_hand: bool = False, retry: bool = True) -> dict[TopicPartition, int]:
@@ -67,11 +67,20 @@ class OffsetCommitter:
         `in_hand=True` also counts the message each stream handed out last (an explicit
         `commit_offsets()` from the consuming code says it is done with it). A partition no
         longer owned is skipped: its new owner's offset must win."""
+        return self._commit(in_hand, retry) or {}
+
+    def commit_final(self, *, retry: bool) -> bool:
+        """The leave's last commit (`commit`), reported truthfully: True when it was allowed
+        (what was pending is written, or nothing was pending), False when it was refused and
+        so wrote nothing of what was consumed."""
+        return self._commit(False, retry) is not None
+
+    def _commit(self, in_hand: bool, retry: bool) -> dict[TopicPartition, int] | None:
         if in_hand:
             for stream in self._streams():
                 stream.mark_consumed()
         with self._write_lock:
-            return self._write(self._member.committable, retry)
+            return self._write(None, retry)
 
     def commit_releasing(self, partitions: Collection[TopicPartition],
                          commit: bool = True) -> dict[TopicPartition, int]:
@@ -82,8 +91,7 @@ class OffsetCommitter:
         with self._write_lock:
             if not commit:
                 return {}
-            return self._write(lambda consumed: self._member.releasing(partitions, consumed),
-                               retry=False)
+            return self._write(partitions, retry=False) or {}
 
     def releasing_offsets(self, partitions: Collection[TopicPartition]
                           ) -> dict[TopicPartition, int]:
@@ -92,15 +100,16 @@ class OffsetCommitter:
         entries = self._member.releasing(partitions, self._consumed())
         return {tp: entry.pending for tp, entry in entries.items() if entry.pending is not None}
 
-    def _write(self, entries_for: Callable[[Mapping[TopicPartition, int]],
-                                           Mapping[TopicPartition, CommitEntry]],
-               retry: bool) -> dict[TopicPartition, int]:
-        """Commit what `entries_for(consumed)` gives, the streams' positions taken in."""
-        if not self._may_commit():
+    def _write(self, releasing: Collection[TopicPartition] | None,
+               retry: bool) -> dict[TopicPartition, int] | None:
+        """Commit what the member gives (`MemberState.to_commit`: the partitions delivered
+        from, or those of `releasing`), the streams' positions taken in; None when the member
+        says no commit may be written now."""
+        entries = self._member.to_commit(self._consumed(), releasing)
+        if entries is None:
             self._untrusted.occurred()
-            return {}
+            return None
         self._untrusted.cleared()
-        entries = entries_for(self._consumed())
         if not entries:
             return {}
         pending = {tp: entry.pending for tp, entry in entries.items() if entry.pending is not None}

@@ -220,8 +220,15 @@ class MemberState:
 
     @property
     def delivering(self) -> bool:
-        """Whether delivering and committing is safe now (the gate is open)."""
+        """The coordination's word alone: whether the gate is open (the term is trusted). What
+        may be committed is `may_commit`'s question, which also asks the lease."""
         return self._gate.delivering
+
+    def may_commit(self) -> bool:
+        """The one question whether a commit may be written now, the one a hand-out asks too:
+        the term's word (the gate open) and its lease (not lapsed on the member's clock).
+        `to_commit` asks it with the entries it gathers."""
+        return self._gate.holds(self._clock())
 
     @property
     def claims(self) -> Mapping[TopicPartition, Claim]:
@@ -257,14 +264,24 @@ class MemberState:
         """What to commit of the partitions delivered from, each with the token its commit is
         made under, after taking in the positions `consumed` (from the streams); nothing
         while the gate is closed or its lease lapsed."""
-        return self._entries(lambda claim: claim.phase is Phase.FETCHING, consumed)
+        return self.to_commit(consumed) or {}
 
     def releasing(self, partitions: Collection[TopicPartition],
                   consumed: Mapping[TopicPartition, int] | None = None
                   ) -> dict[TopicPartition, CommitEntry]:
         """`committable` for those of `partitions` being released, for their last commit: no
         longer delivered from, but their owner znodes are still ours."""
-        wanted = set(partitions)
+        return self.to_commit(consumed, releasing=partitions) or {}
+
+    def to_commit(self, consumed: Mapping[TopicPartition, int] | None = None,
+                  releasing: Collection[TopicPartition] | None = None
+                  ) -> dict[TopicPartition, CommitEntry] | None:
+        """`committable` (or, given `releasing`, `releasing`), but None when no commit may be
+        written now (`may_commit`, asked once, with the entries): a committer tells a commit
+        refused from one with nothing to write."""
+        if releasing is None:
+            return self._entries(lambda claim: claim.phase is Phase.FETCHING, consumed)
+        wanted = set(releasing)
         return self._entries(lambda claim: claim.phase is Phase.RELEASING
                              and claim.partition in wanted, consumed)
 
@@ -306,10 +323,10 @@ class MemberState:
 
     def _entries(self, chosen: Callable[[Claim], bool],
                  consumed: Mapping[TopicPartition, int] | None
-                 ) -> dict[TopicPartition, CommitEntry]:
+                 ) -> dict[TopicPartition, CommitEntry] | None:
         with self._lock:
-            if not self._gate.holds(self._clock()):  # closed, or the lease lapsed
-                return {}
+            if not self.may_commit():  # closed, or the lease lapsed
+                return None
             entries = {}
             for tp, claim in self._claims.items():
                 if not chosen(claim) or claim.token != self._term:

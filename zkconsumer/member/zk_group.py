@@ -233,7 +233,7 @@ class ZookeeperGroup:
         `offsets.storage` says) goes to both storages, Kafka's as a group with no Kafka-side
         members writes it (generation -1): the new coordination's members resume there.
         Never backwards, as it is the larger of the two already."""
-        if not self._member.delivering:
+        if not self._member.may_commit():
             return False
         host = self._host
         held = sorted(self._member.held())
