@@ -148,7 +148,7 @@ class ScriptedCoordination:
     def revoke(self) -> None:
         """The term ends: delivery stops, then the claims go (what was fetched is forgotten)."""
         self.assigned = None
-        sequence = Release(self.member, self.host._fetch_loop, self.host._committer)
+        sequence = Release(self.member, self.host._fetch_loop)
         sequence.stop_delivery(self.member.owned())
         report(self.member, Revoked("the script says so"))
         sequence.forget()
@@ -158,7 +158,7 @@ class ScriptedCoordination:
 
     def _release_all(self) -> None:
         held = self.member.held()
-        Release(self.member, self.host._fetch_loop, self.host._committer).release(
+        Release(self.member, self.host._fetch_loop).release(
             held, self.host._committer.commit_releasing, lambda _partitions: None)
         self.calls.append(f"released {sorted(map(str, held))}")
 

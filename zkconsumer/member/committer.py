@@ -1,9 +1,10 @@
 """Committing consumed positions: only for partitions still owned, under the token each was
 claimed under, never backwards.
 
-Streams record positions lock-free on the consuming threads (a dict store per message); they are
-gathered here into the member's record of each partition (`MemberState`), which decides what is
-worth committing. The write lock lets one write reach the store at a time, in the order the
+Streams record positions lock-free on the consuming threads, in the record of each partition
+(`Claim.consumed`, one store per message); the member's state takes them in as it decides what
+is worth committing (`MemberState.to_commit`), so a partition released takes its position with
+its record. The write lock lets one write reach the store at a time, in the order the
 offsets were gathered, so an older write can never land after a newer one; the member's lock is
 never held across it, so a rebalance does not wait on a slow store for its bookkeeping. Writes
 that a rebalance may wait behind make a single attempt (auto commit retries at its next interval
@@ -97,7 +98,7 @@ class OffsetCommitter:
                           ) -> dict[TopicPartition, int]:
         """What `commit_releasing` would write for these, for a coordinator that commits
         them itself (a Kafka-coordinated member's parting commit), without writing."""
-        entries = self._member.releasing(partitions, self._consumed())
+        entries = self._member.releasing(partitions)
         return {tp: entry.pending for tp, entry in entries.items() if entry.pending is not None}
 
     def _write(self, releasing: Collection[TopicPartition] | None,
@@ -105,7 +106,7 @@ class OffsetCommitter:
         """Commit what the member gives (`MemberState.to_commit`: the partitions delivered
         from, or those of `releasing`), the streams' positions taken in; None when the member
         says no commit may be written now."""
-        entries = self._member.to_commit(self._consumed(), releasing)
+        entries = self._member.to_commit(releasing=releasing)
         if entries is None:
             self._untrusted.occurred()
             return None
@@ -130,12 +131,6 @@ class OffsetCommitter:
             log.debug("committed offsets", partitions=len(pending))
         return pending
 
-    def _consumed(self) -> dict[TopicPartition, int]:
-        consumed: dict[TopicPartition, int] = {}
-        for stream in self._streams():
-            consumed.update(dict(stream.positions))
-        return consumed
-
     @staticmethod
     def _drop_unowned(pending: dict[TopicPartition, int],
                       owners: Mapping[TopicPartition, OwnerCheck | Token]
@@ -149,18 +144,5 @@ class OffsetCommitter:
     def positions(self) -> dict[TopicPartition, int]:
         """Where consumption of each partition stands (the offset the group would resume
         from), for lag: a stream's position once it handed something out, else the committed
-        offset, or where a reset put the partition. Entries of released partitions may linger
-        for a moment; callers look up the partitions they know to be owned."""
-        known = self._member.consumed_positions()
-        known.update(self._consumed())
-        return known
-
-    def released(self, partitions: Collection[TopicPartition] | None = None) -> None:
-        """Forget the streams' positions of released partitions (all, with None), so a stale
-        one is never taken in for a later claim of the same partition."""
-        for stream in self._streams():
-            if partitions is None:
-                stream.positions.clear()
-                continue
-            for tp in partitions:
-                stream.positions.pop(tp, None)
+        offset, or where a reset put the partition (`MemberState.consumed_positions`)."""
+        return self._member.consumed_positions()

@@ -262,8 +262,9 @@ class MemberState:
     def committable(self, consumed: Mapping[TopicPartition, int] | None = None
                     ) -> dict[TopicPartition, CommitEntry]:
         """What to commit of the partitions delivered from, each with the token its commit is
-        made under, after taking in the positions `consumed` (from the streams); nothing
-        while the gate is closed or its lease lapsed."""
+        made under, after taking in where each record's stream says consumption stands (and
+        any positions `consumed` given); nothing while the gate is closed or its lease
+        lapsed."""
         return self.to_commit(consumed) or {}
 
     def releasing(self, partitions: Collection[TopicPartition],
@@ -306,13 +307,14 @@ class MemberState:
                 _advance(claim, position)
 
     def consumed_positions(self) -> dict[TopicPartition, int]:
-        """Where consumption of each partition delivered from stands, as far as gathered: the
-        position taken in from its stream, else where a reset put it, else the committed
-        offset (the streams' own positions are newer)."""
+        """Where consumption of each partition delivered from stands: its stream's word (in
+        its record), else where a reset put it, else the committed offset."""
         with self._lock:
             positions = {}
             for tp, claim in self._claims.items():
-                position = claim.position if claim.position is not None else claim.committed
+                position = claim.consumed.value
+                if position is None:
+                    position = claim.position if claim.position is not None else claim.committed
                 if claim.phase is Phase.FETCHING and position is not None:
                     positions[tp] = position
             return positions
@@ -331,6 +333,7 @@ class MemberState:
             for tp, claim in self._claims.items():
                 if not chosen(claim) or claim.token != self._term:
                     continue
+                _take_in(claim)
                 if consumed and tp in consumed:
                     _advance(claim, consumed[tp])
                 entries[tp] = CommitEntry(claim.token, claim.committed, claim.pending())
@@ -573,6 +576,14 @@ class CommitEntry(NamedTuple):
     token: Token
     committed: int | None
     pending: int | None
+
+
+def _take_in(claim: Claim) -> None:
+    """The position the claim's stream recorded in it (lock-free, per message) taken in for
+    its commits."""
+    consumed = claim.consumed.value
+    if consumed is not None:
+        _advance(claim, consumed)
 
 
 def _advance(claim: Claim, position: int) -> None:
