@@ -229,42 +229,31 @@ static PyType_Spec consumed_spec = {
     .slots = consumed_slots,
 };
 
+/* The type made from `spec`, added to the module as `name`, as a new reference kept by the
+ * caller besides the module's; NULL with an error on failure. */
+static PyTypeObject *add_type(PyObject *module, PyType_Spec *spec, const char *name) {
+    PyObject *type = PyType_FromSpec(spec);
+    if (!type) return NULL;
+    Py_INCREF(type);  /* one for the module, one for the caller */
+    if (PyModule_AddObject(module, name, type) < 0) {
+        Py_DECREF(type);
+        Py_DECREF(type);
+        return NULL;
+    }
+    return (PyTypeObject *)type;
+}
+
 PyMODINIT_FUNC PyInit__cursor(void) {
     next_slowly_name = PyUnicode_InternFromString("_next_slowly");
     if (!next_slowly_name) return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (!module) return NULL;
-    PyObject *type = PyType_FromSpec(&cursor_spec);
-    if (!type || PyModule_AddObject(module, "Cursor", type) < 0) {
-        Py_XDECREF(type);
+    PyTypeObject *cursor = add_type(module, &cursor_spec, "Cursor");
+    if (!cursor || !(deadline_type = add_type(module, &deadline_spec, "Deadline"))
+            || !(consumed_type = add_type(module, &consumed_spec, "Consumed"))) {
         Py_DECREF(module);
         return NULL;
     }
-    PyObject *deadline = PyType_FromSpec(&deadline_spec);
-    if (!deadline) {
-        Py_DECREF(module);
-        return NULL;
-    }
-    Py_INCREF(deadline);  /* one for the module, one for `deadline_type` */
-    if (PyModule_AddObject(module, "Deadline", deadline) < 0) {
-        Py_DECREF(deadline);
-        Py_DECREF(deadline);
-        Py_DECREF(module);
-        return NULL;
-    }
-    deadline_type = (PyTypeObject *)deadline;
-    PyObject *consumed = PyType_FromSpec(&consumed_spec);
-    if (!consumed) {
-        Py_DECREF(module);
-        return NULL;
-    }
-    Py_INCREF(consumed);  /* one for the module, one for `consumed_type` */
-    if (PyModule_AddObject(module, "Consumed", consumed) < 0) {
-        Py_DECREF(consumed);
-        Py_DECREF(consumed);
-        Py_DECREF(module);
-        return NULL;
-    }
-    consumed_type = (PyTypeObject *)consumed;
+    Py_DECREF(cursor);  /* the module's reference is enough: the code never names it */
     return module;
 }
