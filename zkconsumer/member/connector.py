@@ -39,7 +39,7 @@ from zkconsumer.member.kafka_group import KafkaGroup
 from zkconsumer.member.rebalancer import PartitionCallback, RebalanceCallbacks
 from zkconsumer.member.state import Event, MemberState, State, Work
 from zkconsumer.member.streams import KafkaStream
-from zkconsumer.member.zk_group import ZookeeperGroup, startup_retry
+from zkconsumer.member.zk_group import ZookeeperGroup
 from zkconsumer.member.zk_membership import ZookeeperMembership
 from zkconsumer.metrics import MemberMetrics, MemberSources, MetricsServer
 from zkconsumer.model import TopicPartition
@@ -47,7 +47,7 @@ from zkconsumer.offsets import OffsetStore, open_offset_store
 from zkconsumer.throttled_log import RepeatedCondition
 from zkconsumer.topology import TopicSource, open_topic_source
 from zkconsumer.zk.registry import wait_for_brokers
-from zkconsumer.zk.session import ZookeeperAccessDeniedError, connect_for
+from zkconsumer.zk.session import ZookeeperAccessDeniedError, connect_for, startup_retry
 from zkconsumer.znodes.brokers import BrokerRegistration
 from zkconsumer.znodes.consumers import ConsumerRegistration
 from zkconsumer.znodes.fence import Fence, FenceAwareMember

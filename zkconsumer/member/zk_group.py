@@ -15,7 +15,6 @@ from typing import TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
-from kazoo.retry import KazooRetry
 
 from zkconsumer.config import ConsumerConfig, ZookeeperSettings
 from zkconsumer.errors import ZkConsumerError
@@ -40,7 +39,7 @@ from zkconsumer.member.zk_membership import ZookeeperMembership
 from zkconsumer.offsets import OffsetStore, open_offset_store
 from zkconsumer.topology import MetadataRefresher, TopicSource, open_topic_source
 from zkconsumer.zk.registry import wait_for_brokers
-from zkconsumer.zk.session import connect_for, current_session
+from zkconsumer.zk.session import connect_for, current_session, startup_retry
 from zkconsumer.znodes.brokers import BrokerRegistration
 from zkconsumer.znodes.consumers import ConsumerRegistration
 
@@ -56,13 +55,6 @@ WORDING = Wording(
                       "when its session expires"))
 
 T = TypeVar("T")
-
-
-def startup_retry(closing: Callable[[], bool]) -> KazooRetry:
-    """Start-up survives a ZooKeeper server restart or a lost connection (retried for about
-    15 s with backoff); a ZooKeeper that stays away is reported, not waited for forever, and
-    a shutdown (`closing()`) ends the retries."""
-    return KazooRetry(max_tries=12, delay=0.2, backoff=2, max_delay=2.0, interrupt=closing)
 
 
 def unless_shut_down(step: Callable[[], T], closing: Callable[[], bool]) -> T:
