@@ -161,8 +161,7 @@ class KafkaGroup:
         config = self._config
         assert config.bootstrap_servers is not None  # required with group.coordination=kafka
         self._stream_for = stream_for
-        self._release_sequence = Release(self._member, self._host._fetch_loop,
-                                         self._host._committer)
+        self._release_sequence = Release(self._member, self._host._fetch_loop)
         settings = kafka_consumer_settings(config, config.bootstrap_servers,
                                            config.kafka_api_version)
         group = GroupMember(

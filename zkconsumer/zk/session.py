@@ -50,6 +50,13 @@ def reconnect_retry() -> KazooRetry:
                       max_delay=RECONNECT_MAX_DELAY_S)
 
 
+def startup_retry(closing: Callable[[], bool]) -> KazooRetry:
+    """A member's start-up calls survive a ZooKeeper server restart or a lost connection
+    (retried for about 15 s with backoff); a ZooKeeper that stays away is reported, not waited
+    for forever, and a shutdown (`closing()`) ends the retries."""
+    return KazooRetry(max_tries=12, delay=0.2, backoff=2, max_delay=2.0, interrupt=closing)
+
+
 class ZookeeperUnreachableError(ZkConsumerError):
     """No ZooKeeper server answered within the connection timeout."""
 
