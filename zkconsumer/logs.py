@@ -115,16 +115,55 @@ def _library_processors() -> list[Processor]:
 
 def get_logger(name: str) -> Any:
     """A module's logger: structlog's interface, stdlib `logging` underneath (named `name`).
-    structlog (and the asyncio it imports) is imported by the first call, not with this
-    module, so that what only needs the constants here (`zkconsumer --help`) starts without."""
+    structlog (and the asyncio it imports) is imported with the first line the logger makes at
+    a level `logging` lets through, not with this module nor with the modules that call this at
+    import: `zkconsumer --help`, and a worker whose level shows nothing, start without it."""
+    return _Logger(name)
+
+
+# A level method called before the logger is made, at a level `logging` drops: nothing to do.
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+           "error": logging.ERROR, "exception": logging.ERROR, "critical": logging.CRITICAL}
+
+
+def _dropped(*_args: Any, **_fields: Any) -> None:
+    return None
+
+
+class _Logger:
+    """What `get_logger` gives: the structlog logger, made on first use (with the fields bound
+    before it was made)."""
+
+    __slots__ = ("_name", "_fields", "_made")
+
+    def __init__(self, name: str, fields: dict[str, Any] | None = None) -> None:
+        self._name = name
+        self._fields = fields or {}
+        self._made: Any = None
+        logging.getLogger(name).addFilter(_REDACTING_FILTER)
+
+    def bind(self, **fields: Any) -> Any:
+        if self._made is not None:
+            return self._made.bind(**fields)
+        return _Logger(self._name, {**self._fields, **fields})
+
+    def __getattr__(self, attribute: str) -> Any:
+        made = self._made
+        if made is None:
+            level = _LEVELS.get(attribute)
+            if level is not None and not logging.getLogger(self._name).isEnabledFor(level):
+                return _dropped
+            made = _structlog_logger(self._name)
+            self._made = made = made.bind(**self._fields) if self._fields else made
+        return getattr(made, attribute)
+
+
+def _structlog_logger(name: str) -> Any:
     import structlog
 
-    underneath = logging.getLogger(name)
-    underneath.addFilter(_REDACTING_FILTER)
-    return structlog.wrap_logger(underneath, processors=_library_processors(),
+    return structlog.wrap_logger(logging.getLogger(name), processors=_library_processors(),
                                  wrapper_class=structlog.stdlib.BoundLogger,
                                  cache_logger_on_first_use=True)
-
 
 
 def _lift_fields(_logger: Any, _method: str, event_dict: EventDict) -> EventDict:
@@ -150,22 +189,41 @@ def _redacting_formatter(**settings: Any) -> logging.Formatter:
     return _RedactingFormatter(**settings)
 
 
-def configure_logging(log_format: str = "console", level: str = "info") -> None:
-    """The CLI's set-up: every line, zkconsumer's and its libraries', to stderr, keeping stdout
-    for data output."""
+def _cli_formatter(log_format: str) -> logging.Formatter:
     import structlog
 
-    numeric_level = getattr(logging, level.upper())
     # JSON cannot hold a traceback object: the exception becomes text first.
     renderers: list[Processor] = (
         [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
         if log_format == "json" else [structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())])
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_redacting_formatter(
+    return _redacting_formatter(
         foreign_pre_chain=[_lift_fields, structlog.processors.add_log_level,
                            structlog.processors.TimeStamper(fmt="iso", utc=True)],
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *renderers],
-    ))
+    )
+
+
+class _FormatterOnFirstLine(logging.Formatter):
+    """The CLI's formatter, made (structlog imported) when the first line is shown. The handler
+    formats under its own lock, so the formatter is made once."""
+
+    def __init__(self, log_format: str) -> None:
+        super().__init__()
+        self._log_format = log_format
+        self._made: logging.Formatter | None = None
+
+    def format(self, record: logging.LogRecord) -> str:
+        if self._made is None:
+            self._made = _cli_formatter(self._log_format)
+        return self._made.format(record)
+
+
+def configure_logging(log_format: str = "console", level: str = "info") -> None:
+    """The CLI's set-up: every line, zkconsumer's and its libraries', to stderr, keeping stdout
+    for data output."""
+    numeric_level = getattr(logging, level.upper())
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_FormatterOnFirstLine(log_format))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(numeric_level)

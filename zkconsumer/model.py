@@ -31,6 +31,14 @@ class Message(NamedTuple):
     headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
+def lease_deadline(proven_at: float, session_s: float, share: float) -> float:
+    """The one lease rule of both coordinations: a member's hold on its partitions, proven by
+    an answer counted from `proven_at` (monotonic seconds), lasts `share` of its session
+    (`session_s`) after it. Each coordination says its share: ZooKeeper's silence share
+    (`zk.hearing`), Kafka's session less a margin (`kafka.protocol.group_member`)."""
+    return proven_at + share * session_s
+
+
 def format_address(host: str, port: int) -> str:
     """`host:port`, with an IPv6 address in brackets so that its own colons stay unambiguous."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

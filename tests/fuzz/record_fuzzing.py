@@ -336,17 +336,16 @@ def _through_cursor(tuples: list) -> None:
         def _next_slowly(self):
             raise StopIteration
 
-    from zkconsumer.member.claims import DeliveryGate
+    from zkconsumer.member.claims import Consumed, DeliveryGate
 
     claim = object()
     cursor = Drained()
-    cursor._chunk = (PARTITION, claim, tuples)
+    cursor._chunk = (PARTITION, claim, tuples, Consumed())
     cursor._index = 0
     cursor._claims = {PARTITION: claim}
     gate = DeliveryGate()  # open, with no lease's deadline: every message may go
     cursor._gate = gate
     cursor._until = gate.until
-    cursor.positions = {}
     cursor._stopping = False
     if sum(1 for _ in cursor) != len(tuples):
         raise AssertionError("the cursor handed out a different number of messages")

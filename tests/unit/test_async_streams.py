@@ -26,6 +26,7 @@ def claimed_stream(*chunks: list[Message], timeout_ms: int = -1) -> tuple[KafkaS
     claim = Claim(TP, "c-0")
     stream = KafkaStream("s", max_chunks=10, timeout_ms=timeout_ms, claims={TP: claim},
                          gate=DeliveryGate())
+    claim.stream = stream  # the partition is delivered to it
     for chunk in chunks:
         assert stream.offer(Chunk(TP, fetched(chunk), claim), lambda: True)
     return stream, claim

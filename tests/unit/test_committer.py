@@ -22,18 +22,17 @@ B = TopicPartition("t", 1)
 class Member:
     """What a committer sees of a member: claims, streams, a store."""
 
-    def __init__(self, store=None, may_commit=lambda: True) -> None:
+    def __init__(self, store=None) -> None:
         self.store = store or MemoryStore()
         self.state = holding({A: "c-0", B: "c-0"}, {A: 10, B: 20})
         self.claims = self.state.claims
         self.stream = KafkaStream("s", 10, -1, self.claims, self.state.gate)
-        self.committer = OffsetCommitter(self.store, lambda: [self.stream],
-                                         self.state, may_commit=may_commit)
+        self.committer = OffsetCommitter(self.store, lambda: [self.stream], self.state)
 
 
 def test_unchanged_offsets_are_refreshed_at_every_commit():
     member = Member()
-    member.stream.positions[A] = 15
+    member.claims[A].consumed.value = 15
     assert member.committer.commit() == {A: 15}
     assert member.store.refreshes[-1] == {B: 20}
     assert member.committer.commit() == {}
@@ -50,13 +49,23 @@ def test_where_a_reset_put_a_partition_is_committed_though_nothing_was_delivered
 
 
 def test_nothing_is_written_while_the_session_cannot_be_trusted():
-    trusted = threading.Event()
-    member = Member(may_commit=trusted.is_set)
-    member.stream.positions[A] = 15
+    member = Member()
+    member.state.handle(Event.LEASE_LOST)  # the connection suspended: the session untrusted
+    member.claims[A].consumed.value = 15
     assert member.committer.commit() == {}
     assert member.store.commits == []
-    trusted.set()
+    member.state.handle(Event.TERM_RESUMED, SESSION)
     assert member.committer.commit() == {A: 15}
+
+
+def test_a_released_partitions_position_goes_with_its_record():
+    member = Member()
+    member.claims[B].consumed.value = 25
+    member.state.withdraw([B])
+    member.state.drop([B])
+    claim(member.state, {B: "c-0"}, {B: 20})
+    assert member.committer.commit() == {}, "the released claim's position taken in anew"
+    assert member.store.offsets == {}
 
 
 def test_an_explicit_commit_counts_the_message_in_hand_and_an_auto_commit_does_not():
@@ -87,7 +96,7 @@ def commit_in_flight() -> tuple[Member, BlockingStore, threading.Thread]:
     """A member whose auto commit of t-0 is stuck in the store until `store.release` is set."""
     store = BlockingStore()
     member = Member(store)
-    member.stream.positions[A] = 15
+    member.claims[A].consumed.value = 15
     auto = threading.Thread(target=member.committer.commit)
     auto.start()
     assert store.entered.wait(10)
@@ -100,7 +109,6 @@ def test_a_slow_commit_blocks_no_bookkeeping_and_release_commits_make_one_attemp
 
     def bookkeeping():
         member.state.withdraw([B])
-        member.committer.released({B})
         member.state.drop([B])
         claim(member.state, {B: "c-0"}, {B: 30})
         member.state.reset_to(member.claims[A], 12)
@@ -110,7 +118,7 @@ def test_a_slow_commit_blocks_no_bookkeeping_and_release_commits_make_one_attemp
     assert done.wait(5), "bookkeeping waited for the store"
     store.release.set()
     auto.join(10)
-    member.stream.positions[A] = 16
+    member.claims[A].consumed.value = 16
     member.state.withdraw([A])
     member.committer.commit_releasing({A})
     assert store.retry_flags == [True, False]
@@ -126,10 +134,10 @@ def test_partitions_claimed_in_an_earlier_session_are_committed_to_no_store():
     member = Member()
     member.committer._owner_checks = lambda tps: {
         tp: OwnerCheck(f"/owners/{tp}", 1, 7) for tp in tps if tp == A}
-    member.stream.positions[A] = 15
+    member.claims[A].consumed.value = 15
     assert member.committer.commit() == {A: 15}
     assert member.store.refreshes == [{}], "B's unchanged offset was refreshed"
-    member.stream.positions[B] = 25
+    member.claims[B].consumed.value = 25
     assert member.committer.commit() == {}
     assert all(B not in written for written in member.store.commits + member.store.refreshes), \
         "B's new position was committed"
@@ -161,13 +169,13 @@ def test_a_commit_never_names_a_partition_whose_token_has_passed():
         return {tp: OwnerCheck(f"/owners/{tp}", 1, token) for tp, token in tokens.items()}
 
     member.committer._owner_checks = owner_checks
-    member.stream.positions[A] = 15
+    member.claims[A].consumed.value = 15
     member.state.term_event(Event.TERM_ENDED, None)
     assert member.committer.commit() == {}
     member.state.term_event(Event.ASSIGNED, SESSION + 1)
     assert member.state.rejoined(SESSION + 1)
     claim(member.state, {B: "c-0"}, {B: 20})
-    member.stream.positions[B] = 25
+    member.claims[B].consumed.value = 25
     assert member.committer.commit() == {B: 25}
     assert asked == [{B: SESSION + 1}]
     assert all(A not in written for written in member.store.commits + member.store.refreshes)

@@ -62,6 +62,7 @@ class ScriptedCoordination:
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
         self.calls: list[str] = []
+        self.final_commits: list[bool] = []  # what the leave's final commit said it did
         self.assigned: tuple[int, frozenset[TopicPartition]] | None = None
 
     @property
@@ -117,8 +118,13 @@ class ScriptedCoordination:
     def leaving_steps(self, commit, failed, deadline):
         steps = [("the release", self._release_all)]
         if commit:
-            steps.insert(0, ("the final commit", lambda: self.host._final_commit(retry=False)))
+            steps.insert(0, ("the final commit", self._final_commit))
         return steps
+
+    def _final_commit(self) -> bool:
+        done = self.host._final_commit(retry=False)
+        self.final_commits.append(done)
+        return done
 
     def fenced(self) -> None:
         self.calls.append("fenced")
@@ -142,7 +148,7 @@ class ScriptedCoordination:
     def revoke(self) -> None:
         """The term ends: delivery stops, then the claims go (what was fetched is forgotten)."""
         self.assigned = None
-        sequence = Release(self.member, self.host._fetch_loop, self.host._committer)
+        sequence = Release(self.member, self.host._fetch_loop)
         sequence.stop_delivery(self.member.owned())
         report(self.member, Revoked("the script says so"))
         sequence.forget()
@@ -152,7 +158,7 @@ class ScriptedCoordination:
 
     def _release_all(self) -> None:
         held = self.member.held()
-        Release(self.member, self.host._fetch_loop, self.host._committer).release(
+        Release(self.member, self.host._fetch_loop).release(
             held, self.host._committer.commit_releasing, lambda _partitions: None)
         self.calls.append(f"released {sorted(map(str, held))}")
 
@@ -231,6 +237,15 @@ def test_a_lapsed_lease_stops_commits_on_the_clock_and_a_renewal_resumes_them(sc
         assert scripted.store.offsets == {A: 5}, "nothing written without a lease"
         member._member.gate.lease(clock.now + LEASE_S)  # an answer renewed it
         assert member.commit_offsets() == {A: 8}
+
+
+def test_a_lapsed_lease_refuses_the_final_commit_and_it_says_so(scripted):
+    with stable_in_term(scripted, {A}, {"auto.commit.enable": "true"}) as (member, stream, clock):
+        take(stream, 2)
+        clock.now += LEASE_S + 1  # frozen past the lease: the term is open on the member's side
+        assert member._member.delivering
+    assert scripted.final_commits == [False], "nothing was written: not done"
+    assert scripted.store.offsets == {A: 5}, "nothing written without a lease"
 
 
 def test_a_lost_lease_stops_the_hand_out_at_once(scripted):

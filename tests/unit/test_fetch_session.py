@@ -566,3 +566,18 @@ def test_one_fetch_at_a_time_per_leader_and_one_asking_what_the_last_asked_is_no
     request = session.fetch_request(0, link, 4.0)
     assert request is not None and request.asked == {HEALTHY: MESSAGES - 2, SICK: MESSAGES}
     assert request.body is not bodies[0]
+
+
+def test_a_partition_dropped_takes_its_whole_fetch_state_with_it():
+    """One record per partition: dropped, its position, high watermark, leader and trouble go
+    at once; assigned again, it starts from the position given, with no high watermark, and
+    its leader is looked up again, as it was set aside."""
+    session, link = started()
+    fetch(session, link, now=1.0, high_watermark=7, errors={SICK: NOT_LEADER})
+    assert session.metadata_due(1.0 + BACKOFF_S), "SICK waits for its leader"
+    session.assign({HEALTHY: MESSAGES}, (), now=1.5)
+    assert not session.metadata_due(1.0 + BACKOFF_S), "no partition waits any more"
+    assert (session.position(SICK), session.high_watermark(SICK)) == (None, None)
+    session.assign({HEALTHY: MESSAGES, SICK: 3}, (), now=2.0)
+    assert (session.position(SICK), session.high_watermark(SICK)) == (3, None)
+    assert session.high_watermark(HEALTHY) == 7 and session.metadata_due(2.0)

@@ -12,16 +12,13 @@ A, B = TopicPartition("t", 0), TopicPartition("t", 1)
 
 
 class Recorder:
-    """The fetch loop and the committer, recording what they are told into one journal."""
+    """The fetch loop, recording what it is told into the journal."""
 
     def __init__(self, journal: list[str]) -> None:
         self.journal = journal
 
     def routing_changed(self) -> None:
         self.journal.append("routing changed")
-
-    def released(self, partitions=None) -> None:
-        self.journal.append(f"positions forgotten: {sorted(map(str, partitions or ['all']))}")
 
 
 def member_holding(*partitions: TopicPartition) -> MemberState:
@@ -32,11 +29,11 @@ def member_holding(*partitions: TopicPartition) -> MemberState:
     return member
 
 
-def test_release_stops_delivery_commits_gives_back_forgets_then_drops_in_that_order():
+def test_release_stops_delivery_commits_gives_back_then_drops_in_that_order():
     journal: list[str] = []
     member = member_holding(A, B)
     recorder = Recorder(journal)
-    sequence = Release(member, recorder, recorder)
+    sequence = Release(member, recorder)
 
     def last_commit(partitions):
         phases = {member.claims[tp].phase for tp in partitions}
@@ -46,8 +43,8 @@ def test_release_stops_delivery_commits_gives_back_forgets_then_drops_in_that_or
         journal.append(f"given back: {sorted(map(str, partitions))}")
 
     sequence.release({A: "c-0"}, last_commit, give_back)
-    assert journal == ["routing changed", "last commit while ['releasing']", "given back: ['t-0']",
-                       "routing changed", "positions forgotten: ['t-0']"]
+    assert journal == ["routing changed", "last commit while ['releasing']",
+                       "given back: ['t-0']"], "the fetch loop told once"
     assert set(member.claims) == {B}, "A's record dropped last, B's untouched"
     assert member.claims[B].phase is Phase.FETCHING
 
@@ -56,10 +53,10 @@ def test_a_term_that_ends_runs_the_sequence_around_its_end():
     journal: list[str] = []
     member = member_holding(A)
     recorder = Recorder(journal)
-    sequence = Release(member, recorder, recorder)
+    sequence = Release(member, recorder)
     sequence.stop_delivery(member.owned())
     assert member.owned() == {} and member.claims[A].phase is Phase.RELEASING
     member.term_event(Event.TERM_ENDED, None)  # the term's end drops the records
     sequence.forget()
-    assert journal == ["routing changed", "routing changed", "positions forgotten: ['all']"]
+    assert journal == ["routing changed", "routing changed"]
     assert not member.claims

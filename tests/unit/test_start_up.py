@@ -56,7 +56,15 @@ def test_the_command_line_starts_without_the_commands_work(code):
     loaded = loaded_after(code)
     assert among(loaded, HEAVY_LIBRARIES) == []
     assert among(loaded, COMMAND_MODULES) == []
-    assert "zkconsumer.cli.consume_command" in loaded  # the probe saw the commands defined
+    # the probe saw the commands defined where they are listed, and not before
+    assert ("zkconsumer.cli.consume_command" in loaded) == (code == _HELP)
+
+
+def test_a_command_loads_no_other_commands_module():
+    loaded = loaded_after("import zkconsumer.cli\n"
+                          "zkconsumer.cli.cli.get_command(None, 'consume')")
+    assert [m for m in loaded if m.startswith("zkconsumer.cli.") and m.endswith(
+        ("_command", "_commands"))] == ["zkconsumer.cli.consume_command"]
 
 
 def test_the_public_names_come_when_asked_for():
@@ -67,11 +75,14 @@ def test_the_public_names_come_when_asked_for():
         zkconsumer.NoSuchName  # noqa: B018 - the attribute access is the test
 
 
-def test_a_member_starts_without_its_record_reader_or_kafka_python():
+def test_a_member_starts_without_what_it_may_never_use():
     """The member's record reader (aiokafka's) is imported with the first answer that carries
-    records, and kafka-python only for the fallback fetcher: neither is part of a worker's start
-    (issue 45's fleet: every member pays its start before the group can settle)."""
+    records, kafka-python only for the fallback fetcher, prometheus_client with the registry (a
+    scrape, `snapshot()`), structlog with the first line shown, asyncio with the first `async
+    for`: none is part of a worker's start (a fleet's members each pay theirs before the group
+    can settle)."""
     loaded = loaded_after("import zkconsumer.worker, zkconsumer.member.connector, "
                           "zkconsumer.cli.consume_command")
-    assert among(loaded, ("kafka", "aiokafka", "pyarrow", "pyspark", "pandas")) == []
+    assert among(loaded, ("kafka", "aiokafka", "pyarrow", "pyspark", "pandas",
+                          "prometheus_client", "http.server", "structlog", "asyncio")) == []
     assert "zkconsumer.member.connector" in loaded  # the probe loaded the member

@@ -69,6 +69,7 @@ def stream_with(*chunks: list[Message], timeout_ms: int = 0, tp: TopicPartition 
     claim = Claim(tp, "c-0")
     claims = {tp: claim}
     stream = stream_class("s", max_chunks=10, timeout_ms=timeout_ms, claims=claims, gate=gate)
+    claim.stream = stream  # the partition is delivered to it
     for chunk in chunks:
         assert stream.offer(Chunk(tp, as_fetched(chunk), claim), lambda: True)
     return stream, claims, gate
@@ -119,10 +120,11 @@ def test_iteration_resumes_after_a_consumer_timeout():
 def test_a_released_partition_is_not_delivered_nor_counted():
     stream, claims, _gate = stream_with(messages(0, 5), timeout_ms=50)
     assert next(stream).offset == 0
-    del claims[TP]
+    released = claims.pop(TP)
     with pytest.raises(ConsumerTimeout):
         next(stream)
-    assert stream.positions == {TP: 0}, "the message in hand belongs to a released claim"
+    assert released.consumed.value == 0, "the message in hand belongs to a released claim"
+    assert stream.positions == {}, "the position went with the record"
 
 
 def test_a_closed_gate_delivers_nothing():

@@ -4,27 +4,22 @@ Every command shares one error policy: anything zkconsumer raises on purpose bec
 `error: ...` line on stderr and exit status 1, never a traceback; a mistake in the options is
 click's usage error, status 2. `zkconsumer --help` lists every status (`EXIT_STATUSES`).
 
-Each command module imports what its command needs when the command runs, not when it is
-imported: `zkconsumer --help`, and every command, load only the options' definitions and the
-command in hand.
+Each command's module is imported when the command is looked up, and imports what its command
+needs when the command runs: `zkconsumer consume` loads the consume command's module and none of
+the others', and `zkconsumer --help` loads only the options' definitions.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+from collections.abc import Iterator, MutableMapping
 
 import click
 from kazoo.exceptions import KazooException, NoAuthError
 
 from zkconsumer import __version__
-from zkconsumer.cli.cluster_commands import cluster
-from zkconsumer.cli.consume_command import consume
-from zkconsumer.cli.demo_command import demo
-from zkconsumer.cli.exporter_command import exporter
-from zkconsumer.cli.group_commands import group
-from zkconsumer.cli.inspect_command import inspect_cluster
-from zkconsumer.cli.offsets_commands import offsets
 from zkconsumer.cli.option_rules import apply_rules, deprecated_variables
 from zkconsumer.errors import OffsetsDifferError, ZkConsumerError
 from zkconsumer.logs import LOG_FORMATS, configure_logging, get_logger, redact
@@ -85,17 +80,54 @@ def cli(log_format: str, log_level: str) -> None:
                                      use=new)
 
 
-cli.add_command(consume)
-cli.add_command(cluster)
-cli.add_command(inspect_cluster)
-cli.add_command(demo)
-cli.add_command(group)
-cli.add_command(exporter)
-cli.add_command(offsets)
+# Each command: the module that defines it, and its name there.
+COMMANDS = {
+    "consume": ("zkconsumer.cli.consume_command", "consume"),
+    "cluster": ("zkconsumer.cli.cluster_commands", "cluster"),
+    "inspect": ("zkconsumer.cli.inspect_command", "inspect_cluster"),
+    "demo": ("zkconsumer.cli.demo_command", "demo"),
+    "group": ("zkconsumer.cli.group_commands", "group"),
+    "exporter": ("zkconsumer.cli.exporter_command", "exporter"),
+    "offsets": ("zkconsumer.cli.offsets_commands", "offsets"),
+}
 
 
-# One rule for every command's option order and variable names (see option_rules).
+class CommandsOnDemand(MutableMapping[str, click.Command]):
+    """The group's commands, each imported the first time it is looked up and given the option
+    rule then (see option_rules), so that one command loads no other command's module. Listing
+    them (`--help`, the manual's reference) looks every one up."""
+
+    def __init__(self, where: dict[str, tuple[str, str]]) -> None:
+        self._where = dict(where)
+        self._loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded:
+            module, attribute = self._where[name]  # KeyError: no such command
+            command = getattr(importlib.import_module(module), attribute)
+            apply_rules(command, (name,))
+            self._loaded[name] = command
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._where.setdefault(name, ("", ""))
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._where[name]
+        self._loaded.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+
+# One rule for every command's option order and variable names (see option_rules): the group's
+# own options now, each command's as it is looked up.
 apply_rules(cli)
+cli.commands = CommandsOnDemand(COMMANDS)
 
 
 def main() -> None:

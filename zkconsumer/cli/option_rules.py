@@ -81,10 +81,11 @@ def automatic_variable(path: tuple[str, ...], option: click.Option) -> str:
 DEPRECATED: dict[str, str] = {}
 
 
-def apply_rules(root: click.Command) -> None:
-    """Orders every command's options and names their variables by the rule; `--help` shows
-    each option's variable (the automatic ones are not guessable)."""
-    for path, command in commands(root):
+def apply_rules(root: click.Command, root_path: tuple[str, ...] = ()) -> None:
+    """Orders the options of `root` (the command `root_path`) and of every command under it, and
+    names their variables by the rule; `--help` shows each option's variable (the automatic ones
+    are not guessable)."""
+    for path, command in commands(root, root_path):
         command.params.sort(key=order_key)  # stable: the own options keep their order
         for param in command.params:
             if not isinstance(param, click.Option):

@@ -16,10 +16,12 @@ pending: not the loop thread's fast path, not a commit counting the message in h
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported where a stream is iterated with `async for`: a worker never is
+    import asyncio
 
 # Messages handed out from a chunk in hand between two yields to the event loop: a chunk of a
 # full fetch can hold tens of thousands, which the loop must not wait for.
@@ -51,6 +53,8 @@ class BlockingCalls:
         if pending_kind != kind:
             raise RuntimeError(f"a cancelled wait for a {pending_kind} is pending on this "
                                f"stream: ask for a {pending_kind} first")
+        import asyncio
+
         try:
             return await asyncio.shield(future)  # a cancelled caller leaves it pending
         finally:
@@ -58,6 +62,8 @@ class BlockingCalls:
                 self._pending = None
 
     def _start(self, function: Callable[[], Any]) -> asyncio.Future:
+        import asyncio
+
         loop = asyncio.get_running_loop()
         future = loop.create_future()
 
@@ -75,6 +81,12 @@ class BlockingCalls:
 
         threading.Thread(target=run, name=f"zkconsumer-{self._name}-wait", daemon=True).start()
         return future
+
+
+async def _yield_to_the_loop() -> None:
+    import asyncio
+
+    await asyncio.sleep(0)
 
 
 def _until_end(function: Callable[[], Any]) -> Callable[[], Any]:
@@ -103,7 +115,7 @@ class AsyncMessages:
             if self._since_yield >= _YIELD_EVERY:
                 # Before a message is taken: a cancellation here leaves nothing taken.
                 self._since_yield = 0
-                await asyncio.sleep(0)
+                await _yield_to_the_loop()
             if not self._calls.waiting:
                 message = self._stream.next_if_in_hand()
                 if message is not None:

@@ -35,16 +35,18 @@ class Feed(Protocol):
 class Claim:
     """The member's record of one partition it holds, for one period of ownership: the thread
     and stream it is delivered to, the coordinator's token it was claimed under, its phase,
-    the offset committed for it, the consumed position gathered from its stream (or where a
-    reset put it), and whether that reset is still to be learned from the fetcher.
+    the offset committed for it, where its stream's consumption stands (`consumed`, a cell the
+    stream writes per message, lock-free), the position gathered from it for commits (or where
+    a reset put it), and whether that reset is still to be learned from the fetcher. What was
+    consumed under a claim goes with it: nothing of it outlives the record to be purged.
 
     Kept by `MemberState`, one per partition, and changed only under its lock. The streams
     check that the record a chunk was fetched under is still the partition's, so a record
     that stops being delivered from is replaced by a successor (`releasing`), never changed
     in place there, and a new claim is a new object."""
 
-    __slots__ = ("committed", "partition", "phase", "position", "reset_pending", "stream",
-                 "thread_id", "token")
+    __slots__ = ("committed", "consumed", "partition", "phase", "position", "reset_pending",
+                 "stream", "thread_id", "token")
 
     def __init__(self, partition: TopicPartition, thread_id: str, token: Token = None,
                  phase: Phase = Phase.FETCHING, stream: Feed | None = None) -> None:
@@ -55,13 +57,17 @@ class Claim:
         self.stream = stream
         self.committed: int | None = None  # None: the store has no offset for it
         self.position: int | None = None
+        self.consumed = Consumed()  # the stream's; see `Consumed`
         self.reset_pending = False
 
     def releasing(self) -> Claim:
+        """The successor its last commit is made from: the same cell, so a position a stream
+        recorded as the claim was replaced is not lost to it."""
         successor = Claim(self.partition, self.thread_id, self.token, Phase.RELEASING,
                           self.stream)
         successor.committed = self.committed
         successor.position = self.position
+        successor.consumed = self.consumed
         return successor
 
     def pending(self) -> int | None:
@@ -86,6 +92,17 @@ class _PythonDeadline:
         self.value = 0.0
 
 
+class _PythonConsumed:
+    """A claim's consumed position (offset + 1 of the last message done with; None before
+    one), written by its stream per message; `_cursor.Consumed` where the extension was built,
+    which the C per-message path writes with no lookup."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value: int | None = None
+
+
 def compiled(name: str, fallback: Any) -> Any:
     """`name` of the compiled `_cursor` extension, or `fallback` where it was not built (no C
     compiler); the tests hold both to the same behaviour."""
@@ -95,10 +112,12 @@ def compiled(name: str, fallback: Any) -> Any:
         return fallback
 
 
-if TYPE_CHECKING:  # the compiled one has no stubs: typed as the one it stands for
+if TYPE_CHECKING:  # the compiled ones have no stubs: typed as the ones they stand for
     Deadline = _PythonDeadline
+    Consumed = _PythonConsumed
 else:
     Deadline = compiled("Deadline", _PythonDeadline)
+    Consumed = compiled("Consumed", _PythonConsumed)
 
 
 class DeliveryGate:

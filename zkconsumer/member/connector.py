@@ -14,8 +14,8 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoAuthError
 
 from zkconsumer.assignment import TopicFilter, make_consumer_id
@@ -39,18 +39,23 @@ from zkconsumer.member.kafka_group import KafkaGroup
 from zkconsumer.member.rebalancer import PartitionCallback, RebalanceCallbacks
 from zkconsumer.member.state import Event, MemberState, State, Work
 from zkconsumer.member.streams import KafkaStream
-from zkconsumer.member.zk_group import ZookeeperGroup, startup_retry
+from zkconsumer.member.zk_group import ZookeeperGroup
 from zkconsumer.member.zk_membership import ZookeeperMembership
-from zkconsumer.metrics import MemberMetrics, MemberSources, MetricsServer
+from zkconsumer.metrics import MemberMetrics, MemberSources
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import OffsetStore, open_offset_store
 from zkconsumer.throttled_log import RepeatedCondition
 from zkconsumer.topology import TopicSource, open_topic_source
 from zkconsumer.zk.registry import wait_for_brokers
-from zkconsumer.zk.session import ZookeeperAccessDeniedError, connect_for
+from zkconsumer.zk.session import ZookeeperAccessDeniedError, connect_for, startup_retry
 from zkconsumer.znodes.brokers import BrokerRegistration
 from zkconsumer.znodes.consumers import ConsumerRegistration
 from zkconsumer.znodes.fence import Fence, FenceAwareMember
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
+    from zkconsumer.metrics.http_server import MetricsServer
 
 log = get_logger(__name__)
 
@@ -293,8 +298,7 @@ class ConsumerConnector:
             route = coordination.open(opened, registration, wildcard)
             self._committer = OffsetCommitter(
                 route.store, lambda: self._streams, self._member,
-                owner_checks=route.owner_checks, may_commit=self._may_commit,
-                pause_words=route.pause_words)
+                owner_checks=route.owner_checks, pause_words=route.pause_words)
             fence = None
             if coordination.fence_session is not None:
                 fence = self._promise_to_honour_the_fence(coordination.fence_session)
@@ -320,6 +324,8 @@ class ConsumerConnector:
         joins the group."""
         config = self.config
         if config.metrics_port:
+            from zkconsumer.metrics.http_server import MetricsServer
+
             self._metrics_server = MetricsServer(config.metrics_host, config.metrics_port,
                                                  self._metrics.registry, self._health)
             opened.callback(self._stop_metrics_server)
@@ -379,26 +385,18 @@ class ConsumerConnector:
         return steps
 
     def _final_commit(self, retry: bool, deadline: float | None = None) -> bool:
-        """False when the session cannot be trusted, so nothing could be committed. With the
-        leave's `deadline`, a suspended connection has half the time left to come back in the
-        same session (the release and deregistration after it need the rest): a stop during a
+        """False when no commit may be written (the term cannot be trusted, or its lease
+        lapsed: `MemberState.may_commit`), so nothing was committed. With the leave's
+        `deadline`, a suspended connection has half the time left to come back in the same
+        session (the release and deregistration after it need the rest): a stop during a
         ZooKeeper blip still commits what was consumed, rather than leaving it to be delivered
         again."""
-        if deadline is not None and not self._may_commit():
+        if deadline is not None and not self._member.delivering:
             wait_s = max(0.0, deadline - time.monotonic()) / 2
             self._log.info("the final commit waits for the ZooKeeper connection "
                            "to come back in the same session", for_s=round(wait_s, 1))
             self._member.wait_until_trusted(wait_s)
-        if not self._may_commit():
-            return False
-        self._committer.commit(retry=retry)
-        return True
-
-    def _may_commit(self) -> bool:
-        """Not while the ZooKeeper connection is suspended, nor from a session's loss until the
-        re-registration is done: the owner znodes may be someone else's by now (the gate is
-        closed then, see `MemberState`)."""
-        return self._member.delivering
+        return self._committer.commit_final(retry=retry)
 
     # -- the cutover fence --------------------------------------------------------------------
 

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple, Protocol
-
-from kazoo.client import KazooClient
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.fetch import KafkaAccess
@@ -35,6 +33,9 @@ from zkconsumer.member.streams import KafkaStream
 from zkconsumer.metrics import MemberMetrics
 from zkconsumer.model import TopicPartition
 from zkconsumer.znodes.consumers import ConsumerRegistration
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 # A step of leaving, named for the log; one returning False counts as not done.
 LeavingStep = tuple[str, Callable[[], object]]

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError, NotEmptyError
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import DataWatch
@@ -23,6 +23,9 @@ from zkconsumer.member.zk_membership import DuplicateConsumerIdError
 from zkconsumer.zk.group_state import read_fence
 from zkconsumer.znodes.fence import Fence, FenceAwareMember
 from zkconsumer.znodes.paths import GroupPaths
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = get_logger(__name__)
 

@@ -32,8 +32,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
-
-from kazoo.client import KazooClient
+from typing import TYPE_CHECKING
 
 from zkconsumer.assignment import TopicFilter, topic_filter_for
 from zkconsumer.config import ConsumerConfig, ZookeeperSettings
@@ -60,6 +59,9 @@ from zkconsumer.topology import KafkaTopics
 from zkconsumer.zk.session import connect_for
 from zkconsumer.znodes.consumers import ConsumerRegistration
 from zkconsumer.znodes.fence import fence_marker
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 WORDING = Wording(
     coordinator="the group coordinator", name="kafka",
@@ -159,8 +161,7 @@ class KafkaGroup:
         config = self._config
         assert config.bootstrap_servers is not None  # required with group.coordination=kafka
         self._stream_for = stream_for
-        self._release_sequence = Release(self._member, self._host._fetch_loop,
-                                         self._host._committer)
+        self._release_sequence = Release(self._member, self._host._fetch_loop)
         settings = kafka_consumer_settings(config, config.bootstrap_servers,
                                            config.kafka_api_version)
         group = GroupMember(

@@ -93,7 +93,7 @@ class Rebalancer:
         self._membership = membership
         self._fetch_loop = fetch_loop
         self._committer = committer
-        self._release_sequence = Release(member, fetch_loop, committer)
+        self._release_sequence = Release(member, fetch_loop)
         self._offsets = offset_store
         self._stream_for = stream_for
         self._auto_commit = auto_commit

@@ -2,49 +2,44 @@
 
 Releasing is, in this order: delivery stops (each record replaced by its RELEASING successor,
 the fetch loop told), the last commit of what was consumed, the partitions given back to the
-group (owner znodes deleted; on Kafka's coordinator the generation's end gives them back), the
-streams' positions of them forgotten, and the records dropped. ZooKeeper's rebalancer runs the
-whole of it at once (`release`); Kafka's coordination runs its first step as the generation
-passes and its last once the member's state dropped the generation's records (`stop_delivery`,
-then `forget`), the last commit being the parting commit the coordinator takes in between. A
-term lost outside the member's hands (a session expired) only forgets.
+group (owner znodes deleted; on Kafka's coordinator the generation's end gives them back), and
+the records dropped, what was consumed under them with them (it is kept in the records). ZooKeeper's
+rebalancer runs the whole of it at once (`release`); Kafka's coordination runs its first step
+as the generation passes and its last once the member's state dropped the generation's records
+(`stop_delivery`, then `forget`), the last commit being the parting commit the coordinator
+takes in between. A term lost outside the member's hands (a session expired) only forgets.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 
-from zkconsumer.member.committer import OffsetCommitter
 from zkconsumer.member.fetch_loop import FetchLoop
 from zkconsumer.member.state import MemberState
 from zkconsumer.model import TopicPartition
 
 
 class Release:
-    def __init__(self, member: MemberState, fetch_loop: FetchLoop,
-                 committer: OffsetCommitter) -> None:
+    def __init__(self, member: MemberState, fetch_loop: FetchLoop) -> None:
         self._member = member
         self._fetch_loop = fetch_loop
-        self._committer = committer
 
     def stop_delivery(self, partitions: Collection[TopicPartition]) -> None:
         """Nothing more of these is handed out or fetched from now."""
         self._member.withdraw(partitions)
         self._fetch_loop.routing_changed()
 
-    def forget(self, partitions: Collection[TopicPartition] | None = None) -> None:
-        """Their records went (released, or with the term; every partition with None): what
-        was fetched and consumed under them is forgotten, not committed, so that a stale
-        position is never taken in for a later claim of the same partition."""
+    def forget(self) -> None:
+        """The records went with the term, outside a release: the fetch loop is told, so
+        nothing more is fetched under them (what was consumed under them went with them)."""
         self._fetch_loop.routing_changed()
-        self._committer.released(None if partitions is None else set(partitions))
 
     def release(self, partitions: Mapping[TopicPartition, str],
                 last_commit: Callable[[set[TopicPartition]], object],
                 give_back: Callable[[Mapping[TopicPartition, str]], object]) -> None:
-        """The whole sequence, for partitions the member gives back itself."""
+        """The whole sequence, for partitions the member gives back itself. The fetch loop is
+        told once, as delivery stops: it fetches for FETCHING records only."""
         self.stop_delivery(partitions)
         last_commit(set(partitions))
         give_back(partitions)
-        self.forget(partitions)
         self._member.drop(partitions)

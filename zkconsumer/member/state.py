@@ -220,8 +220,15 @@ class MemberState:
 
     @property
     def delivering(self) -> bool:
-        """Whether delivering and committing is safe now (the gate is open)."""
+        """The coordination's word alone: whether the gate is open (the term is trusted). What
+        may be committed is `may_commit`'s question, which also asks the lease."""
         return self._gate.delivering
+
+    def may_commit(self) -> bool:
+        """The one question whether a commit may be written now, the one a hand-out asks too:
+        the term's word (the gate open) and its lease (not lapsed on the member's clock).
+        `to_commit` asks it with the entries it gathers."""
+        return self._gate.holds(self._clock())
 
     @property
     def claims(self) -> Mapping[TopicPartition, Claim]:
@@ -255,16 +262,27 @@ class MemberState:
     def committable(self, consumed: Mapping[TopicPartition, int] | None = None
                     ) -> dict[TopicPartition, CommitEntry]:
         """What to commit of the partitions delivered from, each with the token its commit is
-        made under, after taking in the positions `consumed` (from the streams); nothing
-        while the gate is closed or its lease lapsed."""
-        return self._entries(lambda claim: claim.phase is Phase.FETCHING, consumed)
+        made under, after taking in where each record's stream says consumption stands (and
+        any positions `consumed` given); nothing while the gate is closed or its lease
+        lapsed."""
+        return self.to_commit(consumed) or {}
 
     def releasing(self, partitions: Collection[TopicPartition],
                   consumed: Mapping[TopicPartition, int] | None = None
                   ) -> dict[TopicPartition, CommitEntry]:
         """`committable` for those of `partitions` being released, for their last commit: no
         longer delivered from, but their owner znodes are still ours."""
-        wanted = set(partitions)
+        return self.to_commit(consumed, releasing=partitions) or {}
+
+    def to_commit(self, consumed: Mapping[TopicPartition, int] | None = None,
+                  releasing: Collection[TopicPartition] | None = None
+                  ) -> dict[TopicPartition, CommitEntry] | None:
+        """`committable` (or, given `releasing`, `releasing`), but None when no commit may be
+        written now (`may_commit`, asked once, with the entries): a committer tells a commit
+        refused from one with nothing to write."""
+        if releasing is None:
+            return self._entries(lambda claim: claim.phase is Phase.FETCHING, consumed)
+        wanted = set(releasing)
         return self._entries(lambda claim: claim.phase is Phase.RELEASING
                              and claim.partition in wanted, consumed)
 
@@ -289,13 +307,14 @@ class MemberState:
                 _advance(claim, position)
 
     def consumed_positions(self) -> dict[TopicPartition, int]:
-        """Where consumption of each partition delivered from stands, as far as gathered: the
-        position taken in from its stream, else where a reset put it, else the committed
-        offset (the streams' own positions are newer)."""
+        """Where consumption of each partition delivered from stands: its stream's word (in
+        its record), else where a reset put it, else the committed offset."""
         with self._lock:
             positions = {}
             for tp, claim in self._claims.items():
-                position = claim.position if claim.position is not None else claim.committed
+                position = claim.consumed.value
+                if position is None:
+                    position = claim.position if claim.position is not None else claim.committed
                 if claim.phase is Phase.FETCHING and position is not None:
                     positions[tp] = position
             return positions
@@ -306,14 +325,15 @@ class MemberState:
 
     def _entries(self, chosen: Callable[[Claim], bool],
                  consumed: Mapping[TopicPartition, int] | None
-                 ) -> dict[TopicPartition, CommitEntry]:
+                 ) -> dict[TopicPartition, CommitEntry] | None:
         with self._lock:
-            if not self._gate.holds(self._clock()):  # closed, or the lease lapsed
-                return {}
+            if not self.may_commit():  # closed, or the lease lapsed
+                return None
             entries = {}
             for tp, claim in self._claims.items():
                 if not chosen(claim) or claim.token != self._term:
                     continue
+                _take_in(claim)
                 if consumed and tp in consumed:
                     _advance(claim, consumed[tp])
                 entries[tp] = CommitEntry(claim.token, claim.committed, claim.pending())
@@ -556,6 +576,14 @@ class CommitEntry(NamedTuple):
     token: Token
     committed: int | None
     pending: int | None
+
+
+def _take_in(claim: Claim) -> None:
+    """The position the claim's stream recorded in it (lock-free, per message) taken in for
+    its commits."""
+    consumed = claim.consumed.value
+    if consumed is not None:
+        _advance(claim, consumed)
 
 
 def _advance(claim: Claim, position: int) -> None:

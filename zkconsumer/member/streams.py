@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from zkconsumer.member.async_streams import AsyncBatches, AsyncMessages, BlockingCalls
-from zkconsumer.member.claims import Claim, Deadline, DeliveryGate, compiled
+from zkconsumer.member.claims import Claim, Consumed, Deadline, DeliveryGate, compiled
 from zkconsumer.model import Message, TopicPartition
 from zkconsumer.records.columns import RecordColumns, records_of
 
@@ -51,7 +51,7 @@ class Chunk(NamedTuple):
     claim: Claim
 
 
-_NO_CHUNK: tuple[None, None, Sequence[Message]] = (None, None, [])
+_NO_CHUNK: tuple[None, None, Sequence[Message], None] = (None, None, [], None)
 _NO_RECORDS = records_of([], "", -1)
 
 
@@ -62,13 +62,13 @@ class StreamsClosed(Exception):
 def _take_in_hand(stream: _PythonCursor) -> Message | None:
     """The next message of the chunk in hand if it may be delivered now, else None; asking
     for it says the one before is done, so the stream resumes at it."""
-    partition, claim, messages = stream._chunk
+    partition, claim, messages, consumed = stream._chunk
     index = stream._index
     if index < len(messages) and stream._claims.get(partition) is claim \
             and _monotonic() < stream._until.value and not stream._stopping:
         message = messages[index]
         stream._index = index + 1
-        stream.positions[partition] = message.offset
+        consumed.value = message.offset
         return message
     return None
 
@@ -79,13 +79,12 @@ class _PythonCursor:
     message), and the tests hold both to the same behaviour."""
 
     if TYPE_CHECKING:  # what it reads of `KafkaStream`, which sets them
-        _chunk: tuple[Any, Any, Sequence[Message]]
+        _chunk: tuple[Any, Any, Sequence[Message], Any]
         _index: int
         _claims: Mapping[TopicPartition, Claim]
         _gate: DeliveryGate
         _until: Deadline
         _stopping: bool
-        positions: dict[TopicPartition, int]
 
         def _next_slowly(self) -> Message: ...
 
@@ -112,8 +111,6 @@ class KafkaStream(_Cursor):
     def __init__(self, name: str, max_chunks: int, timeout_ms: int,
                  claims: Mapping[TopicPartition, Claim], gate: DeliveryGate) -> None:
         self.name = name
-        # Consumed positions (offset + 1) per partition, read by the committer.
-        self.positions: dict[TopicPartition, int] = {}
         self._queue: queue.Queue[Chunk] = queue.Queue(maxsize=max_chunks)
         self._timeout_ms = timeout_ms
         self._timeout_s = None if timeout_ms < 0 else timeout_ms / 1000.0
@@ -126,8 +123,9 @@ class KafkaStream(_Cursor):
         # out. Written by the consuming thread only, a new chunk before its index moves (and
         # the index back to 0 before a chunk is left), so another thread that reads the chunk,
         # the index and the chunk again sees a consistent pair.
-        # (partition, claim, messages), or (None, None, []) between chunks
-        self._chunk: tuple[Any, Any, Sequence[Message]] = _NO_CHUNK
+        # (partition, claim, messages, the claim's `consumed` cell, which hand-outs write), or
+        # (None, None, [], None) between chunks
+        self._chunk: tuple[Any, Any, Sequence[Message], Any] = _NO_CHUNK
         self._index = 0
         # The chunk's records, whether its messages are them or their tuples (which the
         # per-message path wants as a list). Set before the chunk and reset after it, so a
@@ -148,12 +146,12 @@ class KafkaStream(_Cursor):
     def _next_slowly(self) -> Message:
         """`__next__` once the current chunk cannot simply go on."""
         try:
-            partition, messages, index = self._deliverable_chunk()
+            consumed, messages, index = self._deliverable_chunk()
         except StreamsClosed:
             raise StopIteration from None
         message = messages[index]
         self._index = index + 1
-        self.positions[partition] = message.offset
+        consumed.value = message.offset
         return message
 
     def __aiter__(self) -> AsyncMessages:
@@ -198,20 +196,28 @@ class KafkaStream(_Cursor):
         index = self._index
         records = self._records
         if index and chunk is not _NO_CHUNK and chunk is self._chunk:
-            partition, claim, _messages = chunk
+            partition, claim, _messages, consumed = chunk
             if self._claims.get(partition) is claim:
-                self.positions[partition] = records.offset_at(index - 1) + 1
+                consumed.value = records.offset_at(index - 1) + 1
+
+    @property
+    def positions(self) -> dict[TopicPartition, int]:
+        """Where consumption of each partition delivered to this stream stands (offset + 1 of
+        the last message done with), as its records hold it; a partition released takes its
+        position with its record."""
+        return {tp: claim.consumed.value for tp, claim in list(self._claims.items())
+                if claim.stream is self and claim.consumed.value is not None}
 
     def _next_batch(self, columnar: bool) -> RecordColumns:
-        partition, messages, index = self._deliverable_chunk(columnar)
+        consumed, messages, index = self._deliverable_chunk(columnar)
         records = self._records
         batch = records if index == 0 else records[index:]
         self._index = len(messages)
-        self.positions[partition] = batch.offset_at(0)
+        consumed.value = batch.offset_at(0)
         return batch
 
     def _deliverable_chunk(self, columnar: bool = False
-                           ) -> tuple[TopicPartition, Sequence[Message], int]:
+                           ) -> tuple[Consumed, Sequence[Message], int]:
         """What was handed out so far is consumed (the consumer asked for more); then the
         chunk to hand out from, and where: the current one if it may go on, after waiting
         while the gate is closed; else the next one, dropping a chunk whose claim is gone.
@@ -219,10 +225,10 @@ class KafkaStream(_Cursor):
         self.mark_consumed()
         deadline = self._deadline()
         while True:
-            partition, claim, messages = self._chunk
+            partition, claim, messages, consumed = self._chunk
             if self._index < len(messages):
                 if self._deliverable(partition, claim):
-                    return partition, messages, self._index
+                    return consumed, messages, self._index
                 self._wait_for_delivery(deadline)
                 continue
             self._leave_chunk()
@@ -235,7 +241,7 @@ class KafkaStream(_Cursor):
     def _leave_chunk(self) -> None:
         """Drop the current chunk and tally what was handed out of it, in that order: a reader
         that sees the tally grown can no longer see the chunk, so never counts it twice."""
-        partition, _claim, _messages = self._chunk
+        partition, _claim, _messages, _consumed = self._chunk
         handed = self._index
         self._index = 0
         self._chunk = _NO_CHUNK
@@ -250,10 +256,11 @@ class KafkaStream(_Cursor):
         time."""
         if self._claims.get(chunk.partition) is chunk.claim:
             self._records = chunk.messages
-            self._chunk = (chunk.partition, chunk.claim, chunk.messages)
+            self._chunk = (chunk.partition, chunk.claim, chunk.messages, chunk.claim.consumed)
             self._index = 0
             if not columnar:
-                self._chunk = (chunk.partition, chunk.claim, chunk.messages.messages())
+                self._chunk = (chunk.partition, chunk.claim, chunk.messages.messages(),
+                               chunk.claim.consumed)
 
     def _wait_for_delivery(self, deadline: float | None) -> None:
         """The current chunk cannot be handed out now. While only the gate is closed (ZooKeeper
@@ -262,7 +269,7 @@ class KafkaStream(_Cursor):
         as consumed any more)."""
         if self._stopping:
             raise StreamsClosed
-        partition, claim, _messages = self._chunk
+        partition, claim, _messages, _consumed = self._chunk
         if self._claims.get(partition) is not claim:
             self._leave_chunk()
             return

@@ -11,11 +11,9 @@ import contextlib
 import dataclasses
 import threading
 from collections.abc import Callable, Mapping
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
-from kazoo.retry import KazooRetry
 
 from zkconsumer.config import ConsumerConfig, ZookeeperSettings
 from zkconsumer.errors import ZkConsumerError
@@ -40,9 +38,12 @@ from zkconsumer.member.zk_membership import ZookeeperMembership
 from zkconsumer.offsets import OffsetStore, open_offset_store
 from zkconsumer.topology import MetadataRefresher, TopicSource, open_topic_source
 from zkconsumer.zk.registry import wait_for_brokers
-from zkconsumer.zk.session import connect_for, current_session
+from zkconsumer.zk.session import connect_for, current_session, startup_retry
 from zkconsumer.znodes.brokers import BrokerRegistration
 from zkconsumer.znodes.consumers import ConsumerRegistration
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 # How long a starting member waits for a broker to (re-)register before it gives up.
 BROKER_WAIT_S = 60.0
@@ -56,13 +57,6 @@ WORDING = Wording(
                       "when its session expires"))
 
 T = TypeVar("T")
-
-
-def startup_retry(closing: Callable[[], bool]) -> KazooRetry:
-    """Start-up survives a ZooKeeper server restart or a lost connection (retried for about
-    15 s with backoff); a ZooKeeper that stays away is reported, not waited for forever, and
-    a shutdown (`closing()`) ends the retries."""
-    return KazooRetry(max_tries=12, delay=0.2, backoff=2, max_delay=2.0, interrupt=closing)
 
 
 def unless_shut_down(step: Callable[[], T], closing: Callable[[], bool]) -> T:
@@ -233,7 +227,7 @@ class ZookeeperGroup:
         `offsets.storage` says) goes to both storages, Kafka's as a group with no Kafka-side
         members writes it (generation -1): the new coordination's members resume there.
         Never backwards, as it is the larger of the two already."""
-        if not self._member.delivering:
+        if not self._member.may_commit():
             return False
         host = self._host
         held = sorted(self._member.held())

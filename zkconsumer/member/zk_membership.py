@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import (
     KazooException,
     NodeExistsError,
@@ -32,6 +32,9 @@ from zkconsumer.zk.session import current_session
 from zkconsumer.zk.window import answered
 from zkconsumer.znodes.consumers import ConsumerRegistration, decode_owner, encode_owner
 from zkconsumer.znodes.paths import BROKER_IDS, BROKER_TOPICS, GroupPaths, topic_path
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = get_logger(__name__)
 

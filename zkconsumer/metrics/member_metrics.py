@@ -3,33 +3,42 @@
 Two kinds of figures, so that consuming a message costs nothing more than before:
 
 - events (rebalances, commits, fetch responses, session expirations) happen a few times a
-  second at most; prometheus_client's Counter and Histogram count and time them as they happen;
+  second at most; they are counted and timed as they happen, in plain tallies that become
+  counter and histogram families when scraped;
 - everything that moves per message (messages and bytes consumed, lag, owned partitions,
   queued chunks) is read at scrape time, by a collector, from state the member keeps anyway:
   tallies the streams and the fetch loop update once per chunk, the consumed positions the
   committer reads, the high watermarks of the fetcher's last answers.
 
 Every connector has its own `CollectorRegistry`, so several members in one process never clash,
-and `snapshot()` gives the same figures as a plain dict for the Python API.
+and `snapshot()` gives the same figures as a plain dict for the Python API. The registry (and
+prometheus_client with it) is made when first asked for, by a scrape, `snapshot()` or an
+embedder: a member's start does not pay for a library it may never use.
 """
 
 from __future__ import annotations
 
+import bisect
 import threading
+import time
 from collections import Counter as Tally
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from typing import TYPE_CHECKING, Any, Protocol
 
 from zkconsumer.model import TopicPartition
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.core import CounterMetricFamily, Metric
 
 PREFIX = "zkconsumer_"
 RESULTS = ("success", "failure")
 # Rebalances take from milliseconds (one member) to minutes (waiting out a crashed owner).
 REBALANCE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+# prometheus_client's default buckets, for the other durations.
+DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5,
+                   10.0)
 
 
 class StreamFigures(Protocol):
@@ -130,6 +139,8 @@ class _ScrapeTimeCollector:
 
 def _per_topic_counter(name: str, documentation: str, counts: Mapping[str, int]
                        ) -> CounterMetricFamily:
+    from prometheus_client.core import CounterMetricFamily
+
     family = CounterMetricFamily(PREFIX + name, documentation, labels=["topic"])
     for topic, count in sorted(counts.items()):
         family.add_metric([topic], count)
@@ -137,6 +148,8 @@ def _per_topic_counter(name: str, documentation: str, counts: Mapping[str, int]
 
 
 def _families(figures: ScrapedFigures) -> Iterator[Metric]:
+    from prometheus_client.core import GaugeMetricFamily
+
     yield _per_topic_counter(
         "messages_consumed", "Messages handed out to the consuming code, per topic (the "
         "reference's MessagesPerSec).", figures.messages_consumed)
@@ -163,65 +176,139 @@ def _families(figures: ScrapedFigures) -> Iterator[Metric]:
                             "streams' queues (FetchQueueSize).", value=figures.queued_chunks)
 
 
+class _Events:
+    """One kind of event, counted (and, with `buckets`, timed) per label values. A child exists
+    from its first event, or from the start for the values given in `children`."""
+
+    def __init__(self, name: str, documentation: str, labels: tuple[str, ...] = (),
+                 buckets: tuple[float, ...] | None = None,
+                 children: Iterable[tuple[str, ...]] = ()) -> None:
+        self.name = PREFIX + name
+        self.documentation = documentation
+        self.labels = labels
+        self.buckets = buckets
+        # label values -> [count, sum, created, per-bucket counts (not cumulative)]
+        self.children: dict[tuple[str, ...], list[Any]] = {}
+        for values in children or ([()] if not labels else []):
+            self.child(values)
+
+    def child(self, values: tuple[str, ...]) -> list[Any]:
+        child = self.children.get(values)
+        if child is None:
+            child = [0, 0.0, time.time(), [0] * (len(self.buckets) + 1) if self.buckets else None]
+            self.children[values] = child
+        return child
+
+    def happened(self, values: tuple[str, ...], seconds: float | None = None) -> None:
+        child = self.child(values)
+        child[0] += 1
+        if self.buckets is not None and seconds is not None:
+            child[1] += seconds
+            child[3][bisect.bisect_left(self.buckets, seconds)] += 1
+
+    def family(self) -> Metric:
+        """The family as prometheus_client's own Counter or Histogram would show it."""
+        from prometheus_client.core import Metric
+        from prometheus_client.utils import floatToGoString
+
+        bounds = None if self.buckets is None else [*self.buckets, float("inf")]
+        family = Metric(self.name, self.documentation, "counter" if bounds is None else "histogram")
+        for values, (count, total, created, in_bucket) in sorted(self.children.items()):
+            labels = dict(zip(self.labels, values, strict=True))
+            if bounds is not None:
+                below = 0
+                for bound, number in zip(bounds, in_bucket, strict=True):
+                    below += number
+                    family.add_sample(self.name + "_bucket",
+                                      {**labels, "le": floatToGoString(bound)}, below)
+                family.add_sample(self.name + "_count", labels, count)
+                family.add_sample(self.name + "_sum", labels, total)
+            else:
+                family.add_sample(self.name + "_total", labels, count)
+            family.add_sample(self.name + "_created", labels, created)
+        return family
+
+
+class _EventsCollector:
+    """The events' families, read under the lock they are counted under."""
+
+    def __init__(self, events: Iterable[_Events], lock: threading.Lock) -> None:
+        self._events = list(events)
+        self._lock = lock
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            families = [events.family() for events in self._events]
+        return iter(families)
+
+
 class MemberMetrics:
     """The metrics of one member. The connector calls the `observe_*` hooks and `watch`es
     its parts once wired; `registry` is for an embedder's own server, `snapshot()` for code."""
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry()
-        self._rebalances = Counter(
-            PREFIX + "rebalances", "Rebalances of this member, by result.", ["result"],
-            registry=self.registry)
-        for result in RESULTS:
-            self._rebalances.labels(result)
-        self._rebalance_seconds = Histogram(
-            PREFIX + "rebalance_duration_seconds", "How long each rebalance took, attempts and "
-            "waits for other owners included.", buckets=REBALANCE_BUCKETS,
-            registry=self.registry)
-        self._commits = Counter(
-            PREFIX + "commits", "Offset commits that wrote something, by storage (zookeeper, "
-            "kafka; both with dual commit) and result.", ["storage", "result"],
-            registry=self.registry)
-        self._commit_seconds = Histogram(
-            PREFIX + "commit_duration_seconds", "How long each offset commit took, retries "
-            "included, by storage.", ["storage"], registry=self.registry)
-        self._fetch_requests = Counter(
-            PREFIX + "fetch_requests", "Fetch responses read, by broker (host:port).",
-            ["broker"], registry=self.registry)
-        self._fetch_seconds = Histogram(
-            PREFIX + "fetch_duration_seconds", "Time from a fetch request sent to its response "
-            "read, by broker (host:port).", ["broker"], registry=self.registry)
-        self._fetch_children: dict[str, tuple[Any, Any]] = {}
-        self._session_expirations = Counter(
-            PREFIX + "zookeeper_session_expirations", "ZooKeeper sessions of this member that "
-            "expired.", registry=self.registry)
+        self._lock = threading.Lock()  # the coordination and fetch threads count, scrapes read
+        self._rebalances = _Events(
+            "rebalances", "Rebalances of this member, by result.", ("result",),
+            children=[(result,) for result in RESULTS])
+        self._rebalance_seconds = _Events(
+            "rebalance_duration_seconds", "How long each rebalance took, attempts and "
+            "waits for other owners included.", buckets=REBALANCE_BUCKETS)
+        self._commits = _Events(
+            "commits", "Offset commits that wrote something, by storage (zookeeper, "
+            "kafka; both with dual commit) and result.", ("storage", "result"))
+        self._commit_seconds = _Events(
+            "commit_duration_seconds", "How long each offset commit took, retries "
+            "included, by storage.", ("storage",), buckets=DEFAULT_BUCKETS)
+        self._fetch_requests = _Events(
+            "fetch_requests", "Fetch responses read, by broker (host:port).", ("broker",))
+        self._fetch_seconds = _Events(
+            "fetch_duration_seconds", "Time from a fetch request sent to its response "
+            "read, by broker (host:port).", ("broker",), buckets=DEFAULT_BUCKETS)
+        self._session_expirations = _Events(
+            "zookeeper_session_expirations", "ZooKeeper sessions of this member that "
+            "expired.")
         self._scraped = _ScrapeTimeCollector()
-        self.registry.register(self._scraped)
+        self._registry: CollectorRegistry | None = None
+
+    @property
+    def registry(self) -> CollectorRegistry:
+        """The member's own Prometheus registry, made on first use."""
+        with self._lock:
+            if self._registry is None:
+                from prometheus_client import CollectorRegistry
+
+                registry = CollectorRegistry()
+                registry.register(_EventsCollector(
+                    [self._rebalances, self._rebalance_seconds, self._commits,
+                     self._commit_seconds, self._fetch_requests, self._fetch_seconds,
+                     self._session_expirations], self._lock))
+                registry.register(self._scraped)
+                self._registry = registry
+            return self._registry
 
     def watch(self, sources: MemberSources) -> None:
         self._scraped.sources = sources
 
     def observe_rebalance(self, succeeded: bool, seconds: float) -> None:
-        self._rebalances.labels(_result(succeeded)).inc()
-        self._rebalance_seconds.observe(seconds)
+        with self._lock:
+            self._rebalances.happened((_result(succeeded),))
+            self._rebalance_seconds.happened((), seconds)
 
     def observe_commit(self, storage: str, succeeded: bool, seconds: float) -> None:
-        self._commits.labels(storage, _result(succeeded)).inc()
-        self._commit_seconds.labels(storage).observe(seconds)
+        with self._lock:
+            self._commits.happened((storage, _result(succeeded)))
+            self._commit_seconds.happened((storage,), seconds)
 
     def observe_fetch(self, broker: str, seconds: float) -> None:
-        """Once per fetch response, on the fetch thread: the labelled children are looked up
-        once per broker, not per response."""
-        children = self._fetch_children.get(broker)
-        if children is None:
-            children = (self._fetch_requests.labels(broker), self._fetch_seconds.labels(broker))
-            self._fetch_children[broker] = children
-        requests, duration = children
-        requests.inc()
-        duration.observe(seconds)
+        """Once per fetch response, on the fetch thread."""
+        with self._lock:
+            self._fetch_requests.happened((broker,))
+            self._fetch_seconds.happened((broker,), seconds)
 
     def observe_session_expired(self) -> None:
-        self._session_expirations.inc()
+        with self._lock:
+            self._session_expirations.happened(())
 
     def snapshot(self) -> dict[str, Any]:
         """Every figure of `/metrics` as a plain dict keyed by the metric's name without its

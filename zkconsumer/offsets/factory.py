@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kazoo.client import KazooClient
+from typing import TYPE_CHECKING
 
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.fetch.kafka_client import kafka_client_options
@@ -11,6 +11,9 @@ from zkconsumer.offsets.kafka_store import KafkaOffsetStore
 from zkconsumer.offsets.metered_store import CommitObserver, MeteredOffsetStore
 from zkconsumer.offsets.store import OffsetStore
 from zkconsumer.offsets.zookeeper_store import ZookeeperOffsetStore
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 
 def open_offset_store(config: ConsumerConfig, zk: KazooClient | None, bootstrap_servers: str,

@@ -9,9 +9,8 @@ transactions instead of one synchronous round trip per znode.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError, RolledBackError, RuntimeInconsistency
 
 from zkconsumer.logs import get_logger
@@ -22,6 +21,9 @@ from zkconsumer.zk.session import current_session
 from zkconsumer.zk.znode_reader import KazooReader
 from zkconsumer.znodes.consumers import encode_offset
 from zkconsumer.znodes.paths import GroupPaths
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = get_logger(__name__)
 

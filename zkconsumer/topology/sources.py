@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
-
-from kazoo.client import KazooClient
+from typing import TYPE_CHECKING, Any, Protocol
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.fetch.log_offsets import LogOffsets
 from zkconsumer.logs import get_logger
 from zkconsumer.throttled_log import RetryWarnings
 from zkconsumer.zk.registry import list_topics, read_topics
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = get_logger(__name__)
 

@@ -8,8 +8,8 @@ naming a znode that does not parse.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from zkconsumer.errors import ZnodeDataError
@@ -21,6 +21,9 @@ from zkconsumer.zk.znode_reader import KazooReader
 from zkconsumer.znodes.consumers import ConsumerRegistration
 from zkconsumer.znodes.fence import Fence
 from zkconsumer.znodes.paths import CONSUMERS, GroupPaths
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = get_logger(__name__)
 

@@ -26,6 +26,8 @@ import math
 import time
 from collections.abc import Callable
 
+from zkconsumer.model import lease_deadline
+
 # As the Java client's read timeout, counted as it counts it (from the last packet received):
 # an idle connection hears a ping reply at least every third of the session timeout (kazoo
 # pings then, and drops a connection whose ping goes unanswered for another third), so this
@@ -38,7 +40,7 @@ SILENCE_SHARE = 2.0 / 3.0
 def silence_deadline(last_heard: float, session_timeout_s: float) -> float:
     """When a connection that last heard from its server at `last_heard` is no longer
     trusted to hold its session."""
-    return last_heard + SILENCE_SHARE * session_timeout_s
+    return lease_deadline(last_heard, session_timeout_s, SILENCE_SHARE)
 
 
 class Hearing:

@@ -10,8 +10,8 @@ import functools
 import threading
 import time
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from zkconsumer.logs import get_logger
@@ -26,6 +26,9 @@ from zkconsumer.znodes.paths import (
     topic_path,
 )
 from zkconsumer.znodes.topics import PartitionState, TopicPartitions
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = get_logger(__name__)
 

@@ -7,9 +7,8 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import AuthFailedError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.hosts import collect_hosts
@@ -32,6 +31,9 @@ from zkconsumer.zk.tls import (
 )
 from zkconsumer.zk.window import set_window
 
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
+
 log = get_logger(__name__)
 
 # A lost connection is retried about once a second for as long as it takes, as the Java client
@@ -46,6 +48,13 @@ def reconnect_retry() -> KazooRetry:
     so a group's members do not all arrive at once)."""
     return KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_jitter=0.3,
                       max_delay=RECONNECT_MAX_DELAY_S)
+
+
+def startup_retry(closing: Callable[[], bool]) -> KazooRetry:
+    """A member's start-up calls survive a ZooKeeper server restart or a lost connection
+    (retried for about 15 s with backoff); a ZooKeeper that stays away is reported, not waited
+    for forever, and a shutdown (`closing()`) ends the retries."""
+    return KazooRetry(max_tries=12, delay=0.2, backoff=2, max_delay=2.0, interrupt=closing)
 
 
 class ZookeeperUnreachableError(ZkConsumerError):
@@ -115,6 +124,8 @@ def connect(connect_string: str, *, timeout_s: float = 6.0, session_timeout_s: f
                                    "username": sasl.username, "password": sasl.password}
     hearing = Hearing(session_timeout_s)
     handler = PollingHandler(hearing, context)
+    from kazoo.client import KazooClient
+
     client = KazooClient(hosts=connect_string, timeout=session_timeout_s,
                          handler=handler, use_ssl=context is not None,
                          connection_retry=reconnect_retry(),

@@ -20,14 +20,16 @@ from __future__ import annotations
 import enum
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, NoNodeError, SessionExpiredError
 from kazoo.protocol.states import EventType, KazooState, WatchedEvent
 
 from zkconsumer.logs import get_logger
 from zkconsumer.zk.znode_reader import Znode
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 log = get_logger(__name__)
 

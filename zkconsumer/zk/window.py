@@ -13,13 +13,15 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from weakref import WeakKeyDictionary
 
-from kazoo.client import KazooClient
 from kazoo.interfaces import IAsyncResult
 
 from zkconsumer.config.zookeeper import MAX_IN_FLIGHT_REQUESTS
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 # What a session gets unless its settings say otherwise (a command's, the exporter's).
 DEFAULT_WINDOW = MAX_IN_FLIGHT_REQUESTS

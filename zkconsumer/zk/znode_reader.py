@@ -10,13 +10,15 @@ where a read costs no request at all.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.interfaces import IAsyncResult
 
 from zkconsumer.zk.window import answered
+
+if TYPE_CHECKING:
+    from kazoo.client import KazooClient
 
 
 class Znode(NamedTuple):

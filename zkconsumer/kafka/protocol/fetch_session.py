@@ -93,6 +93,28 @@ class Received(NamedTuple):
     answered: bool
 
 
+class PartitionFetch:
+    """One assigned partition's fetch state, all of it in one record (as aiokafka's
+    `TopicPartitionState`): the session keeps one per partition it fetches, and a partition
+    no longer assigned is one record deleted.
+
+    - `position`: the next offset to fetch; None while a reset by `auto.offset.reset` waits;
+    - `high_watermark`: the partition's high watermark in its leader's last fetch answer; None
+      before one;
+    - `leader`: the node it is fetched from; None while it is set aside, until metadata names a
+      reachable leader again;
+    - `troubled`: set aside (or waiting for its first leader) and not fetched since: the
+      session's trouble lasts while any partition is troubled."""
+
+    __slots__ = ("position", "high_watermark", "leader", "troubled")
+
+    def __init__(self, position: int | None, leader: int | None) -> None:
+        self.position = position
+        self.high_watermark: int | None = None
+        self.leader = leader
+        self.troubled = False
+
+
 class FetchSession:
     """Not thread-safe: the driver serialises every call. `now` is monotonic seconds."""
 
@@ -110,11 +132,12 @@ class FetchSession:
         self._reset_time = (protocol.EARLIEST if settings["auto_offset_reset"] == "earliest"
                             else protocol.LATEST)
         self._check_crcs = settings.get("check_crcs", True)
-        # None: reset before fetching. In fetch order: a partition that got data moves last, so
-        # that a response filled up (Fetch v3+) cannot starve the partitions asked for after it.
-        self._positions: dict[TopicPartition, int | None] = {}
-        self._high_watermarks: dict[TopicPartition, int] = {}
-        self._leaders: dict[TopicPartition, int] = {}
+        # The assigned partitions' records, in fetch order: a partition that got data moves
+        # last, so that a response filled up (Fetch v3+) cannot starve those asked after it.
+        self._partitions: dict[TopicPartition, PartitionFetch] = {}
+        # The leaders the last metadata answer named for every partition of the topics, less
+        # those found wrong since: where a partition assigned later starts (see `assign`).
+        self._named_leaders: dict[TopicPartition, int] = {}
         self._nodes: dict[int, tuple[str, int]] = {}
         self._in_flight: dict[int, Request] = {}  # the Fetch awaiting its answer, per node
         # per node: the last fetch request, with what it asked (see `_fetch_body`)
@@ -127,8 +150,7 @@ class FetchSession:
         # RetryWarnings reads its clock when told of trouble: the time of the call that tells.
         self._reported_at = 0.0
         self._warnings = RetryWarnings(log, clock=lambda: self._reported_at)
-        # Partitions set aside that have not fetched since; the trouble lasts while any is left.
-        self._troubled: set[TopicPartition] = set()
+        # Since when some partition is troubled (see `PartitionFetch.troubled`).
         self._trouble_since: float | None = None
         self._trouble_warned = False  # whether this trouble has been warned about
 
@@ -139,25 +161,32 @@ class FetchSession:
         """Fetch exactly these partitions; those already assigned keep their position unless
         listed in `restart`. A response in flight for a partition that moved is dropped when it
         arrives, because the position it was asked for no longer matches."""
-        wanted = set(positions)
-        new = (wanted - self._positions.keys()) | (set(restart) & wanted)
-        self._positions = {tp: positions[tp] if tp in new else self._positions[tp]
-                           for tp in positions}
-        self._high_watermarks = {tp: mark for tp, mark in self._high_watermarks.items()
-                                 if tp in wanted}
-        self._settle(self._troubled - wanted, now)
+        restarted = set(restart)
+        kept = self._partitions
+        self._partitions = {}
+        for tp, position in positions.items():
+            record = kept.pop(tp, None)
+            if record is None:
+                record = PartitionFetch(position, self._named_leaders.get(tp))
+            elif tp in restarted:
+                record.position = position
+            self._partitions[tp] = record
+        if any(record.troubled for record in kept.values()):  # those dropped
+            self._settle(now)
 
     @property
     def assigned(self) -> bool:
-        return bool(self._positions)
+        return bool(self._partitions)
 
     def position(self, tp: TopicPartition) -> int | None:
         """The next offset to fetch; None while a reset by `auto.offset.reset` is pending."""
-        return self._positions.get(tp)
+        record = self._partitions.get(tp)
+        return None if record is None else record.position
 
     def high_watermark(self, tp: TopicPartition) -> int | None:
         """The partition's high watermark in its leader's last fetch answer; None before one."""
-        return self._high_watermarks.get(tp)
+        record = self._partitions.get(tp)
+        return None if record is None else record.high_watermark
 
     # -- the versions of a new connection -----------------------------------------------------
 
@@ -196,7 +225,7 @@ class FetchSession:
 
     def metadata_due(self, now: float) -> bool:
         """Whether to look leaders up: some partition has none, and the backoff has passed."""
-        return (any(tp not in self._leaders for tp in self._positions)
+        return (any(record.leader is None for record in self._partitions.values())
                 and now >= self._refresh_at)
 
     def metadata_round(self, now: float) -> list[tuple[str, int]]:
@@ -210,7 +239,7 @@ class FetchSession:
 
     def metadata_request(self, link: Link, now: float) -> Request:
         version = link.versions.metadata
-        topics = sorted({tp.topic for tp in self._positions})
+        topics = sorted({tp.topic for tp in self._partitions})
         return Request(ANY_BROKER, protocol.METADATA, version,
                        protocol.metadata_request(topics, version), link, {}, now)
 
@@ -224,18 +253,18 @@ class FetchSession:
         if self._round_given_up is not None:
             raise FetchError(self._round_given_up)
         self._report_trouble("no broker answered a metadata request; retrying",
-                             [tp for tp in self._positions if tp not in self._leaders], now,
+                             self._leaderless(), now,
                              errors=self._round_failures[-3:],
                              retry_in_ms=round(self._backoff_s * 1000))
 
     def reset_nodes(self) -> list[int]:
         """The leaders to ask for the offsets of partitions that wait for a reset."""
-        return list(dict.fromkeys(self._leaders[tp] for tp, position in self._positions.items()
-                                  if position is None and tp in self._leaders))
+        return list(dict.fromkeys(record.leader for record in self._partitions.values()
+                                  if record.position is None and record.leader is not None))
 
     def offsets_request(self, node: int, link: Link, now: float) -> Request:
-        times = {tp: self._reset_time for tp, position in self._positions.items()
-                 if position is None and self._leaders.get(tp) == node}
+        times = {tp: self._reset_time for tp, record in self._partitions.items()
+                 if record.position is None and record.leader == node}
         version = link.versions.list_offsets
         return Request(node, protocol.LIST_OFFSETS, version, protocol.list_offsets_request(
             times, version, self._isolation_level, round(self._timeout_s * 1000)),
@@ -244,16 +273,17 @@ class FetchSession:
     def fetch_nodes(self) -> set[int]:
         """The leaders to send a Fetch to: those of partitions with a position, with none in
         flight. The session keeps one fetch in flight per leader."""
-        return {self._leaders[tp] for tp, position in self._positions.items()
-                if position is not None and tp in self._leaders} - self._in_flight.keys()
+        return {record.leader for record in self._partitions.values()
+                if record.position is not None and record.leader is not None
+                } - self._in_flight.keys()
 
     def fetch_request(self, node: int, link: Link, now: float) -> Request | None:
         """The Fetch to send to this leader now, counted in flight; None when there is none to
         send (one is in flight, or none of its partitions has a position)."""
         if node in self._in_flight:
             return None
-        offsets = {tp: position for tp, position in self._positions.items()
-                   if position is not None and self._leaders.get(tp) == node}
+        offsets = {tp: record.position for tp, record in self._partitions.items()
+                   if record.position is not None and record.leader == node}
         if not offsets:
             return None
         version = link.versions.fetch
@@ -325,8 +355,10 @@ class FetchSession:
         """A broker failed us (a connection that failed or closed, an answer overdue): set its
         partitions aside; its connections are to close."""
         self._in_flight.pop(node, None)
-        self._forget_leaders([tp for tp, leader in self._leaders.items() if leader == node],
-                             reason, now)
+        self._forget_leaders(list(dict.fromkeys(
+            [*(tp for tp, leader in self._named_leaders.items() if leader == node),
+             *(tp for tp, record in self._partitions.items() if record.leader == node)])),
+            reason, now)
 
     def expire(self, now: float) -> list[int]:
         """Give up on fetches unanswered for `request.timeout.ms`: the nodes lost."""
@@ -347,9 +379,11 @@ class FetchSession:
         self._nodes = dict(metadata.brokers)
         # Every partition of the topics, not only those fetched now: the next rebalance then
         # finds its new partitions' leaders known (a stale one answers "not the leader").
-        self._leaders = {tp: leader for tp, leader in metadata.leaders.items()
-                         if leader in self._nodes}
-        missing = [tp for tp in self._positions if tp not in self._leaders]
+        self._named_leaders = {tp: leader for tp, leader in metadata.leaders.items()
+                               if leader in self._nodes}
+        for tp, record in self._partitions.items():
+            record.leader = self._named_leaders.get(tp)
+        missing = self._leaderless()
         if missing:
             self._report_trouble("waiting for partition leaders", missing, now,
                                  quiet_for_s=LEADER_WAIT_WARN_S)
@@ -363,14 +397,15 @@ class FetchSession:
             return rejected
         errors: dict[int, list[TopicPartition]] = {}
         for tp, (error, offset) in answer.items():
-            if tp not in request.asked or self._positions.get(tp, 0) is not None:
+            record = self._partitions.get(tp)
+            if tp not in request.asked or record is None or record.position is not None:
                 continue
             if error:
                 _note_error(errors, error, tp)
             elif offset is None:
                 raise FetchError(f"the broker answered no log offset for {tp}")
             else:
-                self._positions[tp] = offset
+                record.position = offset
         self._set_aside(errors, now)
         return Received({}, [], True)
 
@@ -397,20 +432,24 @@ class FetchSession:
         into `errors`, to be set aside once the whole response is read."""
         tp = fetched.partition
         asked = offsets.get(tp)
-        if asked is None or self._positions.get(tp) != asked:
+        record = self._partitions.get(tp)
+        if asked is None or record is None or record.position != asked:
             return  # released or moved since the request went out
         if fetched.error == OFFSET_OUT_OF_RANGE:
             log.warning("offset out of range, resetting", partition=str(tp), offset=asked,
                         reset_to="earliest" if self._reset_time == protocol.EARLIEST
                         else "latest")
-            self._positions[tp] = None
+            record.position = None
             return
         if fetched.error:
             _note_error(errors, fetched.error, tp)
             return
-        self._high_watermarks[tp] = fetched.high_watermark
-        if self._troubled:
-            self._settle([tp], now)
+        record.high_watermark = fetched.high_watermark
+        if record.troubled:
+            record.troubled = False
+            self._settle(now)
+        if not fetched.records:  # an idle partition's answer: nothing to decode
+            return
         aborted = None
         if self._isolation_level == protocol.READ_COMMITTED:
             aborted = fetched.aborted or []
@@ -420,8 +459,8 @@ class FetchSession:
         except CorruptMessageError as exc:
             raise FetchError(str(exc)) from exc
         if decoded.next_offset is not None:
-            del self._positions[tp]  # to the end of the fetch order
-            self._positions[tp] = decoded.next_offset
+            record.position = decoded.next_offset
+            self._partitions[tp] = self._partitions.pop(tp)  # to the end of the fetch order
         elif decoded.truncated:
             raise FetchError(
                 f"the message at offset {asked} of {tp} is larger than fetch.message.max.bytes "
@@ -459,10 +498,13 @@ class FetchSession:
                         ) -> None:
         """Set these partitions aside until metadata names their leaders again."""
         for tp in partitions:
-            self._leaders.pop(tp, None)
+            self._named_leaders.pop(tp, None)
+            record = self._partitions.get(tp)
+            if record is not None:
+                record.leader = None
         self._refresh_at = max(self._refresh_at, now + self._backoff_s)
         self._report_trouble("partitions wait for their leader",
-                             [tp for tp in partitions if tp in self._positions], now,
+                             [tp for tp in partitions if tp in self._partitions], now,
                              reason=reason, retry_in_ms=round(self._backoff_s * 1000))
 
     def _report_trouble(self, event: str, partitions: list[TopicPartition], now: float,
@@ -471,8 +513,9 @@ class FetchSession:
         """Count these partitions troubled until they fetch again, and report the trouble:
         warned about when it starts (or once it has lasted `quiet_for_s`; debug before), then
         at most every 30 s per event and reason (see `RetryWarnings`)."""
-        self._troubled.update(partitions)
-        if self._troubled and self._trouble_since is None:
+        for tp in partitions:
+            self._partitions[tp].troubled = True
+        if self._trouble_since is None and self._troubled():
             self._trouble_since = now
         if reason is not None:
             fields["reason"] = reason
@@ -485,11 +528,16 @@ class FetchSession:
         self._reported_at = now
         self._trouble_warned |= self._warnings.report((event, reason), event, **details)
 
-    def _settle(self, partitions: Collection[TopicPartition], now: float) -> None:
-        """These partitions fetch again, or are no longer ours: once none is left troubled, say
-        that the trouble is over (at info if it was warned about)."""
-        self._troubled.difference_update(partitions)
-        if self._troubled or self._trouble_since is None:
+    def _troubled(self) -> bool:
+        return any(record.troubled for record in self._partitions.values())
+
+    def _leaderless(self) -> list[TopicPartition]:
+        return [tp for tp, record in self._partitions.items() if record.leader is None]
+
+    def _settle(self, now: float) -> None:
+        """A troubled partition fetches again, or is no longer ours: once none is left
+        troubled, say that the trouble is over (at info if it was warned about)."""
+        if self._trouble_since is None or self._troubled():
             return
         report = log.info if self._trouble_warned else log.debug
         report("every partition fetches again", after_s=round(now - self._trouble_since, 1))

@@ -72,7 +72,7 @@ from zkconsumer.kafka.protocol.consumer_protocol import (
 )
 from zkconsumer.kafka.protocol.retry_policy import UNKNOWN_SERVER_ERROR, error_name
 from zkconsumer.logs import get_logger
-from zkconsumer.model import TopicPartition
+from zkconsumer.model import TopicPartition, lease_deadline
 
 log = get_logger(__name__)
 
@@ -347,7 +347,7 @@ class GroupMember:
         between a check and its hand-out. It outlasts a generation that a rebalance ended: the
         coordinator still takes the parting commit in it, and what is delivered is the
         generation's to stop (`generation`, `may_deliver`)."""
-        return self._alive_since + self._session_s * (1.0 - LEASE_MARGIN_SHARE)
+        return lease_deadline(self._alive_since, self._session_s, 1.0 - LEASE_MARGIN_SHARE)
 
     def may_deliver(self, tp: TopicPartition, now: float) -> bool:
         """Whether `tp` may be delivered or committed now: it was given to the member in its
