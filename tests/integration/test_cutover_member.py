@@ -27,7 +27,6 @@ import pytest
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.coordinator.assignors.range import RangePartitionAssignor
-from kafka.errors import CoordinatorNotAvailableError
 from support.coordinator_members import PollingMember
 from support.kafka import committed_in_kafka, log_positions, produce, steady_producer
 from support.legacy_groups import kafka_version_args
@@ -39,7 +38,11 @@ from zkconsumer.assignment.group_assignors import range_assign
 from zkconsumer.fetch.brokers import KafkaAccess
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.coordinator_groups import read_coordinator_group
-from zkconsumer.offsets.kafka_reader import GroupOffsetsReader
+from zkconsumer.offsets.kafka_reader import (
+    KAFKA_ERRORS,
+    GroupOffsetsReader,
+    is_transient_kafka_error,
+)
 from zkconsumer.offsets.zookeeper_store import ZookeeperOffsetStore
 from zkconsumer.testing import delivery_log
 from zkconsumer.testing.consume_process import ConsumeProcess
@@ -140,7 +143,9 @@ def coordinator_members(cluster, group: str) -> int:
     cluster's first group made the offsets topic that gives groups a coordinator)."""
     try:
         group_now = described(cluster, group)
-    except CoordinatorNotAvailableError:
+    except KAFKA_ERRORS as exc:  # no coordinator yet, or one loading or moving
+        if not is_transient_kafka_error(exc):
+            raise
         return 0
     return 0 if group_now is None or group_now.state != "Stable" else len(group_now.members)
 

@@ -19,6 +19,7 @@ from zkconsumer.offsets import (
     RetryPolicy,
     read_committed,
 )
+from zkconsumer.offsets.kafka_reader import with_retries
 
 T0, T1, T2 = (TopicPartition("t", p) for p in range(3))
 COMMITTED = {T0: 7}  # T1 has none; every other partition asked has 3
@@ -226,3 +227,45 @@ def test_a_failure_that_outlasts_the_retries_is_one_offset_store_error():
                                                "BrokerError: .*NOT_COORDINATOR"):
         read_committed(_reader(wire)[0], "g", [T0], RetryPolicy(2, 100), what="reading g",
                        sleep=lambda _s: None)
+
+
+def test_groups_whose_failure_is_retriable_are_read_again_after_each_pause():
+    """`with_retries`: a coordinator still loading (the offsets topic of a new cluster) is
+    asked again after the policy's pause; a refusal is not; what outlasts the pauses stays
+    failed."""
+    loading = BrokerError("reading the offsets of group loading: Kafka error 14 "
+                          "COORDINATOR_LOAD_IN_PROGRESS", 14, retriable=True)
+    wire = FakeWire({"loading": [loading, loading], "denied": [refused("denied")],
+                     "stuck": [loading] * 5})
+    reader, _ = _reader(wire)
+    pauses: list[float] = []
+    answer = with_retries(lambda groups: reader.read(dict.fromkeys(groups, [T0])),
+                          ["loading", "denied", "stuck", "ok"],
+                          RetryPolicy(retries=3, backoff_ms=100), sleep=pauses.append)
+    assert answer.found == {"loading": {T0: 7}, "ok": {T0: 7}}
+    assert sorted(answer.failed) == ["denied", "stuck"] and answer.retriable == {"stuck"}
+    assert pauses == [0.1, 0.2, 0.4]
+    assert wire.asked == [["denied", "loading", "ok", "stuck"], ["loading", "stuck"],
+                          ["loading", "stuck"], ["stuck"]]
+
+
+def test_one_group_described_with_an_error_of_its_own_is_the_cluster_clients_error():
+    """A coordinator still loading answers DescribeGroups with an error in the group's entry:
+    raised for the caller's retries, never a group shown as unknown for want of an answer."""
+    from types import SimpleNamespace
+
+    from zkconsumer.offsets.coordinator_groups import read_coordinator_group
+
+    class Describer:
+        def __init__(self, codes):
+            self.codes = list(codes)
+
+        def describe_groups(self, names):
+            return {name: SimpleNamespace(group_id=name, error_code=self.codes.pop(0),
+                                          group_state="Dead", members=[], protocol_type="",
+                                          protocol_data="") for name in names}
+
+    with pytest.raises(BrokerError) as raised:
+        read_coordinator_group(Describer([15]), "g")
+    assert raised.value.retriable and "COORDINATOR_NOT_AVAILABLE" in str(raised.value)
+    assert read_coordinator_group(Describer([0]), "g") is None  # Dead: not known

@@ -42,7 +42,12 @@ from zkconsumer.offsets.coordinator_groups import (
     read_coordinator_group,
     read_coordinator_groups,
 )
-from zkconsumer.offsets.kafka_reader import KAFKA_ERRORS, SharedWire, is_transient_kafka_error
+from zkconsumer.offsets.kafka_reader import (
+    KAFKA_ERRORS,
+    SharedWire,
+    is_transient_kafka_error,
+    with_retries,
+)
 from zkconsumer.offsets.retry import call_with_retries
 from zkconsumer.topology import KafkaTopics, TopicSource, TopicView, open_topic_source
 from zkconsumer.zk.group_state import committed_partitions, group_topics
@@ -212,8 +217,10 @@ class AdminContext:
         groups = list(groups)
         if not groups:
             return GroupOffsets({}, {})
-        return self._offsets_reader().read_every(groups, self.partitions_of(
-            self._view().all_topics))
+        every_partition = self.partitions_of(self._view().all_topics)
+        reader = self._offsets_reader()
+        return with_retries(lambda some: reader.read_every(some, every_partition), groups,
+                            KAFKA_READ_RETRIES)
 
     def coordinator_groups(self) -> dict[str, CoordinatorGroup]:
         """Every consumer group on Kafka's group coordinator, with its members."""

@@ -20,6 +20,7 @@ from zkconsumer.kafka.protocol.consumer_protocol import (
     decode_assignment,
     decode_subscription,
 )
+from zkconsumer.kafka.protocol.retry_policy import broker_error
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.kafka_reader import GroupOffsetsReader
 
@@ -132,8 +133,14 @@ def read_coordinator_groups(reader: GroupOffsetsReader,
 def read_coordinator_group(reader: GroupOffsetsReader, name: str) -> CoordinatorGroup | None:
     """One group, described by its coordinator whether or not it is listed; None when the
     coordinator does not know it (Dead: never joined, or, on a 0.9 broker, its last member
-    gone). Errors as `read_coordinator_groups`'."""
-    group = _described(reader, [name]).get(name)
+    gone). Errors as `read_coordinator_groups`'; an error in the group's own entry too (a
+    coordinator moving, or loading the offsets topic of a new cluster), as the cluster
+    client's error, for the caller's retries: one group asked about is either described or
+    not known, never shown as unknown for want of an answer."""
+    answer = reader.describe_groups([name]).get(name)
+    if answer is not None and answer.error_code:
+        raise broker_error(answer.error_code, f"describing group {name}")
+    group = None if answer is None else described_group(answer)
     return None if group is None or group.state == DEAD else group
 
 

@@ -38,9 +38,12 @@ from zkconsumer.kafka.io.cluster_calls import (
 from zkconsumer.kafka.protocol.group_codec import DescribedGroupAnswer, ListedGroup
 from zkconsumer.kafka.protocol.retry_policy import finds_coordinator_anew
 from zkconsumer.kafka.protocol.versions import NoCommonVersion
+from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.retry import RetryPolicy, call_with_retries
 from zkconsumer.offsets.store import OffsetStoreError
+
+log = get_logger(__name__)
 
 GroupPartitions = Mapping[str, Iterable[TopicPartition]]
 # What is asked: per group, its partitions, or None for every partition the group has an
@@ -66,6 +69,33 @@ class KafkaReadError(ZkConsumerError):
 class GroupOffsets:
     found: dict[str, dict[TopicPartition, int]]
     failed: dict[str, str]  # group -> why Kafka could not give its offsets
+    # the failed groups whose failure a retry may cure (`is_transient_kafka_error`): a
+    # coordinator still loading the offsets topic of a new cluster, or moving
+    retriable: frozenset[str] = frozenset()
+
+
+def with_retries(read: Callable[[list[str]], GroupOffsets], groups: Iterable[str],
+                 policy: RetryPolicy, *, sleep: Callable[[float], None] = time.sleep
+                 ) -> GroupOffsets:
+    """`read(groups)`, the groups whose failure is retriable asked again after each of the
+    policy's pauses, until none is left or the pauses are spent; what still fails stays in
+    `failed`."""
+    answer = read(list(groups))
+    found, failed = dict(answer.found), dict(answer.failed)
+    retriable = answer.retriable
+    for delay in policy.delays_s():
+        if not retriable:
+            break
+        log.warning("reading groups' Kafka offsets failed, retrying", groups=len(retriable),
+                    error=failed[min(retriable)], retry_in_s=delay)
+        sleep(delay)
+        again = read(sorted(retriable))
+        for group in retriable:
+            failed.pop(group, None)
+        found.update(again.found)
+        failed.update(again.failed)
+        retriable = again.retriable
+    return GroupOffsets(found, failed, retriable)
 
 
 class GroupsWire(Protocol):
@@ -257,7 +287,9 @@ class GroupOffsetsReader:
             except KafkaConnectionError as exc:  # no broker could be asked where the groups are
                 raise KafkaReadError(exc.line(self._where)) from None
         return GroupOffsets(found, {group: describe_error(error)
-                                    for group, error in errors.items()})
+                                    for group, error in errors.items()},
+                            frozenset(group for group, error in errors.items()
+                                      if is_transient_kafka_error(error)))
 
     def close(self) -> None:
         """For good: a read after it (a scan outliving its service's stop) opens nothing."""
