@@ -29,7 +29,6 @@ in its generation, writes what Kafka holds for its partitions to the ZooKeeper o
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, cast
@@ -53,7 +52,7 @@ from zkconsumer.member.coordination import (
 )
 from zkconsumer.member.kafka_coordination import GroupCommits, KafkaCoordination
 from zkconsumer.member.rebalancer import call_back
-from zkconsumer.member.release import Release
+from zkconsumer.member.release import Release, Told
 from zkconsumer.member.state import Event, MemberState, StaleClaimError
 from zkconsumer.member.stream_threads import deal_to_stream_threads
 from zkconsumer.model import TopicPartition
@@ -99,10 +98,9 @@ class KafkaGroup:
         # among the cluster's, matched again as they come and go.
         self._topic_filter: TopicFilter | None = None
         self._wildcard_streams = 0
-        # What on_partitions_assigned was told and on_partitions_revoked not yet: swapped under
-        # the lock by the worker (assigning), the coordination thread (revoking) and a leave.
-        self._told: dict[TopicPartition, str] = {}
-        self._told_lock = threading.Lock()
+        # What on_partitions_assigned was told and on_partitions_revoked not yet: kept by the
+        # worker (assigning), taken by the coordination thread (revoking) and a leave.
+        self._told = Told()
         # Set by a commit asked from on_partitions_revoked: its offsets go with the parting one.
         self._parting_commit_asked = False
         self._coordination: KafkaCoordination | None = None  # made as the member joins
@@ -288,11 +286,7 @@ class KafkaGroup:
         call_back("on_partitions_assigned", host._callbacks.after_assign, held)
         # Told of the revocation once and after the assignment: by the coordination thread
         # when the generation passes from now on, else (it passed already) here.
-        with self._told_lock:
-            still_current = self.generation == generation
-            if still_current:
-                self._told = held
-        if not still_current:
+        if not self._told.keep(held, lambda: self.generation == generation):
             call_back("on_partitions_revoked", host._callbacks.before_release, held)
         took = coordination.rebalance_seconds()
         host._metrics.observe_rebalance(True, took)
@@ -310,8 +304,7 @@ class KafkaGroup:
         """`on_partitions_revoked` with what `on_partitions_assigned` was told, once: by the
         coordination thread as the generation passes, or else by whoever comes next (the
         worker's next assignment, when the generation passed while it was claiming; a leave)."""
-        with self._told_lock:
-            told, self._told = self._told, {}
+        told = self._told.take()
         if told:
             call_back("on_partitions_revoked", self._host._callbacks.before_release, told)
 
@@ -324,8 +317,7 @@ class KafkaGroup:
         host = self._host
         steps: list[LeavingStep] = []
         if failed:
-            with self._told_lock:  # not told: the callbacks may be what failed
-                self._told = {}
+            self._told.take()  # not told: the callbacks may be what failed
         if commit and self._config.auto_commit_enable:
             steps.append(("the final commit", lambda: host._final_commit(retry=False)))
         if not failed:
