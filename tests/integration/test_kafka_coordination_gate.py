@@ -38,9 +38,9 @@ def test_a_silent_coordinator_closes_the_gate_a_session_after_the_last_answer():
             on_failure=failures.append)
         coordination.start()
         try:
-            wait_until(lambda: coordination.assignment is not None, timeout=10,
+            wait_until(lambda: member.assignment is not None, timeout=10,
                        message="the member's first generation")
-            generation = coordination.assignment.generation
+            generation = member.assignment.term
             wait_until(lambda: member.rejoined(generation), timeout=5,
                        message="the generation to become the member's session")
             assert member.delivering
@@ -87,8 +87,13 @@ def _leader(cluster, unique_name, counts: _Counts, failures: list, topics=("t",)
     return coordination
 
 
+def _assignment(coordination: KafkaCoordination):
+    """What the coordination's last `Assigned` carried into the member's state."""
+    return coordination._member.assignment
+
+
 def _assigned(coordination: KafkaCoordination) -> frozenset:
-    assigned = coordination.assignment
+    assigned = _assignment(coordination)
     return frozenset() if assigned is None else assigned.partitions
 
 
@@ -116,7 +121,7 @@ def test_a_topic_created_after_the_assignment_is_assigned_once_counted(cluster, 
     try:
         wait_until(lambda: len(_assigned(coordination)) == 3, timeout=30,
                    message="the topic's three partitions assigned after a new count")
-        assert coordination.assignment.generation.generation_id >= 2
+        assert _assignment(coordination).term.generation_id >= 2
     finally:
         assert coordination.close(timeout=10)
     assert failures == []
@@ -131,7 +136,7 @@ def test_a_pattern_matching_nothing_yet_is_assigned_nothing_then_its_topic(clust
     coordination = _leader(cluster, unique_name, _Counts(2), failures, topics=(),
                            subscription=lambda: matched[0])
     try:
-        wait_until(lambda: coordination.assignment is not None, timeout=30,
+        wait_until(lambda: _assignment(coordination) is not None, timeout=30,
                    message="a first generation with nothing to assign")
         assert _assigned(coordination) == frozenset()
         matched[0] = ["t"]

@@ -22,7 +22,9 @@ from zkconsumer.member.coordination import (
     Host,
     LeaseLost,
     Revoked,
+    Revoking,
     Wording,
+    claim_assigned,
     report,
 )
 from zkconsumer.member.fence_decision import FenceAction, FenceDecision, GroupMoved
@@ -63,7 +65,6 @@ class ScriptedCoordination:
         self.store = store
         self.calls: list[str] = []
         self.final_commits: list[bool] = []  # what the leave's final commit said it did
-        self.assigned: tuple[int, frozenset[TopicPartition]] | None = None
 
     @property
     def zookeeper_session(self) -> tuple[int, bytes]:
@@ -93,24 +94,23 @@ class ScriptedCoordination:
         self.calls.append("start")
 
     def rebalance(self) -> bool:
-        assigned = self.assigned
-        if assigned is None or assigned[0] != self.member.term:
-            return False
-        term, partitions = assigned
-        held = self.member.held()
-        threads = {tp: f"{self.host.consumer_id}-0" for tp in partitions if tp not in held}
+        """What the term's `Assigned` carried, claimed the connector's one way."""
         try:
-            self.member.begin_claims(threads, self.stream_for)
-            self.member.claims_made(term, threads, self.store.fetch(threads))
+            claimed = claim_assigned(
+                self.member, lambda partitions: dict.fromkeys(partitions,
+                                                              f"{self.host.consumer_id}-0"),
+                lambda threads, _term: self.store.fetch(threads), self.stream_for)
         except StaleClaimError:
-            self.member.drop(threads)
+            return False
+        if claimed is None:
             return False
         self.host._fetch_loop.routing_changed()
-        self.calls.append(f"claimed {sorted(map(str, threads))}")
+        self.calls.append(f"claimed {sorted(map(str, claimed.partitions))}")
         return True
 
     def renew_term(self) -> None:
-        self.member.rejoined(None if self.assigned is None else self.assigned[0])
+        assigned = self.member.assignment
+        self.member.rejoined(None if assigned is None else assigned.term)
 
     def commit_in_callback(self, in_hand: bool) -> bool:
         return False
@@ -142,12 +142,12 @@ class ScriptedCoordination:
 
     def assign(self, term: int, partitions: set[TopicPartition], lease: float) -> None:
         """A term begins with these partitions, held until `lease` on the member's clock."""
-        self.assigned = (term, frozenset(partitions))
         report(self.member, Assigned(term, frozenset(partitions), lease))
 
     def revoke(self) -> None:
-        """The term ends: delivery stops, then the claims go (what was fetched is forgotten)."""
-        self.assigned = None
+        """The term ends: its assignment is taken back, delivery stops, then the claims go
+        (what was fetched is forgotten)."""
+        report(self.member, Revoking())
         sequence = Release(self.member, self.host._fetch_loop)
         sequence.stop_delivery(self.member.owned())
         report(self.member, Revoked("the script says so"))

@@ -130,6 +130,7 @@ def test_the_table_lists_every_event_each_state_is_sent_and_no_other():
         (State.STABLE, Event.REJOINED),
         (State.FAILED, Event.STARTED), (State.CLOSED, Event.STARTED),
         (State.FAILED, Event.FAILED), (State.CLOSED, Event.CLOSE_REQUESTED),
+        (State.TERM_ENDED, Event.TERM_ENDING),
     }
 
 
@@ -663,3 +664,48 @@ def test_no_report_waits_under_the_lock_nor_leaves_it_held(start):
         assert _free(member._lock), f"{event} left the lock held"
     member.fail(RuntimeError("a bug"))
     assert _free(member._lock), "fail left the lock held"
+
+
+# -- the term's assignment, carried by the coordination's event ---------------------------------
+
+def in_kafka_term(generation: int = S2, partitions=frozenset({A, B})) -> MemberState:
+    """A started member that a coordination assigned `partitions` in `generation` (as Kafka's
+    does), rejoined in it and holding its claims."""
+    member = started(S1)
+    assert member.term_event(Event.ASSIGNED, generation, partitions) is Event.NEW_TERM
+    reregister(member, generation)
+    assert member.next_work(timeout=0) is Work.REBALANCE
+    claim(member, dict.fromkeys(partitions, "c-0"))
+    return member
+
+
+def test_an_assigned_term_carries_its_partitions_and_a_term_without_any_has_none():
+    member = started(S1)
+    assert member.assignment is None
+    member.term_event(Event.ASSIGNED, S2, frozenset({A, B}))
+    assert member.assignment == (S2, frozenset({A, B}))
+    member.term_event(Event.TERM_ENDED, None)
+    assert member.assignment is None, "the assignment went with its term"
+    member.term_event(Event.ASSIGNED, S1)  # a ZooKeeper session: the rebalance decides
+    assert member.assignment is None
+
+
+def test_a_term_ending_takes_its_assignment_back_at_once_and_leaves_the_rest_to_its_end():
+    """Between the two steps the revocation callback runs and the parting commit is taken:
+    the claims and the gate are still there, but nothing claims from the term any more and a
+    worker asking whether it is still current hears it is not."""
+    member = in_kafka_term()
+    assert member.term_event(Event.TERM_ENDING, None) is Event.TERM_ENDING
+    assert member.assignment is None
+    assert member.state is State.REBALANCING and member.term == S2
+    assert member.delivering and set(member.owned()) == {A, B}
+    assert set(member.committable()) == {A, B}, "the callback may still commit"
+    member.term_event(Event.TERM_ENDED, None)
+    assert (member.state, member.owned(), member.delivering) == (State.TERM_ENDED, {}, False)
+
+
+def test_a_term_ending_where_no_term_is_left_is_a_defect():
+    member = in_kafka_term()
+    member.term_event(Event.TERM_ENDED, None)
+    with pytest.raises(MemberStateError, match="term_ending in state term_ended"):
+        member.term_event(Event.TERM_ENDING, None)

@@ -4,7 +4,7 @@ Kafka's coordination runs it around the generation's end."""
 from __future__ import annotations
 
 from zkconsumer.member.claims import Phase
-from zkconsumer.member.release import Release
+from zkconsumer.member.release import Release, Told
 from zkconsumer.member.state import Event, MemberState
 from zkconsumer.model import TopicPartition
 
@@ -60,3 +60,24 @@ def test_a_term_that_ends_runs_the_sequence_around_its_end():
     sequence.forget()
     assert journal == ["routing changed", "routing changed"]
     assert not member.claims
+
+
+def test_what_the_application_was_told_outlives_the_term_and_is_told_back_once():
+    """The worker kept what it told while its term was current; the term then ended (its
+    records dropped): the record is still there for whoever tells the revocation, once."""
+    member = member_holding(A, B)
+    told = Told()
+    assert told.keep(member.held(), lambda: True)
+    member.term_event(Event.TERM_ENDED, None)
+    assert member.held() == {}
+    assert told.take() == {A: "c-0", B: "c-0"}
+    assert told.take() == {}, "told of the revocation once"
+
+
+def test_a_term_no_longer_current_is_not_kept_and_the_caller_tells_it_itself():
+    """The term was taken back before the worker kept what it told: the one taking it back
+    found nothing, so the worker hears False and tells the revocation."""
+    told = Told()
+    assert told.take() == {}  # the coordination thread, taking the term back first
+    assert not told.keep({A: "c-0"}, lambda: False)
+    assert told.take() == {}

@@ -8,7 +8,8 @@ fence, the metrics); the coordination has its clients, joins and leaves the grou
 what happens to the member's state in neutral terms (`report`): a term of ownership (a
 ZooKeeper session, a Kafka generation) is `Assigned` with its partitions and the lease they are
 held under, its lease is lost (`LeaseLost`: the term may be ending where the member cannot
-hear of it) until the same term is assigned again, or it is `Revoked`; the cutover fence moving
+hear of it) until the same term is assigned again, or it is `Revoked` (after `Revoking`, when the
+coordination calls the user's revocation callback in between); the cutover fence moving
 the group away is `Fenced` (see `ConsumerConnector._fenced`). Between those the coordination
 renews the lease on the delivery gate. Neither implementation imports the connector, nor the
 connector anything of theirs but their constructors.
@@ -59,6 +60,12 @@ class LeaseLost(NamedTuple):
     delivery and commits pause until the same term is `Assigned` again."""
 
 
+class Revoking(NamedTuple):
+    """The term is being taken back (a Kafka generation passed): its assignment goes now,
+    before the revocation callback and the parting commit; `Revoked` follows. Its gate and
+    claims stay until then (the callback may still commit)."""
+
+
 class Revoked(NamedTuple):
     """The term ended (a session expired, a generation passed): every claim goes with it."""
 
@@ -71,7 +78,7 @@ class Fenced(NamedTuple):
     moved: GroupMoved
 
 
-TermEvent = Assigned | LeaseLost | Revoked
+TermEvent = Assigned | LeaseLost | Revoking | Revoked
 
 
 def report(member: MemberState, event: TermEvent) -> Event:
@@ -80,10 +87,47 @@ def report(member: MemberState, event: TermEvent) -> Event:
     if isinstance(event, Assigned):
         if event.lease is not None:
             member.gate.lease(event.lease)
-        return member.term_event(Event.ASSIGNED, event.term)
+        return member.term_event(Event.ASSIGNED, event.term, event.partitions)
     if isinstance(event, LeaseLost):
         return member.term_event(Event.LEASE_LOST, None)
+    if isinstance(event, Revoking):
+        return member.term_event(Event.TERM_ENDING, None)
     return member.term_event(Event.TERM_ENDED, None)
+
+
+class Claimed(NamedTuple):
+    """What `claim_assigned` claimed: in which term, and the partitions new to the member
+    (partition -> stream thread)."""
+
+    term: Token
+    partitions: Mapping[TopicPartition, str]
+
+
+def claim_assigned(member: MemberState, deal: Callable[[frozenset[TopicPartition]],
+                                                       Mapping[TopicPartition, str]],
+                   committed: Callable[[Mapping[TopicPartition, str], Token],
+                                       Mapping[TopicPartition, int]],
+                   stream_for: StreamFor) -> Claimed | None:
+    """The one path from what an `Assigned` carried to the member's claims: the partitions
+    of the member's term (`MemberState.assignment`), dealt to its stream threads (`deal`),
+    those it does not hold yet recorded, their `committed` offsets read in the term, and
+    delivered from. None when the member has no assignment in its term (none yet, or the term
+    is ending). Whatever the claims raise (StaleClaimError: the term passed meanwhile), they
+    are dropped again first."""
+    assigned = member.assignment
+    if assigned is None or assigned.term is None or assigned.term != member.term:
+        return None
+    term = assigned.term
+    held = member.held()
+    threads = {tp: thread for tp, thread in deal(assigned.partitions).items() if tp not in held}
+    try:
+        member.begin_claims(threads, stream_for)
+        offsets = committed(threads, term) if threads else {}
+        member.claims_made(term, threads, offsets)
+    except BaseException:
+        member.drop(threads)
+        raise
+    return Claimed(term, threads)
 
 
 class Wording(NamedTuple):

@@ -148,7 +148,6 @@ class KafkaCoordination:
         self._commits: collections.deque[tuple[Future | None, list[TopicPartition]]] = \
             collections.deque()
         self._fetch: tuple[Generation, Future] | None = None
-        self._assigned: Assigned | None = None  # replaced whole; read by other threads
         self._rebalance_began = clock()  # the first join, then each generation's passing
         self._channels: dict[tuple[str, int], tuple[BrokerChannel, GroupVersions]] = {}
         self._next_bootstrap = 0
@@ -161,11 +160,6 @@ class KafkaCoordination:
 
     def start(self) -> None:
         self._thread.start()
-
-    @property
-    def assignment(self) -> Assigned | None:
-        """The generation the member is in and what it was given; None once it passed."""
-        return self._assigned
 
     def on_its_thread(self) -> bool:
         """Whether the caller is the coordination thread (in the user's on_partitions_revoked,
@@ -450,7 +444,6 @@ class KafkaCoordination:
             if isinstance(event, Revoked):
                 self._revoked(event, now)
             elif isinstance(event, Assigned):
-                self._assigned = event
                 port.report(self._member, port.Assigned(event.generation, event.partitions,
                                                         self._lease))
             elif isinstance(event, Committed | CommitFailed):
@@ -477,10 +470,12 @@ class KafkaCoordination:
                                            f"{event!r}")
 
     def _revoked(self, event: Revoked, now: float) -> None:
-        """First the gate: its claims stop being delivered from. Then their last offsets are
-        taken, the claims dropped, and those offsets committed in the generation that ended
-        when a rebalance ended it (the coordinator takes them until the member rejoins)."""
-        self._assigned = None
+        """First the assignment is taken back (`Revoking`: a worker that just claimed from it
+        hears it is no longer current), then its claims stop being delivered from. Then their
+        last offsets are taken, the claims dropped, and those offsets committed in the
+        generation that ended when a rebalance ended it (the coordinator takes them until the
+        member rejoins)."""
+        port.report(self._member, port.Revoking())
         self._rebalance_began = now
         last = self._withdraw()
         port.report(self._member, port.Revoked(event.reason))
@@ -525,10 +520,11 @@ class KafkaCoordination:
 
 
 class GroupOffsets(Protocol):
-    """What `GroupCommits` needs of the coordination: `KafkaCoordination`'s calls."""
+    """What `GroupCommits` needs of the coordination: `KafkaCoordination`'s calls, and the
+    generation the member is in (None: none, or it is passing)."""
 
     @property
-    def assignment(self) -> Assigned | None: ...
+    def generation(self) -> Generation | None: ...
 
     def fetch_offsets(self, partitions: Collection[TopicPartition], generation: Generation
                       ) -> dict[TopicPartition, int]: ...
@@ -551,10 +547,10 @@ class GroupCommits:
     def fetch(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
         """Committed offsets, read in the generation the member is in (OffsetStoreError when
         it is in none)."""
-        assigned = self._coordination.assignment
-        if assigned is None:
+        generation = self._coordination.generation
+        if generation is None:
             raise OffsetStoreError("the member is joining its group: no generation to read in")
-        return self._coordination.fetch_offsets(list(partitions), assigned.generation)
+        return self._coordination.fetch_offsets(list(partitions), generation)
 
     def commit(self, offsets: Mapping[TopicPartition, int], *,
                refresh: Mapping[TopicPartition, int] | None = None, retry: bool = True,

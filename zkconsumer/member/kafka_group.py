@@ -29,10 +29,9 @@ in its generation, writes what Kafka holds for its partitions to the ZooKeeper o
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Collection, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from zkconsumer.assignment import TopicFilter, topic_filter_for
 from zkconsumer.config import ConsumerConfig, ZookeeperSettings
@@ -41,12 +40,19 @@ from zkconsumer.fetch import KafkaAccess
 from zkconsumer.fetch.kafka_client import kafka_client_options
 from zkconsumer.fetch.log_offsets import LogOffsets
 from zkconsumer.fetch.settings import kafka_consumer_settings
-from zkconsumer.kafka.protocol.group_member import Assigned, Generation, GroupMember
+from zkconsumer.kafka.protocol.group_member import Generation, GroupMember
 from zkconsumer.member.claims import Token
-from zkconsumer.member.coordination import CommitRoute, Host, LeavingStep, StreamFor, Wording
+from zkconsumer.member.coordination import (
+    CommitRoute,
+    Host,
+    LeavingStep,
+    StreamFor,
+    Wording,
+    claim_assigned,
+)
 from zkconsumer.member.kafka_coordination import GroupCommits, KafkaCoordination
 from zkconsumer.member.rebalancer import call_back
-from zkconsumer.member.release import Release
+from zkconsumer.member.release import Release, Told
 from zkconsumer.member.state import Event, MemberState, StaleClaimError
 from zkconsumer.member.stream_threads import deal_to_stream_threads
 from zkconsumer.model import TopicPartition
@@ -92,10 +98,9 @@ class KafkaGroup:
         # among the cluster's, matched again as they come and go.
         self._topic_filter: TopicFilter | None = None
         self._wildcard_streams = 0
-        # What on_partitions_assigned was told and on_partitions_revoked not yet: swapped under
-        # the lock by the worker (assigning), the coordination thread (revoking) and a leave.
-        self._told: dict[TopicPartition, str] = {}
-        self._told_lock = threading.Lock()
+        # What on_partitions_assigned was told and on_partitions_revoked not yet: kept by the
+        # worker (assigning), taken by the coordination thread (revoking) and a leave.
+        self._told = Told()
         # Set by a commit asked from on_partitions_revoked: its offsets go with the parting one.
         self._parting_commit_asked = False
         self._coordination: KafkaCoordination | None = None  # made as the member joins
@@ -205,8 +210,11 @@ class KafkaGroup:
     # -- the committer's store (`GroupCommits`) -----------------------------------------------
 
     @property
-    def assignment(self) -> Assigned | None:
-        return None if self._coordination is None else self._coordination.assignment
+    def generation(self) -> Generation | None:
+        """The generation whose assignment the member's state holds, as its `Assigned`
+        carried it; None before the first and from the moment one passes."""
+        assigned = self._member.assignment
+        return None if assigned is None else cast(Generation, assigned.term)
 
     def fetch_offsets(self, partitions: Collection[TopicPartition], generation: Generation
                       ) -> dict[TopicPartition, int]:
@@ -243,56 +251,42 @@ class KafkaGroup:
 
     def renew_term(self) -> None:
         """A generation came as a new session: the member claims in it from now on."""
-        assigned = self.assignment
-        self._member.rejoined(None if assigned is None else assigned.generation)
+        self._member.rejoined(self.generation)
 
     def rebalance(self) -> bool:
         """Claim what the generation the member is in assigned, from the offsets committed
         for it; False when there is none, or it passed meanwhile (its claims went with it)."""
         coordination, host = self._coordination, self._host
         assert coordination is not None  # made as the member joined
-        assigned = coordination.assignment
-        if assigned is None or assigned.generation != self._member.term:
+        current = self.generation
+        if current is None or current != self._member.term:
             return False
         self._tell_revoked()
-        held = self._member.held()
-        streams = self._streams_per_topic(assigned.partitions)
-        threads = {tp: thread for tp, thread in
-                   deal_to_stream_threads(assigned.partitions, streams,
-                                          host.consumer_id).items()
-                   if tp not in held}
-        generation = assigned.generation
         try:
-            self._member.begin_claims(threads, self._stream_for)
-            committed = coordination.fetch_offsets(threads, generation) if threads else {}
-            self._member.claims_made(generation, threads, committed)
+            claimed = claim_assigned(
+                self._member, self._deal,
+                lambda threads, term: coordination.fetch_offsets(threads, cast(Generation, term)),
+                self._stream_for)
+            if claimed is None:  # the generation began to pass since
+                raise StaleClaimError(f"generation {current} is passing")
         except StaleClaimError as exc:
-            self._member.drop(threads)
             host._metrics.observe_rebalance(False, coordination.rebalance_seconds())
             host._log.info("claims refused: the generation passed", reason=str(exc))
             return False
         except OffsetStoreError as exc:
-            self._member.drop(threads)
             host._metrics.observe_rebalance(False, coordination.rebalance_seconds())
             host._log.warning("committed offsets unreadable; claiming again",
                               error=describe_error(exc))
             time.sleep(self._config.refresh_leader_backoff_ms / 1000.0)
             self._member.handle(Event.GROUP_CHANGED)
             return False
-        except BaseException:
-            self._member.drop(threads)
-            raise
+        generation = cast(Generation, claimed.term)
         host._fetch_loop.routing_changed()
         held = self._member.held()
         call_back("on_partitions_assigned", host._callbacks.after_assign, held)
         # Told of the revocation once and after the assignment: by the coordination thread
         # when the generation passes from now on, else (it passed already) here.
-        with self._told_lock:
-            current = coordination.assignment
-            still_current = current is not None and current.generation == generation
-            if still_current:
-                self._told = held
-        if not still_current:
+        if not self._told.keep(held, lambda: self.generation == generation):
             call_back("on_partitions_revoked", host._callbacks.before_release, held)
         took = coordination.rebalance_seconds()
         host._metrics.observe_rebalance(True, took)
@@ -301,12 +295,16 @@ class KafkaGroup:
                        member_id=generation.member_id, owned=len(held), ms=round(took * 1000))
         return True
 
+    def _deal(self, partitions: frozenset[TopicPartition]) -> dict[TopicPartition, str]:
+        """The generation's partitions dealt to the member's stream threads."""
+        return deal_to_stream_threads(partitions, self._streams_per_topic(partitions),
+                                      self._host.consumer_id)
+
     def _tell_revoked(self) -> None:
         """`on_partitions_revoked` with what `on_partitions_assigned` was told, once: by the
         coordination thread as the generation passes, or else by whoever comes next (the
         worker's next assignment, when the generation passed while it was claiming; a leave)."""
-        with self._told_lock:
-            told, self._told = self._told, {}
+        told = self._told.take()
         if told:
             call_back("on_partitions_revoked", self._host._callbacks.before_release, told)
 
@@ -319,8 +317,7 @@ class KafkaGroup:
         host = self._host
         steps: list[LeavingStep] = []
         if failed:
-            with self._told_lock:  # not told: the callbacks may be what failed
-                self._told = {}
+            self._told.take()  # not told: the callbacks may be what failed
         if commit and self._config.auto_commit_enable:
             steps.append(("the final commit", lambda: host._final_commit(retry=False)))
         if not failed:

@@ -39,6 +39,7 @@ class Event(Enum):
     REBALANCE_DONE = "rebalance_done"
     # As the coordination reports them (see `term_event`, and `coordination.report`):
     LEASE_LOST = "lease_lost"  # the term may be ending unheard (a suspended connection)
+    TERM_ENDING = "term_ending"  # the term's assignment is taken back; TERM_ENDED follows
     TERM_ENDED = "term_ended"  # a session expired, a generation passed
     ASSIGNED = "assigned"  # a term, as the coordination has it now
     # What an ASSIGNED turns out to be, by its term:
@@ -84,6 +85,9 @@ _TRANSITIONS: dict[tuple[State, Event], State] = {
     (State.REBALANCING, Event.NEW_TERM): State.REBALANCING,
     (State.STABLE, Event.NEW_TERM): State.REBALANCING,
     **{(state, Event.TERM_ENDED): State.TERM_ENDED for state in _LIVE},
+    # A term taken back (a Kafka generation passing) before it ends: its assignment goes at
+    # once, in any state but one where no term is left to end.
+    **{(state, Event.TERM_ENDING): state for state in State if state is not State.TERM_ENDED},
     **{(state, Event.FAILED): State.FAILED for state in _LIVE},
     **{(state, Event.CLOSE_REQUESTED): State.CLOSED for state in _LIVE},
     # A member that is leaving still learns what its session does: its last commits depend on it.
@@ -155,6 +159,11 @@ class MemberState:
        a failed start), never after a shutdown began; a shutdown begins once; the threads
        start (STARTED) only if no shutdown began, so a shutdown knows whether it stops them.
 
+    12. What a coordination's ASSIGNED carried for its term (Kafka's partitions) is the
+       member's `assignment`, which claims are made from, until the term is taken back
+       (TERM_ENDING, before the user's revocation callback, the gate and claims staying for the
+       parting commit) or ends; TERM_ENDING where no term is left (TERM_ENDED) is a defect.
+
     The fetch loop fetches the claims `fetching` gives into their streams, the committer
     commits what `committable` gives, and the membership checks ownership by the tokens given
     with it: none of them keeps a copy of the claims.
@@ -175,6 +184,9 @@ class MemberState:
         self._term = session  # the claims' session; None from an expiry to the cleanup
         self._live = session  # the session kazoo is connected in now; None while it is not
         self._claims: dict[TopicPartition, Claim] = {}
+        # What the coordination's last `Assigned` carried for its term (None: nothing, or the
+        # term is ending): the claims are made from it.
+        self._assignment: Assignment | None = None
         self._gate = DeliveryGate()
         self._rebalance_due = False
         self._rejoin_due = False
@@ -195,6 +207,15 @@ class MemberState:
     def term(self) -> Token | None:
         with self._lock:
             return self._term
+
+    @property
+    def assignment(self) -> Assignment | None:
+        """The partitions the coordination assigned the member in a term, as its `Assigned`
+        carried them; None when none were carried (the member's rebalance decides), or once
+        the term is ending (TERM_ENDING) or ended. The term is the member's own only once it
+        rejoined in it (`term`)."""
+        with self._lock:
+            return self._assignment
 
     @property
     def started(self) -> bool:
@@ -382,16 +403,18 @@ class MemberState:
         with self._lock:
             return self._transition(event, session)
 
-    def term_event(self, event: Event, session: Token | None) -> Event:
-        """What the coordination reported (LEASE_LOST, TERM_ENDED or ASSIGNED) with the term
-        it has now (`session`: a ZooKeeper session id, a Kafka generation); returns the event
-        applied, an ASSIGNED being either the same term resumed or a new one (after its end
-        there is no term to resume)."""
+    def term_event(self, event: Event, session: Token | None,
+                   partitions: frozenset[TopicPartition] | None = None) -> Event:
+        """What the coordination reported (LEASE_LOST, TERM_ENDING, TERM_ENDED or ASSIGNED)
+        with the term it has now (`session`: a ZooKeeper session id, a Kafka generation) and,
+        for an ASSIGNED, the `partitions` it assigns in it (None: the member's rebalance
+        decides); returns the event applied, an ASSIGNED being either the same term resumed
+        or a new one (after its end there is no term to resume)."""
         with self._lock:
             if event is Event.ASSIGNED:
                 same = session is not None and session == self._term
                 event = Event.TERM_RESUMED if same else Event.NEW_TERM
-            self._transition(event, session)
+            self._transition(event, session, partitions)
             return event
 
     def rejoined(self, session: Token | None) -> bool:
@@ -511,7 +534,8 @@ class MemberState:
 
     # -- the one place the state changes ------------------------------------------------------
 
-    def _transition(self, event: Event, session: Token | None = None) -> State:
+    def _transition(self, event: Event, session: Token | None = None,
+                    partitions: frozenset[TopicPartition] | None = None) -> State:
         if (self._state, event) in _IGNORED:
             return self._state
         target = _TRANSITIONS.get((self._state, event))
@@ -521,7 +545,7 @@ class MemberState:
                 "table does not list it")
         if not self._applies(event, session):
             return self._state
-        self._record(event, session)
+        self._record(event, session, partitions)
         self._state = target
         if self._live is not None and self._live == self._term:
             self._gate.resume()
@@ -540,13 +564,20 @@ class MemberState:
             return session is not None and session == self._live
         return True
 
-    def _record(self, event: Event, session: Token | None) -> None:
+    def _record(self, event: Event, session: Token | None,
+                partitions: frozenset[TopicPartition] | None) -> None:
         if event in (Event.STARTED, Event.GROUP_CHANGED):
             self._rebalance_due = True
         elif event is Event.LEASE_LOST:
             self._live = None
         elif event is Event.TERM_RESUMED:
             self._live = session
+            if partitions is not None:
+                self._assignment = Assignment(session, partitions)
+        elif event is Event.TERM_ENDING:
+            # Taken back before the term ends: from here on nothing claims from it, and who
+            # asks whether it is still current (a worker that just claimed) hears it is not.
+            self._assignment = None
         elif event is Event.TERM_ENDED:
             self._live = None
             self._drop_term()
@@ -555,6 +586,7 @@ class MemberState:
         elif event is Event.NEW_TERM:
             self._live = session
             self._drop_term()
+            self._assignment = None if partitions is None else Assignment(session, partitions)
             self._rejoin_due = True
             self._rebalance_due = True
         elif event is Event.REJOINED:
@@ -565,7 +597,15 @@ class MemberState:
     def _drop_term(self) -> None:
         """Our owner znodes went with the session, and someone else may own them by now."""
         self._term = None
+        self._assignment = None
         self._claims.clear()
+
+
+class Assignment(NamedTuple):
+    """What a coordination assigned the member in a term (`coordination.Assigned`)."""
+
+    term: Token | None
+    partitions: frozenset[TopicPartition]
 
 
 class CommitEntry(NamedTuple):
