@@ -91,3 +91,20 @@ def test_a_partition_without_a_leader_is_a_named_log_offsets_error():
     with pytest.raises(LogOffsetsError, match="log-end offsets from k:9092: no offsets for 1 "
                                               "partitions after 30s: no leader known"):
         offsets.latest([TopicPartition("orders", 3)])
+
+
+def test_partitions_that_ran_out_of_time_are_not_asked_again_topic_by_topic():
+    """A question that waited the whole timeout for a leader of B0 brings the others' log ends
+    with it: B's topic is left unread at once, not after a second timeout."""
+    questions = []
+
+    def latest(partitions):
+        questions.append(list(partitions))
+        raise LogOffsetsError("no offsets for 1 partitions after 30s: no leader known for b-0",
+                              found={A0: 100, A1: 101, TopicPartition("b", 1): 7, C0: None},
+                              missing=(B0,))
+
+    ends = log_ends_of_each_topic(latest, [A0, A1, B0, TopicPartition("b", 1), C0])
+    assert ends == LogEnds({A0: 100, A1: 101}, ("b",),
+                           "no offsets for 1 partitions after 30s: no leader known for b-0")
+    assert questions == [[A0, A1, B0, TopicPartition("b", 1), C0]]

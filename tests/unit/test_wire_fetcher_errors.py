@@ -49,7 +49,7 @@ from support.log_capture import captured_logs
 
 from zkconsumer.fetch import KafkaAccess, LogOffsets, wire_fetcher
 from zkconsumer.fetch.wire_fetcher import WireFetcher
-from zkconsumer.kafka.errors import ChannelError, FetchError
+from zkconsumer.kafka.errors import ChannelError, FetchError, OffsetsNotAnswered
 from zkconsumer.kafka.io import opener
 from zkconsumer.kafka.io.channel import BrokerChannel
 from zkconsumer.kafka.io.cluster import Cluster
@@ -460,3 +460,19 @@ def test_log_offsets_and_groups_are_read_over_one_connection_per_broker(broker):
     with pytest.raises(KafkaReadError, match="closed"):
         GroupOffsetsReader(KafkaAccess("fake:9092", (0, 10)), {},
                            wire=lambda: SharedWire(log)).list_groups()
+
+
+def test_offsets_asked_until_the_timeout_carry_what_was_answered(broker):
+    """A partition whose leader keeps answering NOT_LEADER_FOR_PARTITION is named when the time
+    is up, and the partitions answered meanwhile come with the error, so that nobody asks them
+    (and waits) again."""
+    cluster = Cluster(Dialer("test", 30.0, None, None), "fake:9092", (0, 10))
+    broker.offset_errors[SICK] = itertools.repeat(NOT_LEADER)
+    ticks = itertools.count(step=0.4)
+    try:
+        with pytest.raises(OffsetsNotAnswered, match="no offsets for 1 partitions") as raised:
+            list_offsets(cluster, {SICK: LATEST, HEALTHY: LATEST}, timeout_s=2.0,
+                         clock=lambda: next(ticks), sleep=lambda _s: None)
+        assert raised.value.found == {HEALTHY: 0} and raised.value.missing == [SICK]
+    finally:
+        cluster.close()

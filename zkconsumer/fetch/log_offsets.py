@@ -21,7 +21,12 @@ from typing import Any
 from zkconsumer.assignment import INTERNAL_TOPICS
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.fetch.kafka_client import client_settings
-from zkconsumer.kafka.errors import BrokerError, FetchError, KafkaConnectionError
+from zkconsumer.kafka.errors import (
+    BrokerError,
+    FetchError,
+    KafkaConnectionError,
+    OffsetsNotAnswered,
+)
 from zkconsumer.kafka.io.cluster import Cluster, cluster_dialer
 from zkconsumer.kafka.io.cluster_calls import list_offsets, read_metadata
 from zkconsumer.kafka.protocol.codec import EARLIEST, LATEST
@@ -30,7 +35,15 @@ from zkconsumer.model import TopicPartition
 
 
 class LogOffsetsError(ZkConsumerError):
-    """The brokers could not tell a partition's offsets, or which topics there are."""
+    """The brokers could not tell a partition's offsets, or which topics there are. After a
+    question that ran out of time for some partitions only, `found` holds the offsets of the
+    others and `missing` names those."""
+
+    def __init__(self, message: str, found: dict[TopicPartition, int | None] | None = None,
+                 missing: tuple[TopicPartition, ...] = ()) -> None:
+        super().__init__(message)
+        self.found = found or {}
+        self.missing = missing
 
 
 _TOPICS_FAILED_BEFORE_GIVING_UP = 2
@@ -57,6 +70,13 @@ def log_ends_of_each_topic(latest: Callable[[list[TopicPartition]], dict[TopicPa
     try:
         return LogEnds(latest(wanted))
     except ZkConsumerError as whole:
+        if isinstance(whole, LogOffsetsError) and whole.missing:
+            # The leaders answered for all but these, which had the whole timeout to find
+            # one: their topics are left unread without waiting it out again topic by topic.
+            leaderless = tuple(dict.fromkeys(tp.topic for tp in whole.missing))
+            return LogEnds({tp: offset for tp, offset in whole.found.items()
+                            if offset is not None and tp.topic not in leaderless}, leaderless,
+                           str(whole))
         by_topic: dict[str, list[TopicPartition]] = {}
         for tp in wanted:
             by_topic.setdefault(tp.topic, []).append(tp)
@@ -145,6 +165,9 @@ class LogOffsets:
         with self._turn_of_client() as log:
             try:
                 yield log
+            except OffsetsNotAnswered as exc:
+                raise LogOffsetsError(failure.format(where=self.where, error=exc), exc.found,
+                                      tuple(exc.missing)) from None
             except KafkaConnectionError as exc:
                 if exc.out_of_reach:
                     raise LogOffsetsError(exc.line(self.where)) from None

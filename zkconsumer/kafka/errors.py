@@ -86,6 +86,17 @@ class KafkaConnectionError(ZkConsumerError):
         return f"cannot reach Kafka at {where}: {why}"
 
 
+class OffsetsNotAnswered(KafkaConnectionError):
+    """Offsets asked of the leaders until the timeout, some partitions still unanswered (no
+    leader known, say): `found` holds the offsets of those that were, `missing` the others, so
+    that a caller need not wait out the timeout again for what was answered."""
+
+    def __init__(self, message: str, found: dict, missing: list) -> None:
+        super().__init__(message)
+        self.found = found
+        self.missing = missing
+
+
 class BrokerError(ZkConsumerError):
     """A broker answered a request with an error code. `retriable`: Kafka's judgement that a
     retry may cure it (a coordinator moving or loading, a leader changing)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-from zkconsumer.kafka.errors import BrokerError, KafkaConnectionError
+from zkconsumer.kafka.errors import BrokerError, KafkaConnectionError, OffsetsNotAnswered
 from zkconsumer.kafka.io.cluster import Address, Call, Cluster
 from zkconsumer.kafka.protocol import codec, group_codec
 from zkconsumer.kafka.protocol.cluster_versions import Spoken
@@ -67,7 +67,7 @@ def list_offsets(cluster: Cluster, times: Mapping[TopicPartition, int], *, timeo
     leader at once. The leaders the cluster knows are asked without Metadata; partitions
     without a known leader, or whose leader moved or failed (their leader then forgotten), are
     asked again with fresh metadata of their topics until `timeout_s` has passed; then
-    KafkaConnectionError names them. A BrokerError no retry cures is raised at once.
+    OffsetsNotAnswered (a KafkaConnectionError) names them and carries what was answered. A BrokerError no retry cures is raised at once.
     `needs_timestamps`: a broker that speaks only ListOffsets v0 (before 0.10.1) cannot look
     offsets up by time, which raises NoCommonVersion."""
     deadline = clock() + timeout_s
@@ -130,8 +130,9 @@ def list_offsets(cluster: Cluster, times: Mapping[TopicPartition, int], *, timeo
         if not wanted:
             return found
         if clock() + RETRY_BACKOFF_S >= deadline:
-            raise KafkaConnectionError(f"no offsets for {len(wanted)} partitions after "
-                                       f"{timeout_s:g}s: {trouble[0] if trouble else ''}")
+            raise OffsetsNotAnswered(f"no offsets for {len(wanted)} partitions after "
+                                     f"{timeout_s:g}s: {trouble[0] if trouble else ''}",
+                                     found, list(wanted))
         sleep(RETRY_BACKOFF_S)
 
 
