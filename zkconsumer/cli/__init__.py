@@ -99,29 +99,28 @@ class CommandsOnDemand(MutableMapping[str, click.Command]):
 
     def __init__(self, where: dict[str, tuple[str, str]]) -> None:
         self._where = dict(where)
-        self._loaded: dict[str, click.Command] = {}
+        self._commands: dict[str, click.Command | None] = dict.fromkeys(where)  # None: not yet
 
     def __getitem__(self, name: str) -> click.Command:
-        if name not in self._loaded:
-            module, attribute = self._where[name]  # KeyError: no such command
+        command = self._commands[name]  # KeyError: no such command
+        if command is None:
+            module, attribute = self._where[name]
             command = getattr(importlib.import_module(module), attribute)
             apply_rules(command, (name,))
-            self._loaded[name] = command
-        return self._loaded[name]
+            self._commands[name] = command
+        return command
 
     def __setitem__(self, name: str, command: click.Command) -> None:
-        self._where.setdefault(name, ("", ""))
-        self._loaded[name] = command
+        self._commands[name] = command
 
     def __delitem__(self, name: str) -> None:
-        del self._where[name]
-        self._loaded.pop(name, None)
+        del self._commands[name]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._where)
+        return iter(self._commands)
 
     def __len__(self) -> int:
-        return len(self._where)
+        return len(self._commands)
 
 
 # One rule for every command's option order and variable names (see option_rules): the group's
