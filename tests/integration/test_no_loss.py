@@ -140,33 +140,49 @@ def test_a_claim_met_again_after_its_answer_was_lost_succeeds(zk, unique_name):
     assert read_owners(zk, group) == again
 
 
-def test_registrations_are_read_once_per_id_until_a_claim_is_contested(cluster, zk,
-                                                                       unique_name):
+def test_registrations_are_read_once_per_id_until_an_unknown_session_contests_a_claim(
+        cluster, zk, unique_name):
     """A rebalance reads only the registrations of ids it has not seen: with N members, N x N
-    reads per join or leave were what made big groups slow. A registration that changed under
-    a known id (never done by a real member) is read again once a claim is contested."""
+    reads per join or leave were what made big groups slow. A claim contested by a member
+    whose registration was read in the session that owns the znode reads nothing again (a peer
+    that has not let go yet, the usual contest); one contested by a session no registration
+    read has (an id registered again in a new session may say something else) reads every
+    registration again, once for that session."""
     group = unique_name("registrations")
     paths = GroupPaths(group)
-    registered = {name: ConsumerRegistration.static({"t": 1}, 0) for name in ("a", "b")}
-    for name, registration in registered.items():
-        zk.create(paths.member(f"{group}_{name}"), registration.encode(), makepath=True)
-    membership = _membership(zk, group, "a")
-    assert set(membership.snapshot(True).members) == {f"{group}_a", f"{group}_b"}
+    t0 = TopicPartition("t", 0)
+    with zookeeper_session(cluster.zookeeper_connect) as peer, \
+            zookeeper_session(cluster.zookeeper_connect) as stranger:
+        zk.create(paths.member(f"{group}_a"), ConsumerRegistration.static({"t": 1}, 0).encode(),
+                  makepath=True)
+        peer.create(paths.member(f"{group}_b"), ConsumerRegistration.static({"t": 1}, 0).encode(),
+                    ephemeral=True)
+        membership = _membership(zk, group, "a")
+        assert set(membership.snapshot(True).members) == {f"{group}_a", f"{group}_b"}
 
-    changed = ConsumerRegistration.static({"t": 2}, 0)
-    zk.set(paths.member(f"{group}_b"), changed.encode())
-    zk.create(paths.member(f"{group}_c"), changed.encode())
-    members = membership.snapshot(True).members
-    assert members[f"{group}_b"].subscription == {"t": 1}, "a known id is not read again"
-    assert members[f"{group}_c"].subscription == {"t": 2}, "a new id is read"
-    zk.delete(paths.member(f"{group}_c"))
-    assert set(membership.snapshot(True).members) == {f"{group}_a", f"{group}_b"}
+        changed = ConsumerRegistration.static({"t": 2}, 0)
+        peer.set(paths.member(f"{group}_b"), changed.encode())
+        zk.create(paths.member(f"{group}_c"), changed.encode())
+        members = membership.snapshot(True).members
+        assert members[f"{group}_b"].subscription == {"t": 1}, "a known id is not read again"
+        assert members[f"{group}_c"].subscription == {"t": 2}, "a new id is read"
+        zk.delete(paths.member(f"{group}_c"))
+        assert set(membership.snapshot(True).members) == {f"{group}_a", f"{group}_b"}
 
-    with zookeeper_session(cluster.zookeeper_connect) as other:
-        other.create(paths.owner("t", 0), b"someone-else-0", ephemeral=True, makepath=True)
-        assert membership.claim({TopicPartition("t", 0): f"{group}_a-0"}) == [
-            TopicPartition("t", 0)]
-    assert membership.snapshot(True).members[f"{group}_b"].subscription == {"t": 2}
+        peer.create(paths.owner("t", 0), f"{group}_b-0".encode(), ephemeral=True, makepath=True)
+        assert membership.claim({t0: f"{group}_a-0"}) == [t0]
+        assert membership.snapshot(True).members[f"{group}_b"].subscription == {"t": 1}, \
+            "a contest by a known member's session reads nothing again"
+        peer.delete(paths.owner("t", 0))
+
+        stranger.create(paths.owner("t", 0), b"someone-else-0", ephemeral=True)
+        assert membership.claim({t0: f"{group}_a-0"}) == [t0]
+        assert membership.snapshot(True).members[f"{group}_b"].subscription == {"t": 2}, \
+            "a contest by a session no registration has reads them all again"
+        peer.set(paths.member(f"{group}_b"), ConsumerRegistration.static({"t": 3}, 0).encode())
+        assert membership.claim({t0: f"{group}_a-0"}) == [t0]
+        assert membership.snapshot(True).members[f"{group}_b"].subscription == {"t": 2}, \
+            "the same unknown session again (a member gone that has not let go) reads nothing"
 
 
 def test_a_claim_owned_by_another_session_is_contested(cluster, zk, unique_name):

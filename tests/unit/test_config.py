@@ -61,6 +61,7 @@ REFERENCE_DEFAULTS = {
     "zookeeper_connection_timeout_ms": 6000,
     "zookeeper_startup_deadline_ms": 60000,
     "zookeeper_max_in_flight_requests": 64,
+    "rebalance_turn_ms": 10,
     "zookeeper_sync_time_ms": 2000,
     "topics": None,
     "whitelist": None,
@@ -514,7 +515,7 @@ def test_to_properties_lists_every_default():
     assert properties["exclude.internal.topics"] == "true"
     assert "consumer.id" not in properties
     assert properties["fetch.backend"] == "auto"
-    assert len(properties) == 46  # every key that has a value by default
+    assert len(properties) == 47  # every key that has a value by default
 
 
 LEGACY_PROPERTIES = """\

@@ -76,7 +76,7 @@ class FakeZooKeeper:
 class FakeMembership:
     """The group in a dict: this member alone, subscribed to a two-partition topic."""
 
-    def __init__(self, zk, _group, consumer_id, registration, topics) -> None:
+    def __init__(self, zk, _group, consumer_id, registration, topics, *, turn_ms=0) -> None:
         self.zk = zk
         self.topics = topics
         self.consumer_id = consumer_id
@@ -98,6 +98,9 @@ class FakeMembership:
         self.on_change = on_change
 
     def watch_topics(self, _topics) -> None:
+        pass
+
+    def stop_waiting(self) -> None:
         pass
 
     def snapshot(self, _exclude_internal) -> GroupSnapshot:
@@ -192,8 +195,8 @@ def connector_in(world, **options) -> ConsumerConnector:
     """A connector whose clients are the world's stand-ins."""
     properties = {key: value for key, value in options.items() if "." in key}
     callbacks = {key: value for key, value in options.items() if "." not in key}
-    def join_group(*args):
-        world["membership"] = FakeMembership(*args)
+    def join_group(*args, **settings):
+        world["membership"] = FakeMembership(*args, **settings)
         world["fence"].membership = world["membership"]
         return world["membership"]
 

@@ -10,7 +10,7 @@ import pytest
 from zkconsumer.errors import ZnodeDataError
 from zkconsumer.lag.report import ZookeeperOffset
 from zkconsumer.model import TopicPartition
-from zkconsumer.zk.group_walk import GroupWalk, committed_offsets
+from zkconsumer.zk.group_walk import GroupWalk, Registered, committed_offsets
 from zkconsumer.zk.znode_reader import Znode
 from zkconsumer.znodes.consumers import ConsumerRegistration, encode_offset, encode_owner
 from zkconsumer.znodes.paths import GroupPaths
@@ -114,8 +114,16 @@ def test_a_malformed_znode_is_raised_by_default_and_otherwise_skipped_and_told(p
 
 def test_known_members_are_not_read_again():
     reader = DictReader(group(), vanished=[PATHS.member("b")])
-    known = ConsumerRegistration.static({"other": 2}, 1)
-    assert GroupWalk(reader).members(PATHS, {"b": known}) == {"a": MEMBER, "b": known}
+    known = Registered(ConsumerRegistration.static({"other": 2}, 1), 7)
+    assert GroupWalk(reader).registered(PATHS, {"b": known}) == {
+        "a": Registered(MEMBER, 0), "b": known}
+
+
+def test_each_registration_comes_with_the_session_that_holds_it():
+    reader = DictReader(group())
+    reader.znodes[PATHS.member("a")] = Znode(MEMBER.encode(), 100.0, 42)
+    assert GroupWalk(reader).registered(PATHS, {}) == {"a": Registered(MEMBER, 42)}
+    assert GroupWalk(reader).members(PATHS) == {"a": MEMBER}
 
 
 def test_owners_alone():

@@ -37,6 +37,9 @@ MEANINGS: dict[str, str] = {
                               "`rebalance.backoff.ms`.",
     "rebalance.backoff.ms": "How long a claim waits on a partition's owner znode per attempt; "
                             "defaults to `zookeeper.sync.time.ms`.",
+    "rebalance.turn.ms": "zkconsumer's own: after the group changed, a member waits its rank "
+                         "among the members times this before it reads the group and moves "
+                         "partitions (0: at once, as the reference).",
     "refresh.leader.backoff.ms": "The pause before looking a partition's leader up again after "
                                  "it moved or failed.",
     "offsets.channel.backoff.ms": "The first backoff of a retried Kafka offset commit or fetch.",
@@ -63,7 +66,8 @@ MEANINGS: dict[str, str] = {
                                      "may still retry a first connection that timed out (0: one "
                                      "try).",
     "zookeeper.max.in.flight.requests": "zkconsumer's own: the most pipelined ZooKeeper "
-                                        "requests a member has unanswered at a time.",
+                                        "requests a member has unanswered at a time (fewer "
+                                        "while the server answers slowly).",
     "topics": "The topics to consume, comma-separated (one of `topics`, `whitelist`, "
               "`blacklist`).",
     "whitelist": "A regular expression: consume every topic it matches.",

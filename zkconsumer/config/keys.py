@@ -29,7 +29,11 @@ from zkconsumer.config.values import (
     topic_filter,
     topic_list,
 )
-from zkconsumer.config.zookeeper import MAX_IN_FLIGHT_REQUESTS, STARTUP_DEADLINE_MS
+from zkconsumer.config.zookeeper import (
+    MAX_IN_FLIGHT_REQUESTS,
+    REBALANCE_TURN_MS,
+    STARTUP_DEADLINE_MS,
+)
 
 
 def render(value: Any) -> str:
@@ -76,6 +80,9 @@ KEYS = (
     Key("fetch.wait.max.ms", integer(0), 100),
     Key("zookeeper.sync.time.ms", integer(0), 2000),
     Key("rebalance.backoff.ms", integer(0), derive=lambda f: f["zookeeper_sync_time_ms"]),
+    # zkconsumer's own: after a change of the group, a member waits its rank times this before
+    # it reads the group and moves partitions, so a big group's members act a few at a time.
+    Key("rebalance.turn.ms", integer(0), REBALANCE_TURN_MS),
     Key("refresh.leader.backoff.ms", integer(0), 200),
     Key("offsets.channel.backoff.ms", integer(0), 1000),
     Key("offsets.channel.socket.timeout.ms", integer(1), 10000),

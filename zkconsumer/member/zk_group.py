@@ -152,7 +152,8 @@ class ZookeeperGroup:
             unless_shut_down(topic_source.view, self._closing)
         self._topic_source = topic_source
         self._membership = self._join_group(self._zk, config.group_id, host.consumer_id,
-                                            registration, topic_source)
+                                            registration, topic_source,
+                                            turn_ms=config.rebalance_turn_ms)
         return CommitRoute(self._offset_store, self._membership.owner_checks,
                            ("the ZooKeeper session cannot be trusted now",
                             "the ZooKeeper session is back"))
@@ -246,6 +247,7 @@ class ZookeeperGroup:
         return None
 
     def stop_watching(self) -> None:
+        self._membership.stop_waiting()
         if self._refresher is not None:
             self._refresher.stop()
 

@@ -7,7 +7,9 @@ costs one round trip.
 
 from __future__ import annotations
 
+import random
 import threading
+import time
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -20,6 +22,7 @@ from kazoo.exceptions import (
 )
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
+from zkconsumer.config.zookeeper import REBALANCE_TURN_MS
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.logs import get_logger
 from zkconsumer.member.owner_wait import OwnersSeen, leader_epoch
@@ -27,8 +30,10 @@ from zkconsumer.member.plan import GroupSnapshot
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.store import OwnerCheck
 from zkconsumer.topology import TopicSource, TopicView, ZookeeperTopics
-from zkconsumer.zk.group_state import read_members
+from zkconsumer.zk.group_state import read_registered
+from zkconsumer.zk.group_walk import Registered
 from zkconsumer.zk.session import current_session
+from zkconsumer.zk.turns import Turns
 from zkconsumer.zk.window import answered
 from zkconsumer.znodes.consumers import ConsumerRegistration, decode_owner, encode_owner
 from zkconsumer.znodes.paths import BROKER_IDS, BROKER_TOPICS, GroupPaths, topic_path
@@ -67,7 +72,12 @@ class DuplicateConsumerIdError(ZkConsumerError):
 
 class ZookeeperMembership:
     def __init__(self, zk: KazooClient, group: str, consumer_id: str,
-                 registration: ConsumerRegistration, topics: TopicSource | None = None) -> None:
+                 registration: ConsumerRegistration, topics: TopicSource | None = None, *,
+                 turn_ms: int = REBALANCE_TURN_MS,
+                 clock: Callable[[], float] = time.monotonic,
+                 draw: Callable[[], float] = random.random) -> None:
+        """`turn_ms`: see `zk.turns` (`rebalance.turn.ms`); `clock` and `draw` (a random
+        fraction) are the turns' clock and chance."""
         self.zk = zk
         self.paths = GroupPaths(group)
         self.consumer_id = consumer_id
@@ -79,9 +89,19 @@ class ZookeeperMembership:
         self._watched_topics: set[str] = set()
         self._watch_lock = threading.Lock()
         self._on_change: Callable[[], None] | None = None
-        self._registrations: dict[str, ConsumerRegistration] = {}  # see `snapshot`
+        self._registered: dict[str, Registered] = {}  # see `snapshot`
+        # Sessions owning contested claims, to be looked for in the next snapshot's
+        # registrations, and the last ones for which every registration was read again.
+        self._contesting: set[int] = set()
+        self._doubted: frozenset[int] = frozenset()
         # The topic registry as last read, until a watch of it fires (see `snapshot`).
         self._cached_view: TopicView | None = None
+        # When to read the group after a change (under `_watch_lock`); `_stopped` ends a wait.
+        self._turns = Turns(turn_ms / 1000.0)
+        self._ranked = False
+        self._clock = clock
+        self._draw = draw
+        self._stopped = threading.Event()
 
     # -- registration -----------------------------------------------------------------------
 
@@ -112,14 +132,15 @@ class ZookeeperMembership:
               wildcard: bool) -> None:
         """Call `on_change` whenever members, brokers or the subscribed topics change.
 
-        kazoo re-arms these watches itself, also after a new session. Topics known from Kafka
+        kazoo re-arms these watches itself, also after a new session, but for the registry of
+        members, which each snapshot watches anew (`_watch_members`). Topics known from Kafka
         metadata have no znodes here: their changes are found by a `MetadataRefresher`, which
         reads `interest()`.
         """
         self._on_change = on_change
         self._wildcard = wildcard
         self.zk.ensure_path(self.paths.ids)
-        self._watch_children(self.paths.ids, topology=False)
+        self._watch_members()
         if self.topics.watched_in_zookeeper:
             self._watch_children(BROKER_IDS)
             if wildcard:
@@ -145,7 +166,36 @@ class ZookeeperMembership:
         with self._watch_lock:
             return self._wildcard, frozenset(self._watched_topics)
 
-    def _watch_children(self, path: str, topology: bool = True) -> None:
+    def _watch_members(self) -> None:
+        """The registry of members is watched by each read of it (`snapshot`), which a member
+        makes in its turn: a change tells the member once, and it looks again only then (a
+        burst of registrations is one read, not one per registration). The registry's znode is
+        watched here for being removed and made again; its first answer counts the members a
+        member not ranked yet takes a random place among."""
+        first = [True]
+
+        def on_node(_data, stat, *_event) -> None:
+            initial, first[0] = first[0], False
+            if initial:
+                with self._watch_lock:
+                    if not self._ranked:
+                        self._turns.unranked(stat.numChildren if stat else 0, self._draw())
+                        self._turns.changed(self._clock())
+            elif stat is not None:
+                self._members_changed()
+
+        DataWatch(self.zk, self.paths.ids, on_node)
+
+    def _members_changed(self, _event: object = None) -> None:
+        """The registry of members changed (or its znode was made again): the next snapshot
+        waits this member's turn and reads it."""
+        self._notify(False)
+
+    def stop_waiting(self) -> None:
+        """A member leaving does not wait for its turn (`snapshot` then reads at once)."""
+        self._stopped.set()
+
+    def _watch_children(self, path: str) -> None:
         """kazoo's ChildrenWatch gives up for good on a missing znode (`/brokers/ids` before any
         broker registered, `/brokers/topics` before any topic exists, or either one removed),
         so a watch on the znode itself starts a children watch whenever the znode exists."""
@@ -158,31 +208,33 @@ class ZookeeperMembership:
                 watching[0] = False  # its children watch stopped with it
             elif not watching[0]:
                 watching[0] = True
-                ChildrenWatch(self.zk, path, self._changes_after_first(topology))
+                ChildrenWatch(self.zk, path, self._changes_after_first())
             else:
                 return  # the znode's data changed, not its children
             if not initial:
-                self._notify(topology)
+                self._notify(True)
 
         DataWatch(self.zk, path, on_node)
 
-    def _changes_after_first(self, topology: bool = True) -> Callable[..., None]:
-        """kazoo calls a new watch once at once; only later calls are changes (`topology`:
-        of the topic registry, rather than of the group's members)."""
+    def _changes_after_first(self) -> Callable[..., None]:
+        """kazoo calls a new watch once at once; only later calls are changes (of the topic
+        registry)."""
         first = [True]
 
         def changed(*_args):
             if first[0]:
                 first[0] = False
                 return
-            self._notify(topology)
+            self._notify(True)
 
         return changed
 
     def _notify(self, topology: bool) -> None:
-        if topology:
-            with self._watch_lock:
+        """`topology`: the topic registry changed, rather than the group's members."""
+        with self._watch_lock:
+            if topology:
                 self._cached_view = None
+            self._turns.changed(self._clock())
         if self._on_change is not None:
             self._on_change()
 
@@ -191,11 +243,26 @@ class ZookeeperMembership:
     def snapshot(self, exclude_internal_topics: bool) -> GroupSnapshot:
         """Registrations already read are not read again: with N members, every rebalance
         read N registrations in each of them, N x N reads for one member joining or leaving.
-        A registration does not change while its id stays registered (a member that registers
-        again after its session expired writes the same subscription); should one ever differ,
-        the claims it would misplace are contested, and `claim` then forgets them all."""
-        members = read_members(self.zk, self.paths.group, self._registrations)
-        self._registrations = members
+        A registration does not change while its id stays registered in the same session; an
+        id registered again in another session between two reads (a restart with a fixed
+        consumer.id) may say something else, and the claims it would misplace are contested
+        by that session's owner znodes, which `claim` notes for the next snapshot to look at
+        (`_registrations_in_doubt`)."""
+        self._await_turn()
+        try:
+            listed = self.zk.get_children(self.paths.ids, watch=self._members_changed)
+        except NoNodeError:  # the registry's znode is watched for being made again
+            listed = []
+        registered = read_registered(self.zk, self.paths.group, self._registered, listed)
+        if self._registrations_in_doubt(registered):
+            registered = read_registered(self.zk, self.paths.group, {}, listed)
+        self._registered = registered
+        with self._watch_lock:
+            if self.consumer_id in registered:
+                self._ranked = True
+                self._turns.ranked(list(registered).index(self.consumer_id))
+        members = {consumer_id: found.registration
+                   for consumer_id, found in self._registered.items()}
         view = self._topic_view()
         partial = GroupSnapshot(members, view.all_topics, {})
         partitions = {}
@@ -205,6 +272,16 @@ class ZookeeperMembership:
                 partitions[topic] = numbers
         self.last_view = view
         return GroupSnapshot(members, view.all_topics, partitions)
+
+    def _await_turn(self) -> None:
+        """Wait for this member's turn after the changes not yet read (see `zk.turns`)."""
+        while True:
+            with self._watch_lock:
+                wait = self._turns.wait(self._clock())
+                if wait <= 0 or self._stopped.is_set():
+                    self._turns.reading()
+                    return
+            self._stopped.wait(wait)
 
     def _topic_view(self) -> TopicView:
         """The topic registry is read again only once a watch of it fired (or new topics came
@@ -263,25 +340,46 @@ class ZookeeperMembership:
                 _raise_first_failure(results)
                 return []
             contested = self._settle_own_owners(conflicts, remaining)
-            if contested or attempt == _CLAIM_ATTEMPTS:
-                self._registrations = {}  # the next attempt reads every registration again
-                return contested or conflicts
+            if contested:
+                self._contesting.update(contested.values())
+                return list(contested)
+            if attempt == _CLAIM_ATTEMPTS:
+                self._registered = {}  # the next attempt reads every registration again
+                return conflicts
         return []
 
+    def _registrations_in_doubt(self, registered: Mapping[str, Registered]) -> bool:
+        """Whether every registration must be read again. A claim is most often contested by
+        a peer that has not let go yet, or by one registered since the last read: the session
+        owning the contested znode then holds one of the registrations just read, and nothing
+        is read again (at fleet size, reading every registration again at each contest was
+        most of the group's requests). A contesting session that none holds is a member that
+        left without letting go, or an id registered again in a new session, whose cached
+        registration may be stale: every registration is read again, once for such a set of
+        sessions (a departed member's does not make each attempt read them all until its
+        session ends)."""
+        unknown = self._contesting - {found.session for found in registered.values()}
+        self._contesting = set()
+        if not unknown or unknown <= self._doubted:
+            return False
+        self._doubted = frozenset(unknown)
+        return True
+
     def _settle_own_owners(self, conflicts: list[TopicPartition],
-                           remaining: dict[TopicPartition, str]) -> list[TopicPartition]:
+                           remaining: dict[TopicPartition, str]) -> dict[TopicPartition, int]:
         """Sort conflicting owner znodes: those of this session either already say what we
-        want (taken out of `remaining`) or are stale and deleted; returns the others' ones."""
+        want (taken out of `remaining`) or are stale and deleted; returns the others' ones,
+        each with the session that owns it."""
         session = current_session(self.zk)
         paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in conflicts}
-        contested = []
+        contested = {}
         for tp, request in answered(self.zk, conflicts, lambda tp: self.zk.get_async(paths[tp])):
             try:
                 data, stat = request.get()
             except NoNodeError:
                 continue  # released meanwhile: claim it again
             if stat.ephemeralOwner != session:
-                contested.append(tp)
+                contested[tp] = stat.ephemeralOwner
             elif decode_owner(paths[tp], data) == remaining[tp] \
                     and stat.version == CLAIMED_OWNER_VERSION:
                 del remaining[tp]
@@ -324,15 +422,17 @@ class ZookeeperMembership:
         _raise_first_failure(transaction.commit())
 
     def owners_seen(self, partitions: Collection[TopicPartition]) -> OwnersSeen:
-        """Which session owns each of these owner znodes now (read pipelined), and the leader
-        epoch of the answers."""
+        """Which session owns each of these owner znodes now (read pipelined), the leader
+        epoch of the answers, and the sessions of the members the last snapshot read."""
         sessions = {}
         for tp, request in answered(self.zk, partitions, lambda tp: self.zk.exists_async(
                 self.paths.owner(tp.topic, tp.partition))):
             stat = request.get()
             if stat is not None:
                 sessions[tp] = stat.ephemeralOwner
-        return OwnersSeen(sessions, leader_epoch(self.zk.last_zxid))
+        return OwnersSeen(sessions, leader_epoch(self.zk.last_zxid),
+                          frozenset(found.session for found in self._registered.values()),
+                          len(self._registered))
 
     def wait_for_owners_gone(self, partitions: Collection[TopicPartition], timeout_s: float) -> bool:
         """Block until none of these owner znodes exists, or the timeout; True if all are gone.

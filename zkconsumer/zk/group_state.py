@@ -16,7 +16,7 @@ from zkconsumer.errors import ZnodeDataError
 from zkconsumer.lag.report import GroupState
 from zkconsumer.logs import get_logger
 from zkconsumer.model import TopicPartition
-from zkconsumer.zk.group_walk import GroupWalk
+from zkconsumer.zk.group_walk import GroupWalk, Registered
 from zkconsumer.zk.znode_reader import KazooReader
 from zkconsumer.znodes.consumers import ConsumerRegistration
 from zkconsumer.znodes.fence import Fence
@@ -54,13 +54,17 @@ def read_fences(zk: KazooClient, groups: Iterable[str]
     return fences
 
 
-def read_members(zk: KazooClient, group: str,
-                 known: Mapping[str, ConsumerRegistration] | None = None
-                 ) -> dict[str, ConsumerRegistration]:
-    """Registered consumer ids and their registrations, sorted by id. The registrations of
-    ids in `known` are taken from there instead of read again (a member's registration does
-    not change while its id stays registered)."""
-    return GroupWalk(KazooReader(zk)).members(GroupPaths(group), known or {})
+def read_members(zk: KazooClient, group: str) -> dict[str, ConsumerRegistration]:
+    """Registered consumer ids and their registrations, sorted by id."""
+    return GroupWalk(KazooReader(zk)).members(GroupPaths(group))
+
+
+def read_registered(zk: KazooClient, group: str, known: Mapping[str, Registered],
+                    listed: Iterable[str] | None = None) -> dict[str, Registered]:
+    """Registered consumer ids, each with its registration and session, sorted by id; those
+    of ids in `known` are taken from there instead of read again. `listed`: the ids, when
+    the caller read them (with a watch, say)."""
+    return GroupWalk(KazooReader(zk)).registered(GroupPaths(group), known, listed)
 
 
 def read_owners(zk: KazooClient, group: str) -> dict[TopicPartition, str]:
@@ -109,7 +113,7 @@ def group_topics(zk: KazooClient, group: str) -> set[str]:
     reader = KazooReader(zk)
     listed = reader.children([paths.offsets, paths.owners])
     topics = {topic for names in listed.values() for topic in names}
-    for registration in GroupWalk(reader, _skipped).members(paths, {}).values():
+    for registration in GroupWalk(reader, _skipped).members(paths).values():
         if not registration.is_wildcard:
             topics.update(registration.subscription)
     return topics

@@ -13,7 +13,7 @@ The exporter logs it instead, since a monitor has to go on reporting the rest of
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from zkconsumer.errors import ZnodeDataError
 from zkconsumer.lag.report import GroupState, ZookeeperOffset
@@ -28,6 +28,13 @@ _T = TypeVar("_T")
 
 def _raise_malformed(error: ZnodeDataError) -> None:
     raise error
+
+
+class Registered(NamedTuple):
+    """A member's registration and the session whose ephemeral znode holds it."""
+
+    registration: ConsumerRegistration
+    session: int
 
 
 class GroupWalk:
@@ -51,18 +58,27 @@ class GroupWalk:
         nodes = self._reader.data([path for paths, registered, owned, committed in walked
                                    for path in (*_member_paths(paths, registered, {}),
                                                 *owned, *committed)])
-        return [GroupState(paths.group, self._members(paths, registered, nodes, {}),
+        return [GroupState(paths.group, {consumer_id: found.registration for consumer_id, found
+                                         in self._registered(paths, registered, nodes,
+                                                             {}).items()},
                            self._owners(owned, nodes),
                            committed_offsets(nodes, committed, self._on_malformed))
                 for paths, registered, owned, committed in walked]
 
-    def members(self, paths: GroupPaths, known: Mapping[str, ConsumerRegistration]
-                ) -> dict[str, ConsumerRegistration]:
-        """The registrations of ids in `known` are taken from there instead of read again (a
-        member's registration does not change while its id stays registered)."""
-        registered = self._reader.children([paths.ids]).get(paths.ids, [])
-        nodes = self._reader.data(_member_paths(paths, registered, known))
-        return self._members(paths, registered, nodes, known)
+    def members(self, paths: GroupPaths) -> dict[str, ConsumerRegistration]:
+        return {consumer_id: found.registration
+                for consumer_id, found in self.registered(paths, {}).items()}
+
+    def registered(self, paths: GroupPaths, known: Mapping[str, Registered],
+                   listed: Iterable[str] | None = None) -> dict[str, Registered]:
+        """Each registered id's registration and session, sorted by id. Those of ids in
+        `known` are taken from there instead of read again (a member's registration does not
+        change while its id stays registered in the same session). `listed`: the ids, when
+        the caller read them already."""
+        if listed is None:
+            listed = self._reader.children([paths.ids]).get(paths.ids, [])
+        return self._registered(paths, listed, self._reader.data(
+            _member_paths(paths, listed, known)), known)
 
     def owners(self, paths: GroupPaths) -> dict[TopicPartition, str]:
         owned, = self._partitions(self._reader.children([paths.owners]), paths.owners)
@@ -89,18 +105,18 @@ class GroupWalk:
                     self._on_malformed(error)
         return [found[parent] for parent in parents]
 
-    def _members(self, paths: GroupPaths, registered: Iterable[str], nodes: Mapping[str, Znode],
-                 known: Mapping[str, ConsumerRegistration]) -> dict[str, ConsumerRegistration]:
-        members = {}
-        for consumer_id in sorted(registered):
+    def _registered(self, paths: GroupPaths, listed: Iterable[str], nodes: Mapping[str, Znode],
+                    known: Mapping[str, Registered]) -> dict[str, Registered]:
+        registered = {}
+        for consumer_id in sorted(listed):
             path = f"{paths.ids}/{consumer_id}"
             if consumer_id in known:
-                members[consumer_id] = known[consumer_id]
+                registered[consumer_id] = known[consumer_id]
             elif path in nodes and (registration := _decoded(
                     path, ConsumerRegistration.decode, nodes[path].data,
                     self._on_malformed)) is not None:
-                members[consumer_id] = registration
-        return members
+                registered[consumer_id] = Registered(registration, nodes[path].session)
+        return registered
 
     def _owners(self, owned: Mapping[str, TopicPartition], nodes: Mapping[str, Znode]
                 ) -> dict[TopicPartition, str]:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 class Znode(NamedTuple):
     data: bytes
     mtime_s: float  # when the data was last written, seconds since the epoch
+    session: int = 0  # the session an ephemeral znode belongs to (0: a persistent one)
 
 
 class ZnodeReader(Protocol):
@@ -50,7 +51,7 @@ class KazooReader:
         return _found(answered(self._zk, parents, self._zk.get_children_async))
 
     def data(self, paths: Iterable[str]) -> dict[str, Znode]:
-        return {path: Znode(data, stat.mtime / 1000) for path, (data, stat)
+        return {path: Znode(data, stat.mtime / 1000, stat.ephemeralOwner) for path, (data, stat)
                 in _found(answered(self._zk, paths, self._zk.get_async)).items()}
 
 

@@ -1,0 +1,88 @@
+"""A member's turn after its group changed, on a real ZooKeeper: the registry of members tells
+it once, it reads the registry again only in its turn (rank x `rebalance.turn.ms`, its watch set
+by that read), so a burst of registrations is one read; a member leaving does not wait."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from support.waiting import wait_until
+
+from zkconsumer.member.zk_membership import ZookeeperMembership
+from zkconsumer.zk.session import zookeeper_session
+from zkconsumer.znodes.consumers import ConsumerRegistration
+from zkconsumer.znodes.paths import GroupPaths
+
+REGISTRATION = ConsumerRegistration.static({"t": 1}, 0)
+
+
+def _member(client, group: str, name: str, turn_ms: int) -> ZookeeperMembership:
+    # The first read's place, drawn before the member is ranked, is the first one.
+    member = ZookeeperMembership(client, group, f"{group}_{name}", REGISTRATION,
+                                 turn_ms=turn_ms, draw=lambda: 0.0)
+    member.register()
+    return member
+
+
+def _group_of_two(zk, unique_name) -> tuple[str, GroupPaths]:
+    """A group whose members a and b are registered (persistent znodes, by the test)."""
+    group = unique_name("turns")
+    paths = GroupPaths(group)
+    for name in ("a", "b"):
+        zk.create(paths.member(f"{group}_{name}"), REGISTRATION.encode(), makepath=True)
+    return group, paths
+
+
+def test_a_burst_of_registrations_is_read_once_in_the_members_turn(cluster, zk, unique_name):
+    group, paths = _group_of_two(zk, unique_name)
+    with zookeeper_session(cluster.zookeeper_connect) as client:
+        lists = []
+        listing = client.get_children
+
+        def counted(path, *args, **kwargs):
+            lists.append(path)
+            return listing(path, *args, **kwargs)
+
+        client.get_children = counted
+        member = _member(client, group, "c", turn_ms=400)
+        told: list[float] = []
+        member.watch(lambda: told.append(time.monotonic()), topics=(), wildcard=False)
+        assert list(member.snapshot(True).members) == [f"{group}_{n}" for n in "abc"]  # rank 2
+
+        zk.create(paths.member(f"{group}_d"), REGISTRATION.encode())
+        wait_until(lambda: len(told) == 1, timeout=30, message="the member told of the change")
+        for name in ("e", "f"):
+            zk.create(paths.member(f"{group}_{name}"), REGISTRATION.encode())
+        # An event of a watch comes before any answer the client reads after the change.
+        client.exists(paths.ids)
+        assert len(told) == 1, "the registry tells a member once until it reads it again"
+
+        lists.clear()
+        members = member.snapshot(True).members
+        waited = time.monotonic() - told[0]
+        assert list(members) == [f"{group}_{n}" for n in "abcdef"]
+        assert waited >= 2 * 0.4 - 0.05, f"rank 2 read after {waited:.2f}s, before its turn"
+        assert lists == [paths.ids], "one read of the registry for the burst"
+
+        zk.create(paths.member(f"{group}_g"), REGISTRATION.encode())
+        wait_until(lambda: len(told) == 2, timeout=30,
+                   message="the read in the member's turn watches the registry again")
+
+
+def test_a_member_leaving_reads_without_waiting_its_turn(cluster, zk, unique_name):
+    group, paths = _group_of_two(zk, unique_name)
+    with zookeeper_session(cluster.zookeeper_connect) as client:
+        member = _member(client, group, "c", turn_ms=60_000)  # rank 2: two minutes
+        told = threading.Event()
+        member.watch(told.set, topics=(), wildcard=False)
+        member.snapshot(True)
+        zk.create(paths.member(f"{group}_d"), REGISTRATION.encode())
+        assert told.wait(30)
+        read = threading.Event()
+        reader = threading.Thread(target=lambda: (member.snapshot(True), read.set()))
+        reader.start()
+        assert not read.wait(0.5), "the member waits its turn"
+        member.stop_waiting()
+        assert read.wait(30), "a member leaving does not wait its turn"
+        reader.join()

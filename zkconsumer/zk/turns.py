@@ -1,0 +1,61 @@
+"""When a member reads its group again after the group changed: in turns, by rank. Pure.
+
+Every member watches the group's registry of members, so one change reaches all N members at
+the same moment, and each then reads the group and moves its partitions: N members' reads,
+releases and claims in the server's queue at once. A fleet of hundreds restarted in one deploy
+changes the registry hundreds of times within seconds, and the ensemble it shares with the
+brokers answers everyone late (their sessions included).
+
+A member instead waits its turn after a change: `rank x turn` (`rebalance.turn.ms`), its rank
+being its place among the ids it last read (sorted, as the assignment sorts them), so the
+group's requests reach the server a few members' at a time, spread over N turns. Ranks act in
+the order a range assignment hands partitions on when members arrive (a lower rank gives up
+what the next one takes), so the turns rarely make one member wait on another. A member reads
+the registry again only in its turn (its watch is set by that read), so changes that come while
+it waits are in what it reads: a burst of registrations costs each member one read. A member
+not ranked yet (before its first read) takes a random place among the ids the registry held
+when it joined. A turn of 0 reads at once, as the reference does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Turns:
+    """The changes not yet read and this member's place, on the caller's clock (seconds)."""
+
+    turn_s: float
+    rank: float = 0.0
+    _since: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.turn_s < 0:
+            raise ValueError(f"a turn cannot be negative, got {self.turn_s}")
+
+    def changed(self, now: float) -> None:
+        """The group changed at `now` (the first change not yet read is what the turn counts
+        from)."""
+        if self._since is None:
+            self._since = now
+
+    def ranked(self, rank: float) -> None:
+        """This member's place in the group it read last (0: the first)."""
+        if rank < 0:
+            raise ValueError(f"a rank cannot be negative, got {rank}")
+        self.rank = rank
+
+    def unranked(self, members: int, random_fraction: float) -> None:
+        """Before a first read: a place drawn among `members` (`random_fraction` in [0, 1))."""
+        self.ranked(max(0, members) * random_fraction)
+
+    def wait(self, now: float) -> float:
+        """Seconds to wait before reading the group (0: read now)."""
+        if self._since is None:
+            return 0.0
+        return max(0.0, self._since + self.rank * self.turn_s - now)
+
+    def reading(self) -> None:
+        """The group is read now: the changes so far are in what is read."""
+        self._since = None
