@@ -1,11 +1,19 @@
 """The request window: a pipelined call never has more than the session's window unanswered,
-and gives every answer back in the order asked."""
+and gives every answer back in the order asked; the window follows how fast answers come."""
 
 from __future__ import annotations
 
 import pytest
 
-from zkconsumer.zk.window import DEFAULT_WINDOW, answered, set_window, window_of
+from zkconsumer.zk.window import (
+    DEFAULT_WINDOW,
+    SLOW_S,
+    START,
+    Window,
+    answered,
+    set_window,
+    window_of,
+)
 
 
 class Session:
@@ -46,6 +54,57 @@ def test_no_more_than_the_window_is_unanswered_and_answers_keep_their_order():
 
 
 def test_a_session_without_settings_gets_the_default_and_a_window_must_be_positive():
-    assert window_of(Session()) == DEFAULT_WINDOW
+    assert window_of(Session()).ceiling == DEFAULT_WINDOW
     with pytest.raises(ValueError, match="positive"):
         set_window(Session(), 0)
+
+
+def _answer(window: Window, round_trip_s: float) -> None:
+    window.answered(window.sent(), round_trip_s)
+
+
+def test_answers_as_fast_as_the_fastest_grow_the_window_by_one_per_window_up_to_its_ceiling():
+    window = Window(12)
+    assert window.limit == START
+    for _ in range(START + 1):
+        _answer(window, 0.001)
+    assert window.limit == START + 1
+    for _ in range(500):
+        _answer(window, 0.001)
+    assert window.limit == 12
+
+
+def test_queued_answers_halve_the_window_once_per_round_trip_down_to_one():
+    window = Window(64, size=32.0)
+    _answer(window, 0.001)  # the fastest seen
+    in_flight = [window.sent() for _ in range(32)]
+    for number in in_flight:
+        window.answered(number, 0.001 + 2 * SLOW_S)
+    assert window.limit == 16, "a window of slow answers sent together halves it once"
+    for _ in range(10):
+        _answer(window, 1.0)
+    assert window.limit == 1
+
+
+def test_a_slow_server_keeps_few_requests_in_flight():
+    """Answers that each take longer the more are queued (a server doing 1,000 a second):
+    the window settles where the queue costs about SLOW_S, not at its ceiling."""
+    session = Session()
+    set_window(session, 64)
+    now, flight, highest = [0.0], [0], [0]
+
+    class Queued(Request):
+        def wait(self) -> None:
+            if not self._waited:
+                now[0] += 0.001  # a millisecond per answer, in the order sent
+            super().wait()
+
+    def send(key: int) -> Request:
+        flight[0] += 1
+        return Queued(flight, key)
+
+    for _key, _request in answered(session, range(2000), send, clock=lambda: now[0]):
+        highest[0] = max(highest[0], flight[0] + 1)
+    queued = round(SLOW_S / 0.001)  # the most in flight whose answers are not slow
+    assert highest[0] <= queued + 2, "never far past the queue the window allows"
+    assert queued // 2 <= window_of(session).limit <= queued + 1
