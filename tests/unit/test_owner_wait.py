@@ -51,3 +51,27 @@ def test_nothing_left_to_wait_for_is_no_reason_to_give_up():
 def test_the_epoch_is_the_high_half_of_a_zxid():
     assert leader_epoch(0x0000000300000007) == 3
     assert leader_epoch(0) == 0
+
+
+def test_a_change_of_the_groups_members_restarts_every_wait():
+    """A peer holds what moves away from it until its own rebalance, which the change began
+    anew: at fleet size that outlasted the window, and members gave up on live peers."""
+    wait = OwnerWait(WINDOW_S)
+    wait.observe(OwnersSeen({T0: ALIVE}, epoch=1), now=0.0)
+    wait.group_changed()
+    wait.observe(OwnersSeen({T0: ALIVE}, epoch=1), now=10.0)
+    assert not wait.may_give_up(now=21.9)
+    assert wait.may_give_up(now=22.0)
+
+
+def test_an_owner_that_is_a_registered_member_is_given_half_a_second_per_member():
+    """At fleet size a peer's release waits on others' rebalances: 200 members, 100 s."""
+    wait = OwnerWait(WINDOW_S)
+    seen = OwnersSeen({T0: ALIVE, T1: DEAD}, epoch=1, peers=frozenset({ALIVE}), members=200)
+    wait.observe(seen, now=0.0)
+    assert wait.can_still_expire(now=12.0) == [T0], "a session outside the group: 12 s"
+    assert not wait.may_give_up(now=99.9)
+    assert wait.may_give_up(now=100.0)
+    small = OwnerWait(WINDOW_S)
+    small.observe(OwnersSeen({T0: ALIVE}, epoch=1, peers=frozenset({ALIVE}), members=3), now=0.0)
+    assert small.may_give_up(now=12.0), "a small group keeps two session timeouts"

@@ -375,3 +375,31 @@ def test_a_session_lost_before_the_claim_makes_no_owner_znodes():
     member.member.term_event(Event.TERM_ENDED, None)
     member.rebalance()
     assert membership.owners == {} and member.member.held() == {}
+
+
+def test_a_live_owner_is_given_a_whole_window_again_after_each_change_of_the_group():
+    """A peer holds what moves away from it until its own rebalance, which each change of the
+    group begins anew: the member gives up on it only a whole window after the last change."""
+    import time
+
+    class ChangingGroup(DictMembership):
+        def __init__(self, changes: int) -> None:
+            super().__init__()
+            self.owners = {A: "g_peer-0", B: "g_peer-0"}  # held by a live session throughout
+            self.changes = changes
+            self.last_change = 0.0
+
+        def snapshot(self, exclude_internal):
+            if self.changes:
+                self.changes -= 1
+                self.members[f"g_z{self.changes:03d}"] = ConsumerRegistration.static({"t": 1}, 0)
+                self.last_change = time.monotonic()
+            return super().snapshot(exclude_internal)
+
+    membership = ChangingGroup(changes=40)
+    member = rebalancer(MemoryStore(), membership)
+    member._crashed_owner_grace_s = 0.3
+    with pytest.raises(RebalanceFailedError, match="stayed alive"):
+        member.rebalance()
+    assert membership.changes == 0, "no giving up while the group kept changing"
+    assert time.monotonic() - membership.last_change >= 0.3
