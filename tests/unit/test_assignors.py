@@ -186,3 +186,18 @@ def test_member_slices_partition_the_group_assignment(group):
         assert not set(part) & set(merged)
         merged.update(part)
     assert merged == result
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=12), st.integers(0, 40),
+       st.sampled_from(["range", "roundrobin"]))
+def test_one_consumers_slice_is_its_part_of_the_whole_assignment(streams, count, strategy):
+    members = [MemberSubscription(f"g_c{index:02d}", {"a": n, "b": n})
+               for index, n in enumerate(streams)]
+    if strategy == "roundrobin":
+        members = [MemberSubscription(m.consumer_id, {"a": 1, "b": 1}) for m in members]
+    partitions = {"a": list(range(count)), "b": list(range(count // 2))}
+    whole = assign(strategy, members, partitions)
+    for member in members:
+        assert assign(strategy, members, partitions, member.consumer_id) == \
+            partitions_owned_by(whole, member.consumer_id)

@@ -56,23 +56,28 @@ def _threads_per_topic(members: Iterable[MemberSubscription]) -> dict[str, list[
 
 
 def range_assign(members: Iterable[MemberSubscription],
-                 partitions_for_topic: Mapping[str, Sequence[int]]) -> dict[TopicPartition, str]:
+                 partitions_for_topic: Mapping[str, Sequence[int]],
+                 consumer_id: str | None = None) -> dict[TopicPartition, str]:
     """Per topic, consecutive runs of partitions to threads in order; the first threads get one
-    extra when the division is uneven."""
+    extra when the division is uneven. With `consumer_id`, only that consumer's runs (a member
+    of a group of hundreds over thousands of partitions needs its own tens, not the whole
+    assignment, at every rebalance attempt)."""
     assignment: dict[TopicPartition, str] = {}
     for topic, threads in _threads_per_topic(members).items():
         partitions = sorted(partitions_for_topic.get(topic, ()))
         if not partitions:
             continue
         for thread, run in deal_ranges(partitions, threads):
+            if consumer_id is not None and consumer_of_thread(thread) != consumer_id:
+                continue
             for partition in run:
                 assignment[TopicPartition(topic, partition)] = thread
     return assignment
 
 
 def roundrobin_assign(members: Iterable[MemberSubscription],
-                      partitions_for_topic: Mapping[str, Sequence[int]]
-                      ) -> dict[TopicPartition, str]:
+                      partitions_for_topic: Mapping[str, Sequence[int]],
+                      consumer_id: str | None = None) -> dict[TopicPartition, str]:
     """All partitions of all topics, ordered by the Java hash of `[topic,partition]`, dealt to
     the sorted threads in turn.
 
@@ -96,7 +101,8 @@ def roundrobin_assign(members: Iterable[MemberSubscription],
         key=lambda tp: (java_string_hash(f"[{tp.topic},{tp.partition}]"), tp.topic, tp.partition),
     )
     threads = first_threads
-    return {tp: threads[i % len(threads)] for i, tp in enumerate(partitions)}
+    assignment = {tp: threads[i % len(threads)] for i, tp in enumerate(partitions)}
+    return assignment if consumer_id is None else partitions_owned_by(assignment, consumer_id)
 
 
 def _describe(threads: Sequence[str]) -> str:
@@ -111,14 +117,16 @@ _STRATEGIES = {"range": range_assign, "roundrobin": roundrobin_assign}
 
 
 def assign(strategy: str, members: Iterable[MemberSubscription],
-           partitions_for_topic: Mapping[str, Sequence[int]]) -> dict[TopicPartition, str]:
+           partitions_for_topic: Mapping[str, Sequence[int]],
+           consumer_id: str | None = None) -> dict[TopicPartition, str]:
+    """The group's assignment, or with `consumer_id` that consumer's slice of it."""
     try:
         assignor = _STRATEGIES[strategy]
     except KeyError:
         raise AssignmentError(
             f"unknown partition.assignment.strategy {strategy!r}; use range or roundrobin"
         ) from None
-    return assignor(list(members), partitions_for_topic)
+    return assignor(list(members), partitions_for_topic, consumer_id)
 
 
 def partitions_owned_by(assignment: Mapping[TopicPartition, str],

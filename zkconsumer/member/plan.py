@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from zkconsumer.assignment import (
     assign,
-    partitions_owned_by,
     resolve_member_subscription,
 )
 from zkconsumer.model import TopicPartition
@@ -45,8 +44,7 @@ def target_for_member(snapshot: GroupSnapshot, consumer_id: str, strategy: str,
                                     snapshot.all_topics, exclude_internal_topics)
         for member, registration in snapshot.members.items()
     ]
-    assignment = assign(strategy, subscriptions, snapshot.partitions_for_topic)
-    return partitions_owned_by(assignment, consumer_id)
+    return assign(strategy, subscriptions, snapshot.partitions_for_topic, consumer_id)
 
 
 @dataclass(frozen=True)
