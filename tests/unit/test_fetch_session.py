@@ -581,3 +581,25 @@ def test_a_partition_dropped_takes_its_whole_fetch_state_with_it():
     session.assign({HEALTHY: MESSAGES, SICK: 3}, (), now=2.0)
     assert (session.position(SICK), session.high_watermark(SICK)) == (3, None)
     assert session.high_watermark(HEALTHY) == 7 and session.metadata_due(2.0)
+
+
+def test_an_idle_answer_that_repeats_the_last_one_is_not_decoded_again(monkeypatch):
+    """An idle member is answered the same bytes poll after poll: decoded once; an answer that
+    differs (a message came, a high watermark moved, an error) is decoded."""
+    session, link = started()
+    assert delivered(fetch(session, link, 0.1)) == {SICK: EVERYTHING, HEALTHY: EVERYTHING}
+    decodes = []
+    decode = protocol.decode_fetch
+    monkeypatch.setattr(protocol, "decode_fetch",
+                        lambda *args: decodes.append(args) or decode(*args))
+    assert fetch(session, link, 0.2) == Received({}, [], True)
+    assert fetch(session, link, 0.3) == Received({}, [], True)
+    assert len(decodes) == 1, "the repeated idle answer was decoded again"
+    arrived = fetch(session, link, 0.4, high_watermark=MESSAGES + 1)
+    assert delivered(arrived) == {SICK: [MESSAGES], HEALTHY: [MESSAGES]}
+    assert session.high_watermark(SICK) == MESSAGES + 1
+    assert len(decodes) == 2
+    fetch(session, link, 0.5, high_watermark=MESSAGES + 1)
+    session.assign({SICK: MESSAGES + 1}, (), now=0.6)  # assigned anew: decoded again
+    fetch(session, link, 0.7, high_watermark=MESSAGES + 1)
+    assert len(decodes) == 4

@@ -142,6 +142,8 @@ class FetchSession:
         self._in_flight: dict[int, Request] = {}  # the Fetch awaiting its answer, per node
         # per node: the last fetch request, with what it asked (see `_fetch_body`)
         self._last_requests: dict[int, tuple[tuple, bytes]] = {}
+        # per node: the last fetch request answered idle, and that answer (see `_as_before`)
+        self._idle_answers: dict[int, tuple[bytes, bytes]] = {}
         self._refresh_at = 0.0  # no metadata refresh before this
         # The metadata round under way: why each broker asked failed, and the line to fail with
         # if one of them was asked too often in vain and none answers.
@@ -164,6 +166,7 @@ class FetchSession:
         restarted = set(restart)
         kept = self._partitions
         self._partitions = {}
+        self._idle_answers.clear()  # a partition assigned again starts with no high watermark
         for tp, position in positions.items():
             record = kept.pop(tp, None)
             if record is None:
@@ -327,6 +330,8 @@ class FetchSession:
         """The broker's answer to `request` (correlation id first)."""
         if request.api_key == protocol.FETCH:
             self._in_flight.pop(request.node, None)
+            if self._as_before(request, payload):
+                return Received({}, [], True)
         try:  # only the decoders raise ProtocolError
             if request.api_key == protocol.METADATA:
                 return self._metadata_answered(
@@ -335,7 +340,7 @@ class FetchSession:
                 return self._offsets_answered(
                     request, protocol.decode_list_offsets(payload, request.version), now)
             return self._fetch_answered(request, protocol.decode_fetch(request.version, payload),
-                                        now)
+                                        now, payload)
         except protocol.ProtocolError as exc:
             return Received({}, self.failed(request, exc, now), False)
 
@@ -409,8 +414,21 @@ class FetchSession:
         self._set_aside(errors, now)
         return Received({}, [], True)
 
-    def _fetch_answered(self, request: Request, response: protocol.FetchResponse, now: float
-                        ) -> Received:
+    def _as_before(self, request: Request, payload: bytes | bytearray) -> bool:
+        """Whether this answer repeats, byte for byte after its correlation id, the last idle
+        answer to the same request, with none of its partitions troubled since: it then brings
+        nothing (no records, the same high watermarks, no errors) and is not decoded again. An
+        idle member asks and is answered the same ten times a second; decoding was most of an
+        idle poll's cost, and 200 members on one machine spent most of its CPU on it."""
+        last = self._idle_answers.get(request.node)
+        if last is None or last[0] is not request.body or memoryview(payload)[4:] != last[1]:
+            return False
+        partitions = self._partitions
+        return not any(tp in partitions and partitions[tp].troubled for tp in request.asked)
+
+    def _fetch_answered(self, request: Request, response: protocol.FetchResponse, now: float,
+                        payload: bytes | bytearray) -> Received:
+        self._idle_answers.pop(request.node, None)
         rejected = self._rejected(
             request, [response.error, *(fetched.error for fetched in response.partitions)], now)
         if rejected is not None:
@@ -423,6 +441,9 @@ class FetchSession:
         for fetched in response.partitions:
             self._absorb(fetched, request.asked, records, errors, now)
         self._set_aside(errors, now)
+        if not response.error and not any(fetched.error or fetched.records
+                                          for fetched in response.partitions):
+            self._idle_answers[request.node] = (request.body, bytes(memoryview(payload)[4:]))
         return Received(records, [], True)
 
     def _absorb(self, fetched: protocol.FetchedPartition, offsets: Mapping[TopicPartition, int],
