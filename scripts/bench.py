@@ -933,6 +933,10 @@ def main() -> None:
                              "together (a JVM each; the start phase only)")
     parser.add_argument("--fleet-property", action="append", default=[], metavar="KEY=VALUE",
                         help="a consumer setting of every fleet member (repeatable)")
+    parser.add_argument("--fleet-nice", type=int, default=0, metavar="N",
+                        help="run the fleet's processes at this niceness, so that the servers "
+                             "they share the machine with are not starved by members that "
+                             "would run on machines of their own (0: as the servers)")
     parser.add_argument("--peers-python", help="a Python with pykafka and confluent-kafka "
                         "(scripts/bench makes one)")
     add_start_arguments(parser)

@@ -29,7 +29,10 @@ starts N reference Scala consumers of another group together (the start phase on
 
     scripts/bench --only fleet [--fleet-members 200] [--fleet-partitions 5000]
                   [--members-per-process 20] [--rolling-steps 5] [--fleet-code DIR]
-                  [--fleet-property KEY=VALUE ...] [--fleet-reference N]
+                  [--fleet-property KEY=VALUE ...] [--fleet-nice N] [--fleet-reference N]
+
+ZKCONSUMER_FLEET_TRACE=DIR records every member's ZooKeeper requests (sent, kind, path's part,
+answered) in DIR and prints them counted by kind per phase.
 """
 
 from __future__ import annotations
@@ -56,6 +59,13 @@ def pack(zookeeper: str, group: str, topic: str, consumer_ids: list[str],
     are created, stop all on "stop" (or end of input), then say "stopped"."""
     from zkconsumer import ConsumerConnector
 
+    trace = os.environ.get("ZKCONSUMER_FLEET_TRACE")
+    if trace:
+        import signal
+
+        _trace_requests(trace)
+        # A run stopped by hand still leaves what its members sent.
+        signal.signal(signal.SIGTERM, lambda *_: (_write_trace(trace), os._exit(1)))
     members: list[Any] = []
     failures: list[str] = []
     lock = threading.Lock()
@@ -87,12 +97,58 @@ def pack(zookeeper: str, group: str, topic: str, consumer_ids: list[str],
         thread.start()
     for thread in stopping:
         thread.join()
+    if trace:
+        _write_trace(trace)
     print("stopped", flush=True)
+
+
+_traced: list[list] = []  # [sent at, type:where, ops, answered at (0: never)]
+
+
+def _trace_requests(_where: str) -> None:
+    """Record each ZooKeeper request the pack's members send: when, its type, its ops."""
+    from kazoo.client import KazooClient
+
+    sent = KazooClient._call
+
+    def counted(client, request, async_object):
+        ops = len(getattr(request, "operations", ())) or 1
+        path = getattr(request, "path", "") or ""
+        # /consumers/<group>/<what>/..., /brokers/<what>/...
+        parts = path.split("/")
+        where = parts[3] if parts[1:2] == ["consumers"] and len(parts) > 3 else "/".join(parts[:3])
+        entry = [time.time(), f"{type(request).__name__}:{where}", ops, 0.0]
+        _traced.append(entry)
+        async_object.rawlink(lambda _answer: entry.__setitem__(3, time.time()))
+        return sent(client, request, async_object)
+
+    KazooClient._call = counted  # type: ignore[method-assign]
+
+
+def _write_trace(where: str) -> None:
+    path = Path(where) / f"trace-{os.getpid()}.tsv"
+    with path.open("w") as out:
+        for at, kind, ops, answered in _traced:
+            out.write(f"{at:.4f}\t{kind}\t{ops}\t{answered:.4f}\n")
+
+
+def trace_summary(where: Path, began: float, ended: float) -> str:
+    """Requests the members sent between two wall-clock times, by type (ops in multis)."""
+    kinds: dict[str, list[int]] = {}
+    for path in where.glob("trace-*.tsv"):
+        for line in path.read_text().splitlines():
+            at, kind, ops, _answered = line.split("\t")
+            if began <= float(at) < ended:
+                entry = kinds.setdefault(kind, [0, 0])
+                entry[0] += 1
+                entry[1] += int(ops)
+    return ", ".join(f"{kind} {n} ({ops} ops)" if ops != n else f"{kind} {n}"
+                     for kind, (n, ops) in sorted(kinds.items(), key=lambda kv: -kv[1][0]))
 
 
 class Pack:
     def __init__(self, zookeeper: str, group: str, topic: str, consumer_ids: list[str],
-                 code: Path | None, work: Path, properties: list[str]) -> None:
+                 code: Path | None, work: Path, properties: list[str], nice: int = 0) -> None:
         self.consumer_ids = consumer_ids
         env = dict(os.environ)
         if code is not None:
@@ -102,7 +158,8 @@ class Pack:
             [sys.executable, __file__, "pack", zookeeper, group, topic, ",".join(consumer_ids),
              *properties],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
-            env=env, cwd=str(code) if code is not None else None)
+            env=env, cwd=str(code) if code is not None else None,
+            preexec_fn=(lambda: os.nice(nice)) if nice else None)
 
     def joined(self) -> tuple[int, int]:
         words = self._process.stdout.readline().split()  # type: ignore[union-attr]
@@ -251,15 +308,18 @@ def fleet(cluster, args, work: Path) -> None:
     ids = [f"m{index:04d}" for index in range(members)]
     batches = [ids[start:start + per] for start in range(0, members, per)]
     print(f"{members} members x {partitions} partitions, {per} per process "
-          f"({len(batches)} processes), code: {code or 'this checkout'}, properties: "
+          f"({len(batches)} processes{f', nice {args.fleet_nice}' if args.fleet_nice else ''}), "
+          f"code: {code or 'this checkout'}, properties: "
           f"{' '.join(args.fleet_property) or 'defaults'}")
     with zookeeper_session(zookeeper, timeout_s=30) as zk:
         create_topic(zk, topic, partitions, timeout=600)
         packs: list[Pack] = []
         try:
             counters = ServerCounters(port)
+            phases = [time.time()]
             began = time.monotonic()
-            packs = [Pack(zookeeper, group, topic, batch, code, work, args.fleet_property)
+            packs = [Pack(zookeeper, group, topic, batch, code, work, args.fleet_property,
+                          args.fleet_nice)
                      for batch in batches]
             outcomes = [p.joined() for p in packs]
             print(f"{'':<16} every process started its members "
@@ -271,6 +331,7 @@ def fleet(cluster, args, work: Path) -> None:
             _report("start", counters.finish(), f"{joined} joined, {failed} failed, settled "
                     f"{settle:.2f} s after the last registration "
                     f"({time.monotonic() - began:.1f} s from the first process started)")
+            phases.append(time.time())
             if failed:
                 return
             counters = ServerCounters(port)
@@ -284,7 +345,7 @@ def fleet(cluster, args, work: Path) -> None:
                 for index in chosen:
                     packs[index].wait_stopped()
                     packs[index] = Pack(zookeeper, group, topic, batches[index], code, work,
-                                         args.fleet_property)
+                                         args.fleet_property, args.fleet_nice)
                 for index in chosen:
                     ok, bad = packs[index].joined()
                     if bad:
@@ -295,6 +356,7 @@ def fleet(cluster, args, work: Path) -> None:
                     f"{steps} steps, each settled with every partition owned by its range "
                     f"owner (nothing unowned); settle after each step's last registration: "
                     f"{', '.join(f'{s:.2f}' for s in settles)} s")
+            phases.append(time.time())
         finally:
             for p in packs:
                 try:
@@ -306,6 +368,12 @@ def fleet(cluster, args, work: Path) -> None:
                     p.wait_stopped()
                 except (subprocess.TimeoutExpired, OSError, ValueError):
                     p.kill()
+            trace = os.environ.get("ZKCONSUMER_FLEET_TRACE")
+            if trace:
+                for name, began_at, ended_at in zip(("start", "rolling restart"), phases,
+                                                    phases[1:], strict=False):
+                    print(f"{name:<16} members' requests: "
+                          f"{trace_summary(Path(trace), began_at, ended_at)}", flush=True)
 
 
 def reference_fleet(cluster, args, work: Path) -> None:
