@@ -147,7 +147,8 @@ def test_registrations_are_read_once_per_id_until_an_unknown_session_contests_a_
     whose registration was read in the session that owns the znode reads nothing again (a peer
     that has not let go yet, the usual contest); one contested by a session no registration
     read has (an id registered again in a new session may say something else) reads every
-    registration again, once for that session."""
+    registration again, once for that session; so does an id gone and back between two
+    reads."""
     group = unique_name("registrations")
     paths = GroupPaths(group)
     t0 = TopicPartition("t", 0)
@@ -183,6 +184,14 @@ def test_registrations_are_read_once_per_id_until_an_unknown_session_contests_a_
         assert membership.claim({t0: f"{group}_a-0"}) == [t0]
         assert membership.snapshot(True).members[f"{group}_b"].subscription == {"t": 2}, \
             "the same unknown session again (a member gone that has not let go) reads nothing"
+
+        # b restarts with a fixed id and another subscription between two reads: the
+        # registry's child version counts its going and coming back.
+        peer.delete(paths.member(f"{group}_b"))
+        peer.create(paths.member(f"{group}_b"),
+                    ConsumerRegistration.static({"t": 4}, 0).encode(), ephemeral=True)
+        assert membership.snapshot(True).members[f"{group}_b"].subscription == {"t": 4}, \
+            "an id gone and back between two reads is read again"
 
 
 def test_a_claim_owned_by_another_session_is_contested(cluster, zk, unique_name):

@@ -603,3 +603,10 @@ def test_an_idle_answer_that_repeats_the_last_one_is_not_decoded_again(monkeypat
     session.assign({SICK: MESSAGES + 1}, (), now=0.6)  # assigned anew: decoded again
     fetch(session, link, 0.7, high_watermark=MESSAGES + 1)
     assert len(decodes) == 4
+    # A new connection, whose Fetch version no answer proved yet: decoded (and proven).
+    fresh = session.api_versions_answered(f"{ADDRESS[0]}:{ADDRESS[1]}",
+                                          api_versions_answer(KAFKA_0_10_0))
+    assert fresh is not link
+    fetch(session, fresh, 0.8, high_watermark=MESSAGES + 1)
+    fetch(session, fresh, 0.9, high_watermark=MESSAGES + 1)
+    assert len(decodes) == 5

@@ -4,9 +4,11 @@ and gives every answer back in the order asked; the window follows how fast answ
 from __future__ import annotations
 
 import pytest
+from kazoo.exceptions import ConnectionLoss
 
 from zkconsumer.zk.window import (
     DEFAULT_WINDOW,
+    FASTEST_SPAN_S,
     SLOW_S,
     START,
     Window,
@@ -22,6 +24,8 @@ class Session:
 
 class Request:
     """An asynchronous request, answered when waited on; counts what is in flight."""
+
+    exception = None
 
     def __init__(self, flight: list[int], value: int) -> None:
         self._flight = flight
@@ -59,8 +63,8 @@ def test_a_session_without_settings_gets_the_default_and_a_window_must_be_positi
         set_window(Session(), 0)
 
 
-def _answer(window: Window, round_trip_s: float) -> None:
-    window.answered(window.sent(), round_trip_s)
+def _answer(window: Window, round_trip_s: float, now: float = 0.0) -> None:
+    window.answered(window.sent(), round_trip_s, now)
 
 
 def test_answers_as_fast_as_the_fastest_grow_the_window_by_one_per_window_up_to_its_ceiling():
@@ -79,7 +83,7 @@ def test_queued_answers_halve_the_window_once_per_round_trip_down_to_one():
     _answer(window, 0.001)  # the fastest seen
     in_flight = [window.sent() for _ in range(32)]
     for number in in_flight:
-        window.answered(number, 0.001 + 2 * SLOW_S)
+        window.answered(number, 0.001 + 2 * SLOW_S, 0.0)
     assert window.limit == 16, "a window of slow answers sent together halves it once"
     for _ in range(10):
         _answer(window, 1.0)
@@ -108,3 +112,41 @@ def test_a_slow_server_keeps_few_requests_in_flight():
     queued = round(SLOW_S / 0.001)  # the most in flight whose answers are not slow
     assert highest[0] <= queued + 2, "never far past the queue the window allows"
     assert queued // 2 <= window_of(session).limit <= queued + 1
+
+
+def test_the_fastest_answer_is_learned_again_after_a_move_to_a_farther_server():
+    """Answers of 0.5 ms, then of 30 ms (another server, farther away): the window shrinks
+    at first, and grows again once the 30 ms are the fastest of the recent spans."""
+    window = Window(64)
+    for index in range(300):
+        _answer(window, 0.0005, now=index * 0.001)
+    for index in range(1000):
+        _answer(window, 0.030, now=1.0 + index * 0.030)
+    assert window.limit == 1, "queued, as far as the window can tell"
+    for index in range(2000):
+        _answer(window, 0.030, now=1.0 + 2 * FASTEST_SPAN_S + index * 0.030)
+    assert window.limit > START
+
+
+def test_failures_without_a_round_trip_are_not_timed():
+    session = Session()
+    set_window(session, 64)
+    now = [0.0]
+
+    class Lost(Request):
+        exception = ConnectionLoss()
+
+    class Slow(Request):
+        def wait(self) -> None:
+            now[0] += 0.1  # every real answer 100 ms
+            super().wait()
+
+    flight = [0]
+    for _ in answered(session, range(40), lambda key: Slow(flight, key), clock=lambda: now[0]):
+        pass
+    limit = window_of(session).limit
+    for _ in answered(session, range(3), lambda key: Lost(flight, key), clock=lambda: now[0]):
+        pass
+    for _ in answered(session, range(40), lambda key: Slow(flight, key), clock=lambda: now[0]):
+        pass
+    assert window_of(session).limit >= limit, "an instant failure became the fastest answer"

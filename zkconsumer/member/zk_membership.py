@@ -40,6 +40,7 @@ from zkconsumer.znodes.paths import BROKER_IDS, BROKER_TOPICS, GroupPaths, topic
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
+    from kazoo.protocol.states import ZnodeStat
 
 log = get_logger(__name__)
 
@@ -90,6 +91,8 @@ class ZookeeperMembership:
         self._watch_lock = threading.Lock()
         self._on_change: Callable[[], None] | None = None
         self._registered: dict[str, Registered] = {}  # see `snapshot`
+        # The ids the last snapshot listed, with the registry's child version then.
+        self._listed: tuple[frozenset[str], int] | None = None
         # Sessions owning contested claims, to be looked for in the next snapshot's
         # registrations, and the last ones for which every registration was read again.
         self._contesting: set[int] = set()
@@ -171,7 +174,9 @@ class ZookeeperMembership:
         makes in its turn: a change tells the member once, and it looks again only then (a
         burst of registrations is one read, not one per registration). The registry's znode is
         watched here for being removed and made again; its first answer counts the members a
-        member not ranked yet takes a random place among."""
+        member not ranked yet takes a random place among. kazoo also calls the read's watch
+        when the connection drops (its watches are then gone): the member reads the registry
+        again in its turn, which sets the watch again."""
         first = [True]
 
         def on_node(_data, stat, *_event) -> None:
@@ -244,16 +249,20 @@ class ZookeeperMembership:
         """Registrations already read are not read again: with N members, every rebalance
         read N registrations in each of them, N x N reads for one member joining or leaving.
         A registration does not change while its id stays registered in the same session; an
-        id registered again in another session between two reads (a restart with a fixed
-        consumer.id) may say something else, and the claims it would misplace are contested
-        by that session's owner znodes, which `claim` notes for the next snapshot to look at
-        (`_registrations_in_doubt`)."""
+        id registered again in another session (a restart with a fixed consumer.id) may say
+        something else. Seen gone in between, it is read as new; gone and back between two
+        reads, it shows in the registry's child version (more changes than the two lists
+        differ by), and every registration is read again. Claims contested by a session none
+        of the registrations read holds are noted by `claim` for the next snapshot to look at
+        as well (`_registrations_in_doubt`)."""
         self._await_turn()
         try:
-            listed = self.zk.get_children(self.paths.ids, watch=self._members_changed)
+            listed, stat = self.zk.get_children(self.paths.ids, watch=self._members_changed,
+                                                include_data=True)
         except NoNodeError:  # the registry's znode is watched for being made again
-            listed = []
-        registered = read_registered(self.zk, self.paths.group, self._registered, listed)
+            listed, stat = [], None
+        known = self._registered if not self._gone_and_back(listed, stat) else {}
+        registered = read_registered(self.zk, self.paths.group, known, listed)
         if self._registrations_in_doubt(registered):
             registered = read_registered(self.zk, self.paths.group, {}, listed)
         self._registered = registered
@@ -272,6 +281,15 @@ class ZookeeperMembership:
                 partitions[topic] = numbers
         self.last_view = view
         return GroupSnapshot(members, view.all_topics, partitions)
+
+    def _gone_and_back(self, listed: list[str], stat: ZnodeStat | None) -> bool:
+        """Whether ids may have left and registered again since the last snapshot's list: the
+        registry's children changed more often than the two lists differ."""
+        before = self._listed
+        now = self._listed = (frozenset(listed), stat.cversion) if stat is not None else None
+        if before is None or now is None:
+            return False
+        return now[1] - before[1] > len(now[0] ^ before[0])
 
     def _await_turn(self) -> None:
         """Wait for this member's turn after the changes not yet read (see `zk.turns`)."""
@@ -373,6 +391,7 @@ class ZookeeperMembership:
         session = current_session(self.zk)
         paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in conflicts}
         contested = {}
+        stale = []  # deleted once every read is answered, not between them (the window times them)
         for tp, request in answered(self.zk, conflicts, lambda tp: self.zk.get_async(paths[tp])):
             try:
                 data, stat = request.get()
@@ -384,10 +403,12 @@ class ZookeeperMembership:
                     and stat.version == CLAIMED_OWNER_VERSION:
                 del remaining[tp]
             else:
-                try:
-                    self.zk.delete(paths[tp], version=stat.version)
-                except NoNodeError:
-                    pass
+                stale.append((paths[tp], stat.version))
+        for path, version in stale:
+            try:
+                self.zk.delete(path, version=version)
+            except NoNodeError:
+                pass
         return contested
 
     def owner_checks(self, tokens: Mapping[TopicPartition, Hashable]

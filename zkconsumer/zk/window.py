@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 from weakref import WeakKeyDictionary
 
+from kazoo.exceptions import ConnectionLoss, SessionExpiredError
 from kazoo.interfaces import IAsyncResult
 
 from zkconsumer.config.zookeeper import MAX_IN_FLIGHT_REQUESTS
@@ -38,10 +39,16 @@ DEFAULT_WINDOW = MAX_IN_FLIGHT_REQUESTS
 
 # An answer this much slower than the fastest seen was queued: the window halves.
 SLOW_S = 0.025
-# A new session's window, before any answer was timed (at most the ceiling).
+# A session's first window, before any answer was timed (at most the ceiling).
 START = 8
+# The fastest answer is the fastest of the last two spans of this long, so that a session that
+# moved to a farther server learns its new round trip within a minute; a busy server's queue,
+# which empties within that time, does not pass for the round trip.
+FASTEST_SPAN_S = 30.0
 
 _K = TypeVar("_K")
+# Failures the client reports without a round trip (a connection or session gone): not timed.
+_NOT_ANSWERED = (ConnectionLoss, SessionExpiredError)
 
 
 @dataclass
@@ -52,7 +59,9 @@ class Window:
 
     ceiling: int
     size: float = 0.0
-    _fastest_s: float = math.inf
+    _fastest_s: float = math.inf  # of this span of answers
+    _fastest_before_s: float = math.inf  # of the span before
+    _span_ends: float | None = None
     _sent: int = 0
     _halved_at: int = 0  # requests sent before the last halving do not halve it again
 
@@ -71,10 +80,13 @@ class Window:
         self._sent += 1
         return self._sent
 
-    def answered(self, number: int, round_trip_s: float) -> None:
-        """Request `number` was answered `round_trip_s` after it was sent."""
+    def answered(self, number: int, round_trip_s: float, now: float) -> None:
+        """Request `number` was answered `round_trip_s` after it was sent, at `now`."""
+        if self._span_ends is None or now >= self._span_ends:
+            self._fastest_before_s = self._fastest_s if self._span_ends is not None else math.inf
+            self._fastest_s, self._span_ends = math.inf, now + FASTEST_SPAN_S
         self._fastest_s = min(self._fastest_s, round_trip_s)
-        if round_trip_s - self._fastest_s > SLOW_S:
+        if round_trip_s - min(self._fastest_s, self._fastest_before_s) > SLOW_S:
             if number > self._halved_at:  # sent after the last halving: once per round trip
                 self.size = max(1.0, self.size / 2)
                 self._halved_at = self._sent
@@ -114,5 +126,7 @@ def answered(zk: KazooClient, keys: Iterable[_K], send: Callable[[_K], IAsyncRes
 def _waited(window: Window, clock: Callable[[], float], key: _K, request: IAsyncResult,
             number: int, sent: float) -> tuple[_K, IAsyncResult]:
     request.wait()
-    window.answered(number, clock() - sent)
+    if not isinstance(request.exception, _NOT_ANSWERED):
+        now = clock()
+        window.answered(number, now - sent, now)
     return key, request

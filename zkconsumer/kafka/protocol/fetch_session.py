@@ -416,13 +416,15 @@ class FetchSession:
 
     def _as_before(self, request: Request, payload: bytes | bytearray) -> bool:
         """Whether this answer repeats, byte for byte after its correlation id, the last idle
-        answer to the same request, with none of its partitions troubled since: it then brings
+        answer to the same request, on a connection that proved the request's version, with
+        none of its partitions troubled since: it then brings
         nothing (no records, the same high watermarks, no errors) and is not decoded again. An
         idle member asks and is answered the same ten times a second; decoding was most of an
         idle poll's cost, and 200 members on one machine spent most of its CPU on it."""
         last = self._idle_answers.get(request.node)
-        if last is None or last[0] is not request.body or memoryview(payload)[4:] != last[1]:
-            return False
+        if last is None or last[0] is not request.body or memoryview(payload)[4:] != last[1] \
+                or (request.api_key, request.version) not in request.link.proven:
+            return False  # a connection whose version no decoded answer proved yet is decoded
         partitions = self._partitions
         return not any(tp in partitions and partitions[tp].troubled for tp in request.asked)
 
