@@ -57,9 +57,9 @@ def test_a_change_of_the_groups_members_restarts_every_wait():
     """A peer holds what moves away from it until its own rebalance, which the change began
     anew: at fleet size that outlasted the window, and members gave up on live peers."""
     wait = OwnerWait(WINDOW_S)
-    wait.observe(OwnersSeen({T0: ALIVE}, epoch=1), now=0.0)
-    wait.group_changed()
-    wait.observe(OwnersSeen({T0: ALIVE}, epoch=1), now=10.0)
+    wait.observe(OwnersSeen({T0: ALIVE}, epoch=1, peers=frozenset({DEAD}), members=1), now=0.0)
+    wait.observe(OwnersSeen({T0: ALIVE}, epoch=1, peers=frozenset({DEAD, 0x300}), members=2),
+                 now=10.0)  # a member joined
     assert not wait.may_give_up(now=21.9)
     assert wait.may_give_up(now=22.0)
 

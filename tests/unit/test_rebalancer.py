@@ -71,7 +71,9 @@ class DictMembership:
         return False
 
     def owners_seen(self, partitions) -> OwnersSeen:
-        return OwnersSeen({tp: OTHER_SESSION for tp in partitions if tp in self.owners}, 0)
+        """The owners by OTHER_SESSION; the members' sessions stand for them by id."""
+        return OwnersSeen({tp: OTHER_SESSION for tp in partitions if tp in self.owners}, 0,
+                          frozenset(hash(member) for member in self.members), len(self.members))
 
 
 class NullFetchLoop:

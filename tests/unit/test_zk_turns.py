@@ -45,6 +45,8 @@ def test_a_member_not_ranked_yet_draws_a_place_among_those_registered():
     assert turns.wait(0.0) == pytest.approx(0.25)
     turns.ranked(7)
     assert turns.wait(0.0) == pytest.approx(0.07)
+    assert not turns.unranked(50, 0.9), "a ranked member draws no place"
+    assert turns.wait(0.0) == pytest.approx(0.07)
 
 
 def test_negative_turns_and_ranks_are_refused():

@@ -44,7 +44,8 @@ class OwnersSeen:
 
     sessions: Mapping[TopicPartition, int]
     epoch: int
-    peers: frozenset[int] = frozenset()  # sessions of the group's registered members
+    # sessions of the group's registered members (another set: the members changed)
+    peers: frozenset[int] = frozenset()
     members: int = 0  # how many are registered
 
 
@@ -64,8 +65,9 @@ class OwnerWait:
         self._peer_window_s = expiry_window_s
 
     def observe(self, seen: OwnersSeen, now: float) -> None:
-        if seen.epoch != self._epoch:
+        if seen.epoch != self._epoch or seen.peers != self._peers:
             # A new leader: every session's timeout started again, so every wait does too.
+            # New members (their sessions): every peer rebalances again, and is waited for anew.
             self._epoch = seen.epoch
             self._held_since = {}
         self._peers = seen.peers
@@ -74,10 +76,6 @@ class OwnerWait:
         self._held_since = {
             tp: previous[tp] if tp in previous and previous[tp][0] == session else (session, now)
             for tp, session in seen.sessions.items()}
-
-    def group_changed(self) -> None:
-        """The group's members changed: every owner is given a whole window again."""
-        self._held_since = {}
 
     def may_give_up(self, now: float) -> bool:
         """True when owners are left and each has outlived an expiry window in this epoch."""

@@ -119,13 +119,9 @@ class Rebalancer:
         owners = OwnerWait(self._crashed_owner_grace_s)
         told: list[TopicPartition] = []
         attempt = 0
-        members: set[str] | None = None
         while True:
             attempt += 1
             snapshot = self._membership.snapshot(self._exclude_internal)
-            if members is not None and set(snapshot.members) != members:
-                owners.group_changed()
-            members = set(snapshot.members)
             self._membership.watch_topics(snapshot.subscribed_topics(self._exclude_internal))
             self._release_unfinished()
             target = target_for_member(snapshot, self.consumer_id, self._strategy,

@@ -31,7 +31,7 @@ from zkconsumer.model import TopicPartition
 from zkconsumer.offsets.store import OwnerCheck
 from zkconsumer.topology import TopicSource, TopicView, ZookeeperTopics
 from zkconsumer.zk.group_state import read_registered
-from zkconsumer.zk.group_walk import Registered
+from zkconsumer.zk.group_walk import Registered, registrations
 from zkconsumer.zk.session import current_session
 from zkconsumer.zk.turns import Turns
 from zkconsumer.zk.window import answered
@@ -101,7 +101,6 @@ class ZookeeperMembership:
         self._cached_view: TopicView | None = None
         # When to read the group after a change (under `_watch_lock`); `_stopped` ends a wait.
         self._turns = Turns(turn_ms / 1000.0)
-        self._ranked = False
         self._clock = clock
         self._draw = draw
         self._stopped = threading.Event()
@@ -183,8 +182,7 @@ class ZookeeperMembership:
             initial, first[0] = first[0], False
             if initial:
                 with self._watch_lock:
-                    if not self._ranked:
-                        self._turns.unranked(stat.numChildren if stat else 0, self._draw())
+                    if self._turns.unranked(stat.numChildren if stat else 0, self._draw()):
                         self._turns.changed(self._clock())
             elif stat is not None:
                 self._members_changed()
@@ -263,15 +261,13 @@ class ZookeeperMembership:
             listed, stat = [], None
         known = self._registered if not self._gone_and_back(listed, stat) else {}
         registered = read_registered(self.zk, self.paths.group, known, listed)
-        if self._registrations_in_doubt(registered):
+        if self._registrations_in_doubt(registered) and known:  # not when all were just read
             registered = read_registered(self.zk, self.paths.group, {}, listed)
         self._registered = registered
         with self._watch_lock:
             if self.consumer_id in registered:
-                self._ranked = True
                 self._turns.ranked(list(registered).index(self.consumer_id))
-        members = {consumer_id: found.registration
-                   for consumer_id, found in self._registered.items()}
+        members = registrations(registered)
         view = self._topic_view()
         partial = GroupSnapshot(members, view.all_topics, {})
         partitions = {}

@@ -37,6 +37,11 @@ class Registered(NamedTuple):
     session: int
 
 
+def registrations(registered: Mapping[str, Registered]) -> dict[str, ConsumerRegistration]:
+    """The registrations alone, by consumer id."""
+    return {consumer_id: found.registration for consumer_id, found in registered.items()}
+
+
 class GroupWalk:
     def __init__(self, reader: ZnodeReader, on_malformed: OnMalformed = _raise_malformed) -> None:
         self._reader = reader
@@ -58,16 +63,14 @@ class GroupWalk:
         nodes = self._reader.data([path for paths, registered, owned, committed in walked
                                    for path in (*_member_paths(paths, registered, {}),
                                                 *owned, *committed)])
-        return [GroupState(paths.group, {consumer_id: found.registration for consumer_id, found
-                                         in self._registered(paths, registered, nodes,
-                                                             {}).items()},
+        return [GroupState(paths.group, registrations(self._registered(paths, registered, nodes,
+                                                                       {})),
                            self._owners(owned, nodes),
                            committed_offsets(nodes, committed, self._on_malformed))
                 for paths, registered, owned, committed in walked]
 
     def members(self, paths: GroupPaths) -> dict[str, ConsumerRegistration]:
-        return {consumer_id: found.registration
-                for consumer_id, found in self.registered(paths, {}).items()}
+        return registrations(self.registered(paths, {}))
 
     def registered(self, paths: GroupPaths, known: Mapping[str, Registered],
                    listed: Iterable[str] | None = None) -> dict[str, Registered]:

@@ -29,6 +29,7 @@ class Turns:
     turn_s: float
     rank: float = 0.0
     _since: float | None = None
+    _ranked: bool = False  # by a read of the group (`ranked`), not drawn
 
     def __post_init__(self) -> None:
         if self.turn_s < 0:
@@ -42,13 +43,21 @@ class Turns:
 
     def ranked(self, rank: float) -> None:
         """This member's place in the group it read last (0: the first)."""
+        self._place(rank)
+        self._ranked = True
+
+    def unranked(self, members: int, random_fraction: float) -> bool:
+        """Before a first read: a place drawn among `members` (`random_fraction` in [0, 1));
+        False (and nothing drawn) once a read ranked the member."""
+        if self._ranked:
+            return False
+        self._place(max(0, members) * random_fraction)
+        return True
+
+    def _place(self, rank: float) -> None:
         if rank < 0:
             raise ValueError(f"a rank cannot be negative, got {rank}")
         self.rank = rank
-
-    def unranked(self, members: int, random_fraction: float) -> None:
-        """Before a first read: a place drawn among `members` (`random_fraction` in [0, 1))."""
-        self.ranked(max(0, members) * random_fraction)
 
     def wait(self, now: float) -> float:
         """Seconds to wait before reading the group (0: read now)."""
