@@ -10,7 +10,8 @@ import time
 from support.waiting import wait_until
 
 from zkconsumer.member.zk_membership import ZookeeperMembership
-from zkconsumer.zk.session import zookeeper_session
+from zkconsumer.testing.tcp_proxy import TcpProxy
+from zkconsumer.zk.session import connect, zookeeper_session
 from zkconsumer.znodes.consumers import ConsumerRegistration
 from zkconsumer.znodes.paths import GroupPaths
 
@@ -86,3 +87,29 @@ def test_a_member_leaving_reads_without_waiting_its_turn(cluster, zk, unique_nam
         member.stop_waiting()
         assert read.wait(30), "a member leaving does not wait its turn"
         reader.join()
+
+
+def test_a_change_made_while_the_connection_was_down_is_told_once_it_is_back(
+        cluster, zk, unique_name):
+    """kazoo drops a connection's watches with it: once connected again in the same session,
+    the registry is watched again, and a registration made meanwhile is told."""
+    group, paths = _group_of_two(zk, unique_name)
+    server = cluster.zookeeper_connect.split("/")[0].split(",")[0]
+    host, _, port = server.rpartition(":")
+    with TcpProxy(int(port), host) as proxy:
+        client = connect(proxy.address, session_timeout_s=30)  # outlives the cut
+        member = _member(client, group, "c", turn_ms=0)
+        told = threading.Event()
+        member.watch(told.set, topics=(), wildcard=False)
+        member.snapshot(True)  # sets the registry's watch
+        proxy.cut()
+        wait_until(lambda: not client.connected, timeout=30, message="the connection to drop")
+        zk.create(paths.member(f"{group}_d"), REGISTRATION.encode())
+        assert not told.is_set(), "a dropped connection is no change of the group"
+        proxy.restore()
+        try:
+            assert told.wait(30), "the registration made while cut off was not told"
+            assert f"{group}_d" in member.snapshot(True).members
+        finally:
+            client.stop()
+            client.close()

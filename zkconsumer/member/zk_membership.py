@@ -20,6 +20,7 @@ from kazoo.exceptions import (
     RolledBackError,
     RuntimeInconsistency,
 )
+from kazoo.protocol.states import EventType, KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from zkconsumer.config.zookeeper import REBALANCE_TURN_MS
@@ -40,7 +41,7 @@ from zkconsumer.znodes.paths import BROKER_IDS, BROKER_TOPICS, GroupPaths, topic
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
-    from kazoo.protocol.states import ZnodeStat
+    from kazoo.protocol.states import WatchedEvent, ZnodeStat
 
 log = get_logger(__name__)
 
@@ -143,6 +144,7 @@ class ZookeeperMembership:
         self._wildcard = wildcard
         self.zk.ensure_path(self.paths.ids)
         self._watch_members()
+        self.zk.add_listener(self._connection_changed)
         if self.topics.watched_in_zookeeper:
             self._watch_children(BROKER_IDS)
             if wildcard:
@@ -173,9 +175,9 @@ class ZookeeperMembership:
         makes in its turn: a change tells the member once, and it looks again only then (a
         burst of registrations is one read, not one per registration). The registry's znode is
         watched here for being removed and made again; its first answer counts the members a
-        member not ranked yet takes a random place among. kazoo also calls the read's watch
-        when the connection drops (its watches are then gone): the member reads the registry
-        again in its turn, which sets the watch again."""
+        member not ranked yet takes a random place among. kazoo drops a connection's watches
+        with it (calling them with a NONE event, which is no change): once connected again, the
+        watch is set again (`_connection_changed`)."""
         first = [True]
 
         def on_node(_data, stat, *_event) -> None:
@@ -189,10 +191,29 @@ class ZookeeperMembership:
 
         DataWatch(self.zk, self.paths.ids, on_node)
 
-    def _members_changed(self, _event: object = None) -> None:
+    def _members_changed(self, event: WatchedEvent | None = None) -> None:
         """The registry of members changed (or its znode was made again): the next snapshot
-        waits this member's turn and reads it."""
-        self._notify(False)
+        waits this member's turn and reads it. A NONE event is the connection dropping."""
+        if event is None or event.type != EventType.NONE:
+            self._notify(False)
+
+    def _connection_changed(self, state: KazooState) -> None:
+        """On kazoo's thread, never blocking: connected again, the registry is watched again,
+        and a change made while it was not (its child version moved since the last snapshot)
+        is told as one. In a new session, the rebalance that registers again reads it anyway."""
+        if state is not KazooState.CONNECTED or self._stopped.is_set():
+            return
+        try:
+            request = self.zk.get_children_async(self.paths.ids, watch=self._members_changed,
+                                                 include_data=True)
+        except KazooException:
+            return  # the connection went again: so does this, and the next one asks again
+        request.rawlink(self._listed_again)
+
+    def _listed_again(self, request) -> None:
+        last = self._listed
+        if request.successful() and last is not None and request.value[1].cversion != last[1]:
+            self._notify(False)
 
     def stop_waiting(self) -> None:
         """A member leaving does not wait for its turn (`snapshot` then reads at once)."""
