@@ -44,6 +44,7 @@ partitions with the reference producer, then measures, on that same data:
                   [--scrapes 20] [--kafka-groups 0] [--fleet-members 200]
                   [--fleet-partitions 5000] [--members-per-process 20] [--rolling-steps 5]
                   [--fleet-code DIR] [--fleet-property KEY=VALUE] [--fleet-reference 0]
+                  [--zookeeper-server bundle|debian]
                   [--start-runs 5] [--start-fleet 30] [--start-fleet-partitions 300]
                   [--start-fleet-rounds 3]
 """
@@ -937,6 +938,9 @@ def main() -> None:
                         help="run the fleet's processes at this niceness, so that the servers "
                              "they share the machine with are not starved by members that "
                              "would run on machines of their own (0: as the servers)")
+    parser.add_argument("--zookeeper-server", choices=("bundle", "debian"), default="bundle",
+                        help="the cluster's ZooKeeper: the Kafka bundle's 3.4.6, or Debian's "
+                             "3.8 (which serves multi-reads)")
     parser.add_argument("--peers-python", help="a Python with pykafka and confluent-kafka "
                         "(scripts/bench makes one)")
     add_start_arguments(parser)
@@ -974,7 +978,8 @@ def main() -> None:
 def run_on_a_cluster(chosen: list[str], args) -> None:
     with tempfile.TemporaryDirectory(prefix="zkconsumer-bench-") as scratch:
         work = Path(scratch)
-        cluster = LocalCluster.start(work / "cluster", brokers=1)
+        cluster = LocalCluster.start(work / "cluster", brokers=1,
+                                     debian_zookeeper=args.zookeeper_server == "debian")
         try:
             if "throughput" in chosen or "sasl" in chosen:
                 produce(cluster, args.records, args.partitions, work)

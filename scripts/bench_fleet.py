@@ -113,10 +113,11 @@ def _trace_requests(_where: str) -> None:
 
     def counted(client, request, async_object):
         ops = len(getattr(request, "operations", ())) or 1
-        path = getattr(request, "path", "") or ""
-        # /consumers/<group>/<what>/..., /brokers/<what>/...
+        path = getattr(request, "path", "") or (getattr(request, "paths", None) or ("",))[0]
+        # /consumers/<group>/<what>/..., /brokers/<what>/..., a topic's partitions' state
         parts = path.split("/")
-        where = parts[3] if parts[1:2] == ["consumers"] and len(parts) > 3 else "/".join(parts[:3])
+        where = parts[3] if parts[1:2] == ["consumers"] and len(parts) > 3 else \
+            "/".join(parts[:3]) + ("/*/partitions" if len(parts) > 4 else "")
         entry = [time.time(), f"{type(request).__name__}:{where}", ops, 0.0]
         _traced.append(entry)
         async_object.rawlink(lambda _answer: entry.__setitem__(3, time.time()))
@@ -204,11 +205,13 @@ def mntr(port: int) -> dict[str, str]:
 
 
 class ServerCounters:
-    """`srst` at the start, `mntr` sampled every 100 ms for outstanding requests."""
+    """`srst` at the start, `mntr` sampled every 100 ms for outstanding requests (each sample
+    kept, and with `ZKCONSUMER_FLEET_TRACE` set written beside the members' requests)."""
 
     def __init__(self, port: int) -> None:
         self._port = port
         self.max_outstanding = 0
+        self.samples: list[tuple[float, int, int]] = []  # when, outstanding, max latency
         self._stop = threading.Event()
         four_letters(port, "srst")
         self._start = mntr(port)
@@ -218,7 +221,9 @@ class ServerCounters:
     def _sample(self) -> None:
         while not self._stop.wait(0.1):
             try:
-                now = int(mntr(self._port)["zk_outstanding_requests"])
+                counters = mntr(self._port)
+                now = int(counters["zk_outstanding_requests"])
+                self.samples.append((time.time(), now, int(counters["zk_max_latency"])))
             except (OSError, KeyError, ValueError):
                 continue
             self.max_outstanding = max(self.max_outstanding, now)
@@ -226,6 +231,11 @@ class ServerCounters:
     def finish(self) -> dict[str, float]:
         self._stop.set()
         self._thread.join()
+        trace = os.environ.get("ZKCONSUMER_FLEET_TRACE")
+        if trace:
+            with open(Path(trace) / f"server-{time.time_ns()}.tsv", "w") as out:
+                out.writelines(f"{at}\t{outstanding}\t{latency}\n"
+                               for at, outstanding, latency in self.samples)
         end = mntr(self._port)
         return {"packets": sum(int(end[k]) - int(self._start[k])
                                for k in ("zk_packets_received", "zk_packets_sent")),
@@ -310,7 +320,8 @@ def fleet(cluster, args, work: Path) -> None:
     print(f"{members} members x {partitions} partitions, {per} per process "
           f"({len(batches)} processes{f', nice {args.fleet_nice}' if args.fleet_nice else ''}), "
           f"code: {code or 'this checkout'}, properties: "
-          f"{' '.join(args.fleet_property) or 'defaults'}")
+          f"{' '.join(args.fleet_property) or 'defaults'}, "
+          f"{four_letters(port, 'srvr').splitlines()[0].split(',')[0]}")
     with zookeeper_session(zookeeper, timeout_s=30) as zk:
         create_topic(zk, topic, partitions, timeout=600)
         packs: list[Pack] = []

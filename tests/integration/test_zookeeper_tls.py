@@ -30,7 +30,9 @@ from zkconsumer.config import ConsumerConfig
 from zkconsumer.localcluster import create_topic
 from zkconsumer.member.kafka_group import KafkaGroup
 from zkconsumer.model import TopicPartition
+from zkconsumer.zk import multi_read
 from zkconsumer.zk.session import connect, session_for
+from zkconsumer.zk.znode_reader import KazooReader
 from zkconsumer.znodes.paths import GroupPaths
 
 pytestmark = pytest.mark.integration
@@ -259,3 +261,14 @@ def test_a_plaintext_member_at_the_tls_port_is_told_to_turn_tls_on(tls, unique_n
     assert lines[-1].startswith(f"error: ZooKeeper at {tls.tls_connect} speaks TLS") \
         and "zookeeper.ssl.client.enable=true" in lines[-1], result.stderr
     assert took < 3 + PROMPT_S, f"{took:.1f}s"
+
+
+def test_a_session_over_tls_asks_the_server_its_version_over_tls_and_reads_levels_together(
+        tls_zk, unique_name):
+    root = f"/{unique_name('levels')}"
+    tls_zk.ensure_path(root)
+    for index in range(5):
+        tls_zk.create(f"{root}/n{index}", str(index).encode())
+    assert multi_read.served(tls_zk)  # the srvr question went over TLS, as the session does
+    nodes = KazooReader(tls_zk).data([f"{root}/n{index}" for index in range(5)])
+    assert [node.data for node in nodes.values()] == [b"0", b"1", b"2", b"3", b"4"]

@@ -285,3 +285,26 @@ def test_a_question_waits_for_its_turn_no_longer_than_for_an_answer():
         consumer.answering.set()
         held.join(10)
     assert client.latest([TopicPartition("orders", 0)]) == {TopicPartition("orders", 0): 10}
+
+
+def test_a_registry_view_reads_a_topic_once_however_often_asked(monkeypatch):
+    from zkconsumer.topology import sources
+    from zkconsumer.znodes.topics import TopicPartitions
+
+    asked: list[list[str]] = []
+
+    def read_topics(_zk, topics):
+        asked.append(list(topics))
+        return {topic: TopicPartitions.decode(f"/brokers/topics/{topic}",
+                                              b'{"version":1,"partitions":{"0":[0],"1":[0]}}')
+                if topic == "orders" else None for topic in topics}
+
+    monkeypatch.setattr(sources, "list_topics", lambda _zk: ["orders"])
+    monkeypatch.setattr(sources, "read_topics", read_topics)
+    registry = sources.ZookeeperTopics(zk=None).view()
+    assert registry.partitions("orders") == [0, 1]
+    assert registry.partitions_of(["orders", "gone"]) == {"orders": [0, 1], "gone": None}
+    assert registry.partitions("gone") is None and registry.partitions("orders") == [0, 1]
+    assert asked == [["orders"], ["gone"]]
+    sources.ZookeeperTopics(zk=None).view().partitions("orders")  # a new view reads again
+    assert asked[-1] == ["orders"]

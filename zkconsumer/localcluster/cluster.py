@@ -137,6 +137,7 @@ class LocalCluster:
         self._children: dict[int, subprocess.Popen] = {}
         self.zookeeper_sasl_users: dict[str, str] = {}
         self.zookeeper_tls: ZookeeperServerTls | None = None
+        self.debian_zookeeper = False
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -144,20 +145,23 @@ class LocalCluster:
     def start(cls, work_dir: Path, brokers: int = 1, kafka_home: Path | None = None,
               zookeeper_sasl_users: dict[str, str] | None = None,
               replication_factor: int = 1,
-              zookeeper_tls: ZookeeperServerTls | None = None) -> LocalCluster:
+              zookeeper_tls: ZookeeperServerTls | None = None,
+              debian_zookeeper: bool = False) -> LocalCluster:
         """Start ZooKeeper and `brokers` brokers; on any failure stop what was started.
         `zookeeper_sasl_users` (user -> password) makes ZooKeeper accept SASL DIGEST-MD5 logins
         (unauthenticated clients, such as the brokers, are still let in). With a
         `replication_factor` above 1 the brokers are set up as production clusters are (see
         `replication_settings`) and the offsets topic is created at once with that factor:
         left to the first coordinator request, it would get as many replicas as the asked
-        broker then knew alive."""
+        broker then knew alive. `debian_zookeeper` runs Debian's ZooKeeper 3.8 instead of the
+        bundle's 3.4.6 (a TLS ZooKeeper always is one)."""
         if not 1 <= replication_factor <= max(brokers, 1):
             raise ClusterError(f"replication factor {replication_factor} needs at least as "
                                f"many brokers; {brokers} asked for")
         cluster = cls(work_dir, kafka_home)
         cluster.zookeeper_sasl_users = dict(zookeeper_sasl_users or {})
         cluster.zookeeper_tls = zookeeper_tls
+        cluster.debian_zookeeper = debian_zookeeper or zookeeper_tls is not None
         if (cluster.work_dir / STATE_FILE).exists():
             existing = cls.load(work_dir)
             if existing.is_running():
@@ -283,7 +287,7 @@ class LocalCluster:
         config.write_text(settings)
         log_file = self.work_dir / "logs" / "zookeeper.out"
         log_start = _size(log_file)
-        if self.zookeeper_tls is not None:
+        if self.debian_zookeeper:
             log_file.parent.mkdir(parents=True, exist_ok=True)
             process = spawn(tls_server_command(config, jvm_options), ensemble_environment(),
                             log_file)

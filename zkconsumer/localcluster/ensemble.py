@@ -261,7 +261,7 @@ def tls_server_settings(tls, secure_port: int) -> str:
 def tls_server_command(config: Path, jvm_options: str = "") -> list[str]:
     """Debian's ZooKeeper 3.8 as one standalone server with `config`, Netty on its class path."""
     if not package_available():
-        raise EnsembleError(f"a TLS ZooKeeper needs Debian's zookeeper package ({PACKAGE_JAR} "
+        raise EnsembleError(f"this ZooKeeper needs Debian's zookeeper package ({PACKAGE_JAR} "
                             "is missing): apt-get install zookeeper")
     netty = sorted(jar for jar in PACKAGE_JAR.parent.glob(NETTY_JARS)
                    if not re.search(r"-[0-9]+\.", jar.name))

@@ -35,7 +35,7 @@ from zkconsumer.zk.group_state import read_registered
 from zkconsumer.zk.group_walk import Registered, registrations
 from zkconsumer.zk.session import current_session
 from zkconsumer.zk.turns import Turns
-from zkconsumer.zk.window import answered
+from zkconsumer.zk.znode_reader import KazooReader
 from zkconsumer.znodes.consumers import ConsumerRegistration, decode_owner, encode_owner
 from zkconsumer.znodes.paths import BROKER_IDS, BROKER_TOPICS, GroupPaths, topic_path
 
@@ -164,6 +164,9 @@ class ZookeeperMembership:
             return
         for topic in sorted(new):
             DataWatch(self.zk, topic_path(topic), self._changes_after_first())
+        if new:
+            with self._watch_lock:  # a view read before the watches were set is not kept
+                self._cached_view = None
 
     def interest(self) -> tuple[bool, frozenset[str]]:
         """Whether a filter subscribes, and the topics the group subscribes to by now."""
@@ -407,20 +410,20 @@ class ZookeeperMembership:
         each with the session that owns it."""
         session = current_session(self.zk)
         paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in conflicts}
+        nodes = KazooReader(self.zk).data(paths.values())
         contested = {}
-        stale = []  # deleted once every read is answered, not between them (the window times them)
-        for tp, request in answered(self.zk, conflicts, lambda tp: self.zk.get_async(paths[tp])):
-            try:
-                data, stat = request.get()
-            except NoNodeError:
+        stale = []
+        for tp in conflicts:
+            node = nodes.get(paths[tp])
+            if node is None:
                 continue  # released meanwhile: claim it again
-            if stat.ephemeralOwner != session:
-                contested[tp] = stat.ephemeralOwner
-            elif decode_owner(paths[tp], data) == remaining[tp] \
-                    and stat.version == CLAIMED_OWNER_VERSION:
+            if node.session != session:
+                contested[tp] = node.session
+            elif decode_owner(paths[tp], node.data) == remaining[tp] \
+                    and node.version == CLAIMED_OWNER_VERSION:
                 del remaining[tp]
             else:
-                stale.append((paths[tp], stat.version))
+                stale.append((paths[tp], node.version))
         for path, version in stale:
             try:
                 self.zk.delete(path, version=version)
@@ -440,18 +443,11 @@ class ZookeeperMembership:
 
     def release(self, partitions: Mapping[TopicPartition, str]) -> None:
         """Delete the owner znodes that still name our threads; others' znodes are left alone."""
-        requests = [(self.paths.owner(tp.topic, tp.partition), thread)
-                    for tp, thread in partitions.items()]
-        mine = []
-        # The reads pipelined, a window of them in flight at once.
-        for (path, thread), request in answered(self.zk, requests,
-                                                lambda asked: self.zk.get_async(asked[0])):
-            try:
-                data, stat = request.get()
-            except NoNodeError:
-                continue
-            if decode_owner(path, data) == thread:
-                mine.append((path, stat.version))
+        paths = {self.paths.owner(tp.topic, tp.partition): thread
+                 for tp, thread in partitions.items()}
+        nodes = KazooReader(self.zk).data(paths)
+        mine = [(path, node.version) for path, node in nodes.items()
+                if decode_owner(path, node.data) == paths[path]]
         if not mine:
             return
         transaction = self.zk.transaction()
@@ -462,12 +458,9 @@ class ZookeeperMembership:
     def owners_seen(self, partitions: Collection[TopicPartition]) -> OwnersSeen:
         """Which session owns each of these owner znodes now (read pipelined), the leader
         epoch of the answers, and the sessions of the members the last snapshot read."""
-        sessions = {}
-        for tp, request in answered(self.zk, partitions, lambda tp: self.zk.exists_async(
-                self.paths.owner(tp.topic, tp.partition))):
-            stat = request.get()
-            if stat is not None:
-                sessions[tp] = stat.ephemeralOwner
+        paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in partitions}
+        nodes = KazooReader(self.zk).data(paths.values())
+        sessions = {tp: nodes[path].session for tp, path in paths.items() if path in nodes}
         return OwnersSeen(sessions, leader_epoch(self.zk.last_zxid),
                           frozenset(found.session for found in self._registered.values()),
                           len(self._registered))

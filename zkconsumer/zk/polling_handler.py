@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import select
+import socket
 import ssl
 
 from kazoo.handlers.threading import SequentialThreadingHandler
@@ -103,6 +104,19 @@ class PollingHandler(SequentialThreadingHandler):
         if self._hearing is not None:
             self._server = connection
             self._hearing.new_connection()
+        return connection
+
+    def side_connection(self, address: tuple[str, int], timeout_s: float,
+                        server_hostname: str | None = None) -> socket.socket:
+        """A connection of its own to a server (a four-letter word's), TLS as the session's
+        are, that is not the session's: the hearing does not follow it."""
+        connection = socket.create_connection(address, timeout=timeout_s)
+        if self._tls is not None:
+            try:
+                return self._tls.wrap_socket(connection, server_hostname=server_hostname)
+            except BaseException:
+                connection.close()
+                raise
         return connection
 
     def select(self, rlist, wlist, xlist, timeout=None):

@@ -159,7 +159,7 @@ class WatchedTree:
             if not self._is_listed(path):
                 return
             # The data and stat of one version: an offset and its mtime agree.
-            self._data[path] = Znode(data, stat.mtime / 1000, stat.ephemeralOwner)
+            self._data[path] = Znode(data, stat.mtime / 1000, stat.ephemeralOwner, stat.version)
         self._on_change(self._names(path))
 
     def _watched(self, event: WatchedEvent) -> None:

@@ -2,9 +2,11 @@
 
 A walk asks for every znode of one level at once (all children of a group's topic directories,
 all data of its owners), so that the live reader can put them in flight together (up to the
-session's request window): a round trip per level (or window) instead of one per znode, which is what makes a rebalance of many members and a
-group of thousands of partitions fast. The exporter reads the same walk from its watch cache,
-where a read costs no request at all.
+session's request window): a round trip per level (or window) instead of one per znode, which
+is what makes a rebalance of many members and a group of thousands of partitions fast. Where
+the server serves multi-reads (3.6 and later, see `zk.multi_read`), a level goes in requests of
+`multi_read.BATCH` reads each. The exporter reads the same walk from its watch cache, where a
+read costs no request at all.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import ConnectionLoss, NoNodeError, UnimplementedError
 from kazoo.interfaces import IAsyncResult
 
+from zkconsumer.zk import multi_read
 from zkconsumer.zk.window import answered
 
 if TYPE_CHECKING:
@@ -25,6 +28,7 @@ class Znode(NamedTuple):
     data: bytes
     mtime_s: float  # when the data was last written, seconds since the epoch
     session: int = 0  # the session an ephemeral znode belongs to (0: a persistent one)
+    version: int = 0  # of its data, for a write conditional on it
 
 
 class ZnodeReader(Protocol):
@@ -48,11 +52,19 @@ class KazooReader:
         self._zk = zk
 
     def children(self, parents: Iterable[str]) -> dict[str, list[str]]:
+        parents = list(parents)
+        if len(parents) > 1 and multi_read.served(self._zk):
+            return _found_together(self._zk, multi_read.GET_CHILDREN, parents)
         return _found(answered(self._zk, parents, self._zk.get_children_async))
 
     def data(self, paths: Iterable[str]) -> dict[str, Znode]:
-        return {path: Znode(data, stat.mtime / 1000, stat.ephemeralOwner) for path, (data, stat)
-                in _found(answered(self._zk, paths, self._zk.get_async)).items()}
+        paths = list(paths)
+        if len(paths) > 1 and multi_read.served(self._zk):
+            found = _found_together(self._zk, multi_read.GET_DATA, paths)
+        else:
+            found = _found(answered(self._zk, paths, self._zk.get_async))
+        return {path: Znode(data, stat.mtime / 1000, stat.ephemeralOwner, stat.version)
+                for path, (data, stat) in found.items()}
 
 
 def _found(requests: Iterator[tuple[str, IAsyncResult]]) -> dict[str, Any]:
@@ -62,4 +74,25 @@ def _found(requests: Iterator[tuple[str, IAsyncResult]]) -> dict[str, Any]:
             found[path] = request.get()
         except NoNodeError:
             continue
+    return found
+
+
+def _found_together(zk: KazooClient, op: int, paths: list[str]) -> dict[str, Any]:
+    """`_found`'s answer, read `multi_read.BATCH` znodes per request."""
+    batches = [paths[at:at + multi_read.BATCH] for at in range(0, len(paths), multi_read.BATCH)]
+    found = {}
+    for batch, request in answered(zk, batches, lambda batch: multi_read.send(zk, op, batch)):
+        try:
+            results = request.get()
+        except UnimplementedError:
+            # A server older than it said (an ensemble in a rolling upgrade): it closes the
+            # connection too, so the read is retried, one znode per request from now on.
+            multi_read.not_served(zk)
+            raise ConnectionLoss("the server does not serve multi-reads") from None
+        for path, result in zip(batch, results, strict=True):
+            if isinstance(result, int):
+                if result == NoNodeError.code:
+                    continue
+                raise multi_read.error_of(result)
+            found[path] = result
     return found
