@@ -242,7 +242,11 @@ class ServerCounters:
                 "max_latency_ms": float(end["zk_max_latency"]),
                 "avg_latency_ms": float(end["zk_avg_latency"]),
                 "max_outstanding": float(max(self.max_outstanding,
-                                             int(end["zk_outstanding_requests"])))}
+                                             int(end["zk_outstanding_requests"]))),
+                # servers from 3.6 on time their transaction log's fsyncs (srst resets them)
+                **{key: float(end[name]) for key, name in (
+                    ("fsyncs", "zk_cnt_fsynctime"), ("avg_fsync_ms", "zk_avg_fsynctime"),
+                    ("max_fsync_ms", "zk_max_fsynctime")) if name in end}}
 
 
 # -- judging the group from its znodes ------------------------------------------------------
@@ -422,7 +426,10 @@ def _report(phase: str, counted: dict[str, float], outcome: str) -> None:
     print(f"{phase:<16} {outcome}", flush=True)
     print(f"{'':<16} ZooKeeper: {counted['packets']:.0f} packets, max latency "
           f"{counted['max_latency_ms']:.0f} ms, avg {counted['avg_latency_ms']:.1f} ms, max "
-          f"outstanding {counted['max_outstanding']:.0f}", flush=True)
+          f"outstanding {counted['max_outstanding']:.0f}"
+          + (f"; {counted['fsyncs']:.0f} fsyncs of its log, avg {counted['avg_fsync_ms']:.1f} "
+             f"ms, max {counted['max_fsync_ms']:.0f} ms" if "fsyncs" in counted else ""),
+          flush=True)
 
 
 if __name__ == "__main__" and len(sys.argv) >= 6 and sys.argv[1] == "pack":

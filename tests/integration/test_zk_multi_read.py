@@ -5,6 +5,7 @@ the same session, not a failed read."""
 
 from __future__ import annotations
 
+import math
 import socket
 
 import pytest
@@ -102,7 +103,8 @@ def test_a_server_that_refuses_one_is_not_sent_another_and_the_session_lives_on(
         session = zk.client_id
         states: list[str] = []
         zk.add_listener(states.append)
-        multi_read._served[zk] = (multi_read._peer(zk), True)  # as if it had said 3.6 or later
+        known = multi_read._known(zk)  # as if the server had said 3.6 or later
+        known.peer, known.answer, known.until = multi_read._peer(zk), True, math.inf
         with pytest.raises(ConnectionLoss):  # retried by its caller, as any lost connection
             KazooReader(zk).data(paths)
         wait_until(lambda: states[-2:] == ["SUSPENDED", "CONNECTED"], timeout=30,

@@ -270,7 +270,9 @@ class LocalCluster:
         settings = (f"dataDir={data_dir}\nclientPort={port}\nclientPortAddress=127.0.0.1\n"
                     "maxClientCnxns=0\ntickTime=2000\n"
                     # mntr and srst for the benchmarks (servers before 3.4.10 allow them all)
-                    "4lw.commands.whitelist=*\n")
+                    "4lw.commands.whitelist=*\n"
+                    # no HTTP admin server on every interface (3.5 on; 3.4.6 ignores the key)
+                    "admin.enableServer=false\n")
         jvm_options = ""
         if self.zookeeper_sasl_users:
             settings += "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n"

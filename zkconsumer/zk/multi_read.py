@@ -10,10 +10,12 @@ all-or-nothing: each read has its own result, a znode that is missing is an erro
 alone.
 
 Servers before 3.6 do not know the request (they answer "unimplemented" and close the
-connection), so it is sent only to a server that said it is 3.6 or later: the server a session
-is connected to is asked its version once (the `srvr` four-letter word, the one servers allow
-by default) and the answer kept for that server's address. A server that cannot be asked (the
-word not allowed, a refused probe) is read from one znode per request, as before.
+connection), so it is sent only to a server that said it is 3.6 or later: when a session meets
+a server on a connection, it asks its version (the `srvr` four-letter word, the one servers
+allow by default, on a connection of its own) and keeps the answer while it stays connected
+there. A server that does not say is read from one znode per request, as before (asked again
+after `ASK_AGAIN_S` if the question itself failed); one that refuses a multi-read all the same
+is sent none again in that session.
 
 `MultiRead` is the request as kazoo sends it (`serialize`, `deserialize`); the answer is
 untrusted bytes: every length and count is checked against what is left, and anything that does
@@ -22,9 +24,13 @@ not add up is `MultiReadAnswerError`, never an index error or an unbounded alloc
 
 from __future__ import annotations
 
+import math
 import re
 import socket
 import struct
+import threading
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Union
 from weakref import WeakKeyDictionary
 
@@ -53,8 +59,9 @@ _HEADER = struct.Struct("!iBi")  # an op's type, whether it is the end, its erro
 _INT = struct.Struct("!i")
 _STAT = struct.Struct("!qqqqiiiqiiq")
 
-# An answer per read: (data, stat) of a getData, the names of a getChildren, or an error code.
-Result = Union[tuple[bytes, ZnodeStat], list[str], int]
+# An answer per read: (data, stat) of a getData (data None for a znode made without any, as
+# kazoo's single read gives it), the names of a getChildren, or an error code (negative).
+Result = Union[tuple[Union[bytes, None], ZnodeStat], list[str], int]
 
 
 class MultiReadAnswerError(ZkConsumerError):
@@ -115,12 +122,15 @@ def parse_answer(buffer: bytes, offset: int, op: int, count: int) -> list[Result
         if len(results) == count:
             raise MultiReadAnswerError(f"more than the {count} results asked for")
         if kind == _ERROR:
-            results.append(length())
+            code = length()
+            if code >= 0 or code not in EXCEPTIONS:  # `in` does not call the defaultdict's factory
+                raise MultiReadAnswerError(f"a read failed with unknown error code {code}")
+            results.append(code)
         elif kind != op:
             raise MultiReadAnswerError(f"a result of op {kind} to a read of op {op}")
         elif op == GET_DATA:
             size = length()
-            data = b"" if size == -1 else bytes(view[take(size):offset])
+            data = None if size == -1 else bytes(view[take(size):offset])
             results.append((data, ZnodeStat._make(_STAT.unpack_from(view, take(_STAT.size)))))
         else:
             names = length()
@@ -155,7 +165,25 @@ def send(zk: KazooClient, op: int, paths: list[str]) -> IAsyncResult:
 # --- whether the connected server serves it --------------------------------------------------
 
 _VERSION = re.compile(r"Zookeeper version: (\d+)\.(\d+)")
-_served: WeakKeyDictionary[KazooClient, tuple[object, bool]] = WeakKeyDictionary()
+# A server that could not be asked (a refused or timed-out probe, a crowded server) is asked
+# again after this long; a definite answer (a version, or the word not allowed) is kept.
+ASK_AGAIN_S = 30.0
+
+
+class _Served:
+    """What a session learned: the answer for the server it last asked (until when it holds),
+    and the servers that refused a multi-read whatever they said."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.peer: tuple[str, int] | None = None
+        self.answer = False
+        self.until = 0.0
+        self.refused: set[tuple[str, int]] = set()
+
+
+_sessions: WeakKeyDictionary[KazooClient, _Served] = WeakKeyDictionary()
+_sessions_lock = threading.Lock()
 
 
 def serves_version(srvr: str) -> bool:
@@ -164,33 +192,50 @@ def serves_version(srvr: str) -> bool:
     return found is not None and (int(found.group(1)), int(found.group(2))) >= SINCE
 
 
-def served(zk: KazooClient) -> bool:
-    """Whether the server `zk` is connected to now serves multi-reads (asked once per server)."""
+def served(zk: KazooClient, clock: Callable[[], float] = time.monotonic) -> bool:
+    """Whether the server `zk` is connected to now serves multi-reads: asked when the session
+    first meets it on a connection (again after a connection to another server), never again
+    once it refused one."""
     peer = _peer(zk)
     if peer is None:
         return False
-    known = _served.get(zk)
-    if known is not None and known[0] == peer:
-        return known[1]
-    try:
-        answer = serves_version(_ask(zk, peer, b"srvr"))
-    except (OSError, ValueError):  # not asked (refused, not allowed, TLS refused): one by one
-        answer = False
-    _served[zk] = (peer, answer)
-    return answer
+    known = _known(zk)
+    with known.lock:  # one question at a time per session, and none undoing a refusal
+        if peer in known.refused:
+            return False
+        if known.peer == peer and clock() < known.until:
+            return known.answer
+        try:
+            answer, until = serves_version(_ask(zk, peer, b"srvr")), math.inf
+        except OSError:  # not asked this time (refused, timed out, TLS refused): later again
+            answer, until = False, clock() + ASK_AGAIN_S
+        known.peer, known.answer, known.until = peer, answer, until
+        return answer
 
 
 def not_served(zk: KazooClient) -> None:
-    """The server last asked refused a multi-read (it answered unimplemented, and closed the
-    connection): no more to it."""
-    known = _served.get(zk)
-    if known is not None:
-        _served[zk] = (known[0], False)
+    """The server asked last refused a multi-read (it answered unimplemented, and closed the
+    connection): none is sent to it again in this session, and the server the session is
+    connected to next is asked afresh."""
+    known = _known(zk)
+    with known.lock:
+        if known.peer is not None:
+            known.refused.add(known.peer)
+        known.peer, known.until = None, 0.0
+
+
+def _known(zk: KazooClient) -> _Served:
+    with _sessions_lock:
+        known = _sessions.get(zk)
+        if known is None:
+            known = _sessions[zk] = _Served()
+        return known
 
 
 def _ask(zk: KazooClient, peer: tuple[str, int], word: bytes) -> str:
     """A four-letter word's answer from `peer`, on a connection of its own (TLS as the
-    session's), at most `PROBE_TIMEOUT_S` and 64 kB of it."""
+    session's): `PROBE_TIMEOUT_S` at most for each step, and 64 kB of it. The server closes the
+    connection after answering; an answer cut short by a reset is kept as far as it came."""
     side = getattr(zk.handler, "side_connection", None)
     hostname = getattr(getattr(zk._connection, "_socket", None), "server_hostname", None)
     with (side(peer, PROBE_TIMEOUT_S, hostname) if side is not None
@@ -198,8 +243,12 @@ def _ask(zk: KazooClient, peer: tuple[str, int], word: bytes) -> str:
         sock.settimeout(PROBE_TIMEOUT_S)
         sock.sendall(word)
         answer = b""
-        while len(answer) < 65536 and (chunk := sock.recv(65536)):
-            answer += chunk
+        try:
+            while len(answer) < 65536 and (chunk := sock.recv(65536)):
+                answer += chunk
+        except OSError:
+            if not answer:
+                raise
     return answer.decode("utf-8", "replace")
 
 

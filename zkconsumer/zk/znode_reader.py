@@ -78,15 +78,17 @@ def _found(requests: Iterator[tuple[str, IAsyncResult]]) -> dict[str, Any]:
 
 
 def _found_together(zk: KazooClient, op: int, paths: list[str]) -> dict[str, Any]:
-    """`_found`'s answer, read `multi_read.BATCH` znodes per request."""
+    """`_found`'s answer, read `multi_read.BATCH` znodes per request (each one request of the
+    session's window: the server answers a batch of small znodes about as fast as one)."""
     batches = [paths[at:at + multi_read.BATCH] for at in range(0, len(paths), multi_read.BATCH)]
     found = {}
     for batch, request in answered(zk, batches, lambda batch: multi_read.send(zk, op, batch)):
         try:
             results = request.get()
         except UnimplementedError:
-            # A server older than it said (an ensemble in a rolling upgrade): it closes the
-            # connection too, so the read is retried, one znode per request from now on.
+            # Refused whatever it said (the session may be on another server since it asked,
+            # in an ensemble being upgraded): it closes the connection too, so the read is
+            # retried by its caller, on the next server asked afresh.
             multi_read.not_served(zk)
             raise ConnectionLoss("the server does not serve multi-reads") from None
         for path, result in zip(batch, results, strict=True):
