@@ -41,17 +41,17 @@ def children(zk: KazooClient, path: str) -> list[str]:
         return []
 
 
-def read_brokers(zk: KazooClient) -> dict[int, BrokerRegistration]:
-    brokers = {}
-    for name in children(zk, BROKER_IDS):
+def read_brokers(zk: KazooClient, listed: Iterable[str] | None = None
+                 ) -> dict[int, BrokerRegistration]:
+    """The registered brokers, by id: those `listed` under `/brokers/ids` (listed here when not
+    given), read together."""
+    paths = {}
+    for name in sorted(children(zk, BROKER_IDS) if listed is None else listed):
         broker_id = parse_broker_id(name, f"{BROKER_IDS}/{name}")
-        path = broker_path(broker_id)
-        try:
-            data, _ = zk.get(path)
-        except NoNodeError:
-            continue
-        brokers[broker_id] = BrokerRegistration.decode(path, data)
-    return dict(sorted(brokers.items()))
+        paths[broker_id] = broker_path(broker_id)
+    nodes = KazooReader(zk).data(paths.values())
+    return {broker_id: BrokerRegistration.decode(path, nodes[path].data)
+            for broker_id, path in sorted(paths.items()) if path in nodes}
 
 
 def wait_for_brokers(zk: KazooClient, timeout_s: float) -> dict[int, BrokerRegistration]:
@@ -63,10 +63,11 @@ def wait_for_brokers(zk: KazooClient, timeout_s: float) -> dict[int, BrokerRegis
     while True:
         changed = threading.Event()
         try:
-            zk.get_children(BROKER_IDS, watch=lambda _event, wake=changed: wake.set())
+            listed = zk.get_children(BROKER_IDS, watch=lambda _event, wake=changed: wake.set())
         except NoNodeError:
             zk.exists(BROKER_IDS, watch=lambda _event, wake=changed: wake.set())
-        brokers = read_brokers(zk)
+            listed = []
+        brokers = read_brokers(zk, listed)
         remaining = deadline - time.monotonic()
         if brokers or remaining <= 0:
             return brokers
