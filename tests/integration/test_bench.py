@@ -119,3 +119,28 @@ def test_the_handout_part_runs_without_a_cluster():
             assert name in rows, result.stdout
             assert int(rows[name]["rate"].replace(",", "")) > 0, rows[name][0]
         assert rows[f"direct ({way})"]["ratio"] == "1.000"
+
+
+# The fleet part on a tiny group (about 10 s, so in the default run), on the ZooKeeper that
+# serves multi-reads: its checks (every member joined, every partition owned by its range owner
+# after the start and after each rolling step) and its counters cannot rot unnoticed.
+def test_the_fleet_benchmark_starts_and_restarts_a_group_and_prints_the_servers_counters(
+        work_root):
+    require_java()
+    scratch = work_root / "bench-fleet"
+    scratch.mkdir(exist_ok=True)
+    result = subprocess.run(
+        [sys.executable, str(SCRIPTS / "bench.py"), "--only", "fleet", "--fleet-members", "4",
+         "--fleet-partitions", "12", "--members-per-process", "2", "--rolling-steps", "2",
+         "--zookeeper-server", "debian"],
+        env={**os.environ, "TMPDIR": str(scratch)},
+        capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Zookeeper version: 3.8" in result.stdout, result.stdout
+    assert re.search(r"^start\s+4 joined, 0 failed, settled [\d.]+ s after", result.stdout,
+                     re.MULTILINE), result.stdout
+    assert re.search(r"^rolling restart\s+2 steps, each settled with every partition owned by "
+                     r"its range owner", result.stdout, re.MULTILINE), result.stdout
+    counters = re.findall(r"ZooKeeper: (\d+) packets, max latency \d+ ms, avg [\d.]+ ms, max "
+                          r"outstanding \d+; \d+ fsyncs of its log", result.stdout)
+    assert len(counters) == 2 and all(int(packets) > 0 for packets in counters), result.stdout
