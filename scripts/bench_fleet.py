@@ -38,7 +38,6 @@ answered) in DIR and prints them counted by kind per phase.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -112,7 +111,7 @@ def _trace_requests(_where: str) -> None:
     sent = KazooClient._call
 
     def counted(client, request, async_object):
-        ops = len(getattr(request, "operations", ())) or 1
+        ops = len(getattr(request, "operations", None) or getattr(request, "paths", ())) or 1
         path = getattr(request, "path", "") or (getattr(request, "paths", None) or ("",))[0]
         # /consumers/<group>/<what>/..., /brokers/<what>/..., a topic's partitions' state
         parts = path.split("/")
@@ -191,17 +190,15 @@ class Pack:
 # -- the server's counters ------------------------------------------------------------------
 
 def four_letters(port: int, word: str) -> str:
-    with socket.create_connection(("127.0.0.1", port), timeout=5.0) as sock:
-        sock.sendall(word.encode())
-        chunks = []
-        while chunk := sock.recv(65536):
-            chunks.append(chunk)
-    return b"".join(chunks).decode()
+    from zkconsumer.zk.four_letters import ask
+
+    return ask(("127.0.0.1", port), word.encode(), 5.0, limit=1 << 24)
 
 
 def mntr(port: int) -> dict[str, str]:
-    return dict(line.split("\t", 1) for line in four_letters(port, "mntr").splitlines()
-                if "\t" in line)
+    from zkconsumer.zk.four_letters import parse_mntr
+
+    return parse_mntr(four_letters(port, "mntr"))
 
 
 class ServerCounters:

@@ -6,7 +6,6 @@ the same session, not a failed read."""
 from __future__ import annotations
 
 import math
-import socket
 
 import pytest
 from kazoo.exceptions import ConnectionLoss, NoAuthError
@@ -15,6 +14,7 @@ from support.waiting import wait_until
 
 from zkconsumer.localcluster import LocalCluster
 from zkconsumer.zk import multi_read
+from zkconsumer.zk.four_letters import ask, parse_mntr
 from zkconsumer.zk.session import zookeeper_session
 from zkconsumer.zk.znode_reader import KazooReader
 
@@ -32,13 +32,7 @@ def debian_zookeeper(work_root):
 
 
 def packets_received(port: int) -> int:
-    with socket.create_connection(("127.0.0.1", port), timeout=5.0) as sock:
-        sock.sendall(b"mntr")
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
-    counters = dict(line.split("\t", 1) for line in answer.decode().splitlines() if "\t" in line)
-    return int(counters["zk_packets_received"])
+    return int(parse_mntr(ask(("127.0.0.1", port), b"mntr", 5.0))["zk_packets_received"])
 
 
 def level(zk, root: str) -> list[str]:

@@ -23,8 +23,8 @@ from kazoo.exceptions import NoNodeError
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.localcluster.bundle import ensure_bundle
 from zkconsumer.localcluster.ensemble import (
+    debian_server_command,
     ensemble_environment,
-    tls_server_command,
     tls_server_settings,
 )
 from zkconsumer.localcluster.java import find_java
@@ -291,7 +291,7 @@ class LocalCluster:
         log_start = _size(log_file)
         if self.debian_zookeeper:
             log_file.parent.mkdir(parents=True, exist_ok=True)
-            process = spawn(tls_server_command(config, jvm_options), ensemble_environment(),
+            process = spawn(debian_server_command(config, jvm_options), ensemble_environment(),
                             log_file)
             self._children[process.pid] = process
         else:

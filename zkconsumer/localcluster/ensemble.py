@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from zkconsumer.localcluster.processes import (
     spawn,
     stop_process,
 )
+from zkconsumer.zk import four_letters
 
 # Where Debian's package puts the server and the libraries its manifest names.
 PACKAGE_JAR = Path("/usr/share/java/zookeeper.jar")
@@ -258,8 +258,9 @@ def tls_server_settings(tls, secure_port: int) -> str:
             "4lw.commands.whitelist=*\nadmin.enableServer=false\n")
 
 
-def tls_server_command(config: Path, jvm_options: str = "") -> list[str]:
-    """Debian's ZooKeeper 3.8 as one standalone server with `config`, Netty on its class path."""
+def debian_server_command(config: Path, jvm_options: str = "") -> list[str]:
+    """Debian's ZooKeeper 3.8 as one standalone server with `config`, Netty on its class path
+    (for a TLS port)."""
     if not package_available():
         raise EnsembleError(f"this ZooKeeper needs Debian's zookeeper package ({PACKAGE_JAR} "
                             "is missing): apt-get install zookeeper")
@@ -273,11 +274,6 @@ def tls_server_command(config: Path, jvm_options: str = "") -> list[str]:
 def _four_letter_word(port: int, word: bytes) -> str:
     """A server's answer to a four-letter command; '' when it does not answer."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
-            sock.sendall(word)
-            chunks = []
-            while chunk := sock.recv(4096):
-                chunks.append(chunk)
+        return four_letters.ask(("127.0.0.1", port), word, 1.0)
     except OSError:
         return ""
-    return b"".join(chunks).decode(errors="replace")

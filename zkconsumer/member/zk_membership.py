@@ -156,16 +156,14 @@ class ZookeeperMembership:
         with self._watch_lock:
             new = set(topics) - self._watched_topics
             self._watched_topics |= new
-            if new:
-                # The view was read before these watches began: a change in between is seen
-                # only by reading it again.
-                self._cached_view = None
         if not self.topics.watched_in_zookeeper:
             return
         for topic in sorted(new):
             DataWatch(self.zk, topic_path(topic), self._changes_after_first())
         if new:
-            with self._watch_lock:  # a view read before the watches were set is not kept
+            # The view was read before these watches began: a change in between is seen only
+            # by reading it again.
+            with self._watch_lock:
                 self._cached_view = None
 
     def interest(self) -> tuple[bool, frozenset[str]]:
@@ -286,7 +284,9 @@ class ZookeeperMembership:
         known = self._registered if not self._gone_and_back(listed, stat) else {}
         registered = read_registered(self.zk, self.paths.group, known, listed)
         if self._registrations_in_doubt(registered) and known:  # not when all were just read
-            registered = read_registered(self.zk, self.paths.group, {}, listed)
+            # the ones cached before are read again; the ones just read are not
+            fresh = {name: found for name, found in registered.items() if name not in known}
+            registered = read_registered(self.zk, self.paths.group, fresh, listed)
         self._registered = registered
         with self._watch_lock:
             if self.consumer_id in registered:
@@ -294,11 +294,9 @@ class ZookeeperMembership:
         members = registrations(registered)
         view = self._topic_view()
         partial = GroupSnapshot(members, view.all_topics, {})
-        partitions = {}
-        for topic in sorted(partial.subscribed_topics(exclude_internal_topics)):
-            numbers = view.partitions(topic)
-            if numbers is not None:
-                partitions[topic] = numbers
+        subscribed = sorted(partial.subscribed_topics(exclude_internal_topics))
+        partitions = {topic: numbers for topic, numbers in view.partitions_of(subscribed).items()
+                      if numbers is not None}
         self.last_view = view
         return GroupSnapshot(members, view.all_topics, partitions)
 

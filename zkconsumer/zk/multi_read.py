@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import re
-import socket
 import struct
 import threading
 import time
@@ -39,6 +38,7 @@ from kazoo.protocol.paths import _prefix_root
 from kazoo.protocol.states import ZnodeStat
 
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.zk import four_letters
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -80,10 +80,6 @@ class MultiRead:
     def __init__(self, op: int, paths: tuple[str, ...]) -> None:
         self.op = op
         self.paths = paths
-
-    @property
-    def operations(self) -> tuple[str, ...]:  # what a trace of kazoo's requests counts as ops
-        return self.paths
 
     def serialize(self) -> bytes:
         out = bytearray()
@@ -234,22 +230,11 @@ def _known(zk: KazooClient) -> _Served:
 
 def _ask(zk: KazooClient, peer: tuple[str, int], word: bytes) -> str:
     """A four-letter word's answer from `peer`, on a connection of its own (TLS as the
-    session's): `PROBE_TIMEOUT_S` at most for each step, and 64 kB of it. The server closes the
-    connection after answering; an answer cut short by a reset is kept as far as it came."""
+    session's), `PROBE_TIMEOUT_S` at most for each step."""
     side = getattr(zk.handler, "side_connection", None)
     hostname = getattr(getattr(zk._connection, "_socket", None), "server_hostname", None)
-    with (side(peer, PROBE_TIMEOUT_S, hostname) if side is not None
-          else socket.create_connection(peer, timeout=PROBE_TIMEOUT_S)) as sock:
-        sock.settimeout(PROBE_TIMEOUT_S)
-        sock.sendall(word)
-        answer = b""
-        try:
-            while len(answer) < 65536 and (chunk := sock.recv(65536)):
-                answer += chunk
-        except OSError:
-            if not answer:
-                raise
-    return answer.decode("utf-8", "replace")
+    connect = None if side is None else lambda at, timeout: side(at, timeout, hostname)
+    return four_letters.ask(peer, word, PROBE_TIMEOUT_S, connect)
 
 
 def _peer(zk: KazooClient) -> tuple[str, int] | None:

@@ -46,7 +46,7 @@ def read_brokers(zk: KazooClient, listed: Iterable[str] | None = None
     """The registered brokers, by id: those `listed` under `/brokers/ids` (listed here when not
     given), read together."""
     paths = {}
-    for name in sorted(children(zk, BROKER_IDS) if listed is None else listed):
+    for name in children(zk, BROKER_IDS) if listed is None else listed:
         broker_id = parse_broker_id(name, f"{BROKER_IDS}/{name}")
         paths[broker_id] = broker_path(broker_id)
     nodes = KazooReader(zk).data(paths.values())
