@@ -31,23 +31,29 @@ DECODE_READERS = ("kafka-python v2 (MemoryRecords)", "aiokafka v1 (MemoryRecords
                                  "compiled (arrow)")))
 
 
+def run_bench(scratch: Path, *arguments: str) -> subprocess.CompletedProcess:
+    """`scripts/bench.py` with these arguments, its cluster in `scratch` (where strays are
+    reaped); asserts that it ended well."""
+    require_java()
+    scratch.mkdir(exist_ok=True)
+    result = subprocess.run([sys.executable, str(SCRIPTS / "bench.py"), *arguments],
+                            env={**os.environ, "TMPDIR": str(scratch)},
+                            capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
 # Among the long runs (`scripts/test -m long`): a check of the benchmark script, not of the
 # member, and 40 s of the default run's budget.
 @pytest.mark.long
 @pytest.mark.reference  # one of its contenders is the reference Scala consumer
 def test_the_benchmark_runs_every_scenario_and_prints_each_figure(work_root):
-    require_java()
-    scratch = work_root / "bench"
-    scratch.mkdir(exist_ok=True)
-    result = subprocess.run(
-        [sys.executable, str(SCRIPTS / "bench.py"), "--records", "3000", "--partitions", "2",
-         "--coordination-rounds", "1", "--members", "3", "--rebalance-partitions", "6",
-         "--events", "2", "--reference-events", "0", "--groups", "20", "--group-partitions", "2",
-         "--scrapes", "3", "--start-runs", "1", "--start-fleet", "2",
-         "--start-fleet-partitions", "4", "--start-fleet-rounds", "1"],
-        env={**os.environ, "TMPDIR": str(scratch)},  # its cluster lives where strays are reaped
-        capture_output=True, text=True, timeout=600, check=False)
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = run_bench(
+        work_root / "bench", "--records", "3000", "--partitions", "2",
+        "--coordination-rounds", "1", "--members", "3", "--rebalance-partitions", "6",
+        "--events", "2", "--reference-events", "0", "--groups", "20", "--group-partitions", "2",
+        "--scrapes", "3", "--start-runs", "1", "--start-fleet", "2",
+        "--start-fleet-partitions", "4", "--start-fleet-rounds", "1")
     rows = {match["name"]: match for match in THROUGHPUT_ROW.finditer(result.stdout)}
     for contender in ("zkconsumer (per record)", "zkconsumer (batches)",
                       "zkconsumer (arrow batches)", "zkconsumer (per record, Kafka-coordinated)",
@@ -126,16 +132,10 @@ def test_the_handout_part_runs_without_a_cluster():
 # after the start and after each rolling step) and its counters cannot rot unnoticed.
 def test_the_fleet_benchmark_starts_and_restarts_a_group_and_prints_the_servers_counters(
         work_root):
-    require_java()
-    scratch = work_root / "bench-fleet"
-    scratch.mkdir(exist_ok=True)
-    result = subprocess.run(
-        [sys.executable, str(SCRIPTS / "bench.py"), "--only", "fleet", "--fleet-members", "4",
-         "--fleet-partitions", "12", "--members-per-process", "2", "--rolling-steps", "2",
-         "--zookeeper-server", "debian"],
-        env={**os.environ, "TMPDIR": str(scratch)},
-        capture_output=True, text=True, timeout=600, check=False)
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = run_bench(
+        work_root / "bench-fleet", "--only", "fleet", "--fleet-members", "4",
+        "--fleet-partitions", "12", "--members-per-process", "2", "--rolling-steps", "2",
+        "--zookeeper-server", "debian")
     assert "Zookeeper version: 3.8" in result.stdout, result.stdout
     assert re.search(r"^start\s+4 joined, 0 failed, settled [\d.]+ s after", result.stdout,
                      re.MULTILINE), result.stdout
