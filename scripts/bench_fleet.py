@@ -19,7 +19,8 @@ Phases:
 Per phase, the server's own counters (`mntr`; `srst` at the phase's start): packets received
 and sent, the maximum and average request latency, and the most outstanding requests seen by
 sampling every 100 ms. The harness's own reads (two child lists every 200 ms, the owners' data
-once all partitions are owned, 20 at a time) are in those counts too.
+once all partitions are owned, 128 at a time: one multi-read where the server serves them, else
+as a member reads them) are in those counts too.
 
 --fleet-code DIR runs the members on the zkconsumer package found in DIR (another checkout),
 to compare code before and after a change on the same harness; --fleet-property KEY=VALUE
@@ -47,7 +48,9 @@ from typing import Any
 
 SETTLE_TIMEOUT_S = 600.0
 POLL_S = 0.2
-HARNESS_WINDOW = 20  # owner znodes the harness reads at a time
+# Owner znodes the harness reads at a time: one multi-read where the server serves them, else
+# as a member reads a level (`KazooReader`, a window that follows the server).
+HARNESS_READS = 128
 
 
 # -- a pack: several members in one process -------------------------------------------------
@@ -112,12 +115,17 @@ def _trace_requests(_where: str) -> None:
 
     def counted(client, request, async_object):
         ops = len(getattr(request, "operations", None) or getattr(request, "paths", ())) or 1
-        path = getattr(request, "path", "") or (getattr(request, "paths", None) or ("",))[0]
+        operations = getattr(request, "operations", None)
+        path = getattr(request, "path", "") or (getattr(request, "paths", None) or ("",))[0] \
+            or (operations[0].path if operations else "")
         # /consumers/<group>/<what>/..., /brokers/<what>/..., a topic's partitions' state
         parts = path.split("/")
         where = parts[3] if parts[1:2] == ["consumers"] and len(parts) > 3 else \
             "/".join(parts[:3]) + ("/*/partitions" if len(parts) > 4 else "")
-        entry = [time.time(), f"{type(request).__name__}:{where}", ops, 0.0]
+        kind = type(request).__name__ + (
+            "(" + "+".join(sorted({type(op).__name__ for op in operations})) + ")"
+            if operations else "")
+        entry = [time.time(), f"{kind}:{where}", ops, 0.0]
         _traced.append(entry)
         async_object.rawlink(lambda _answer: entry.__setitem__(3, time.time()))
         return sent(client, request, async_object)
@@ -264,6 +272,8 @@ def settled_at(zk, group: str, topic: str, members: int, partitions: int
                ) -> tuple[float, float] | None:
     """(when the check that found it settled began, the newest registration's ctime), or None:
     every member registered and every partition owned by its range-assigned thread."""
+    from zkconsumer.zk.znode_reader import KazooReader
+
     checked_at = time.time()
     ids_path, owners_path = f"/consumers/{group}/ids", f"/consumers/{group}/owners/{topic}"
     ids = zk.get_children(ids_path)
@@ -271,15 +281,14 @@ def settled_at(zk, group: str, topic: str, members: int, partitions: int
                                   or ()) != partitions:
         return None
     expected = range_assignment([f"{consumer_id}-0" for consumer_id in ids], partitions)
-    for first in range(0, partitions, HARNESS_WINDOW):  # the harness's own reads kept small
-        requests = {p: zk.get_async(f"{owners_path}/{p}")
-                    for p in range(first, min(partitions, first + HARNESS_WINDOW))}
-        for partition, request in requests.items():
-            try:
-                data, _stat = request.get()
-            except Exception:  # noqa: BLE001 - released meanwhile: not settled
-                return None
-            if data.decode() != expected[partition]:
+    reader = KazooReader(zk)
+    for first in range(0, partitions, HARNESS_READS):  # the harness's own reads kept small
+        paths = {p: f"{owners_path}/{p}"
+                 for p in range(first, min(partitions, first + HARNESS_READS))}
+        nodes = reader.data(paths.values())
+        for partition, path in paths.items():
+            node = nodes.get(path)  # None: released meanwhile, not settled
+            if node is None or node.data.decode() != expected[partition]:
                 return None
     stats = [zk.exists_async(f"{ids_path}/{consumer_id}") for consumer_id in ids]
     newest = max(stat.get().ctime for stat in stats) / 1000.0

@@ -98,9 +98,7 @@ class PollingHandler(SequentialThreadingHandler):
             self.met_a_slow_server = True
             raise
         self.met_a_slow_server = True
-        if self._tls is not None:
-            connection = self._tls.wrap_socket(connection,
-                                               server_hostname=kwargs.get("hostname"))
+        connection = self._spoken_as_configured(connection, kwargs.get("hostname"))
         if self._hearing is not None:
             self._server = connection
             self._hearing.new_connection()
@@ -110,14 +108,20 @@ class PollingHandler(SequentialThreadingHandler):
                         server_hostname: str | None = None) -> socket.socket:
         """A connection of its own to a server (a four-letter word's), TLS as the session's
         are, that is not the session's: the hearing does not follow it."""
-        connection = socket.create_connection(address, timeout=timeout_s)
-        if self._tls is not None:
-            try:
-                return self._tls.wrap_socket(connection, server_hostname=server_hostname)
-            except BaseException:
-                connection.close()
-                raise
-        return connection
+        return self._spoken_as_configured(socket.create_connection(address, timeout=timeout_s),
+                                          server_hostname)
+
+    def _spoken_as_configured(self, connection: socket.socket, server_hostname: str | None
+                              ) -> socket.socket:
+        """The connection in TLS when the handler has a context (closed if the handshake
+        fails), else as it is."""
+        if self._tls is None:
+            return connection
+        try:
+            return self._tls.wrap_socket(connection, server_hostname=server_hostname)
+        except BaseException:
+            connection.close()
+            raise
 
     def select(self, rlist, wlist, xlist, timeout=None):
         hearing = self._hearing

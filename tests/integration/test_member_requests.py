@@ -1,0 +1,98 @@
+"""What a member's claims ask ZooKeeper, on a real server: the owner folder of a topic is made
+(or found) once, not before every claim, and one removed by hand is made again."""
+
+from __future__ import annotations
+
+import pytest
+from kazoo.exceptions import NoNodeError
+from support.waiting import wait_until
+
+from zkconsumer.member.zk_membership import ZookeeperMembership
+from zkconsumer.model import TopicPartition
+from zkconsumer.zk.session import zookeeper_session
+from zkconsumer.znodes.consumers import ConsumerRegistration
+from zkconsumer.znodes.paths import GroupPaths
+
+REGISTRATION = ConsumerRegistration.static({"t": 1}, 0)
+
+
+def _owners(zk, paths: GroupPaths, topic: str) -> dict[str, str]:
+    folder = paths.owners_topic(topic)
+    if not zk.exists(folder):
+        return {}
+    return {name: zk.get(f"{folder}/{name}")[0].decode() for name in zk.get_children(folder)}
+
+
+def test_claims_make_a_topics_owner_folder_once_and_again_after_it_was_removed(
+        cluster, zk, unique_name):
+    group = unique_name("claims")
+    paths = GroupPaths(group)
+    thread = f"{group}_a-0"
+    with zookeeper_session(cluster.zookeeper_connect) as client:
+        ensured = []
+        ensure = client.ensure_path
+        client.ensure_path = lambda path, *args, **kwargs: (ensured.append(path),
+                                                           ensure(path, *args, **kwargs))[1]
+        member = ZookeeperMembership(client, group, f"{group}_a", REGISTRATION)
+        member.register()
+
+        for rounds in range(3):
+            claims = {TopicPartition("t", rounds): thread}
+            assert member.claim(claims) == []
+            member.release(claims)
+        assert ensured.count(paths.owners_topic("t")) == 1, ensured
+
+        zk.delete(paths.owners_topic("t"))  # empty: every claim was released
+        claims = {TopicPartition("t", 7): thread}
+        with pytest.raises(NoNodeError):
+            member.claim(claims)
+        assert member.claim(claims) == []
+        assert zk.get(paths.owner("t", 7))[0].decode() == thread
+        assert ensured.count(paths.owners_topic("t")) == 2
+
+
+def test_a_member_joining_a_group_asks_for_no_folder_it_just_made(
+        cluster, zk, topic_factory, unique_name, monkeypatch):
+    """Two members joining a group that exists, and the rebalances they cause: no request asks
+    whether the registry of members exists, and a topic's owner folder is asked for once per
+    member (the two that join; the first one's claims since ask for none), not once per
+    claim."""
+    from kazoo.client import KazooClient
+
+    from zkconsumer import ConsumerConnector
+
+    topic = topic_factory(partitions=4)
+    group = unique_name("requests")
+    paths = GroupPaths(group)
+    asked: list[tuple[str, str]] = []
+    sent = KazooClient._call
+
+    def counted(client, request, async_object):
+        if client is not zk:  # the members' requests, not the test's own
+            asked.append((type(request).__name__, getattr(request, "path", "")))
+        return sent(client, request, async_object)
+
+    monkeypatch.setattr(KazooClient, "_call", counted)
+    members = []
+    try:
+        for name in ("a", "b", "c"):
+            member = ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect,
+                                        "group.id": group, "consumer.id": name,
+                                        "auto.offset.reset": "smallest",
+                                        "rebalance.turn.ms": "0"})
+            member.create_message_streams({topic: 1})
+            members.append(member)
+            if name == "a":
+                wait_until(lambda: len(_owners(zk, paths, topic)) == 4, timeout=60,
+                           message="the first member owning every partition")
+                asked.clear()  # the group is made: from here on, members join it
+        wait_until(lambda: len(set(_owners(zk, paths, topic).values())) == 3,
+                   timeout=60, message="the partitions owned by all three members")
+    finally:
+        for member in members:
+            member.shutdown()
+    kinds = {(kind, path) for kind, path in asked}
+    assert ("Exists", paths.ids) not in kinds
+    owner_folder_asks = [1 for kind, path in asked
+                         if kind == "Exists" and path == paths.owners_topic(topic)]
+    assert len(owner_folder_asks) == 2, len(owner_folder_asks)
