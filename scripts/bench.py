@@ -27,7 +27,7 @@ partitions with the reference producer, then measures, on that same data:
    restarted in --rolling-steps steps, with ZooKeeper's own counters per phase (bench_fleet.py);
 7. decoding alone, in this process and with no cluster (`--only decode` takes under a
    minute): the readers of fetched records on the same --records records of 100 bytes (see
-   `decode`);
+   `decode`), and a 5,000-partition topic's metadata answer, against kafka-python's;
 8. handing out alone, in this process and with no cluster (`--only handout`): a stream's
    per-record and batch iteration over decoded records, its checks before each hand-out
    included, against iterating the same records directly (see `handout`);
@@ -52,6 +52,7 @@ partitions with the reference producer, then measures, on that same data:
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import statistics
 import struct
@@ -80,8 +81,10 @@ from bench_start import start
 from kafka import KafkaConsumer
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.coordinator.assignors.range import RangePartitionAssignor
+from kafka.protocol.metadata import MetadataResponse as KafkaPythonMetadata
 from kafka.record.memory_records import MemoryRecords as KafkaPythonMemoryRecords
 
+from zkconsumer.kafka.protocol.codec import decode_metadata
 from zkconsumer.localcluster import LocalCluster, create_topic
 from zkconsumer.localcluster.bundle import ensure_bundle
 from zkconsumer.localcluster.processes import bundle_environment, free_port
@@ -754,6 +757,50 @@ def decode(args) -> None:
     print(f"{'reader':<40} {'records/s':>11} {'vs kafka-python v2':>19}")
     for name, rate in rates.items():
         print(f"{name:<40} {rate:>11,.0f} {rate / base:>18.2f}x")
+    _decode_metadata()
+
+
+METADATA_PARTITIONS = 5000
+
+
+def _decode_metadata() -> None:
+    """A metadata answer (v0, as Kafka 0.9 gives it) naming one topic of METADATA_PARTITIONS
+    partitions on three replicas: what each member's fetcher decodes when it starts, and at
+    fleet size the most of its CPU in a rolling restart. CPU time, best of 7 passes of 10."""
+    def text(value: str) -> bytes:
+        return struct.pack(">h", len(value)) + value.encode()
+
+    body = struct.pack(">i", 3) + b"".join(
+        struct.pack(">i", node) + text(f"broker-{node}") + struct.pack(">i", 9092)
+        for node in range(3))
+    body += struct.pack(">i", 1) + struct.pack(">h", 0) + text(TOPIC) + \
+        struct.pack(">i", METADATA_PARTITIONS)
+    replicas = struct.pack(">iiii", 3, 0, 1, 2)
+    body += b"".join(struct.pack(">hii", 0, partition, partition % 3) + replicas + replicas
+                     for partition in range(METADATA_PARTITIONS))
+    with_header = struct.pack(">i", 7) + body  # the correlation id our decoder skips
+
+    def ours() -> int:
+        return len(decode_metadata(with_header, 0).leaders)
+
+    def kafka_python() -> int:
+        return len(KafkaPythonMetadata[0].decode(io.BytesIO(body)).topics[0].partitions)
+
+    seconds = {}
+    for name, decode_once in (("kafka-python (MetadataResponse v0)", kafka_python),
+                              ("zkconsumer (decode_metadata v0)", ours)):
+        best = float("inf")
+        for _ in range(7):
+            started = time.process_time()
+            for _ in range(10):
+                assert decode_once() == METADATA_PARTITIONS
+            best = min(best, (time.process_time() - started) / 10)
+        seconds[name] = best
+    base = seconds["kafka-python (MetadataResponse v0)"]
+    print(f"\n{f'metadata of {METADATA_PARTITIONS:,} partitions':<40} {'ms':>11} "
+          f"{'vs kafka-python':>19}")
+    for name, spent in seconds.items():
+        print(f"{name:<40} {spent * 1000:>11.1f} {base / spent:>18.2f}x")
 
 
 _DECODE_VALUE = b"x" * 100

@@ -400,6 +400,35 @@ def test_an_absurd_count_is_refused_before_it_is_looped_over(count):
         protocol.decode_list_offsets(list_offsets_v0)
 
 
+def _metadata_v0(replicas: bytes) -> bytes:
+    """A v0 metadata answer: one broker, one topic of one partition led by it, whose replica
+    list is `replicas` (its in-sync list is one replica)."""
+    broker = struct.pack(">i", 0) + string("host") + struct.pack(">i", 9092)
+    partition = struct.pack(">hii", 0, 0, 0) + replicas + array([struct.pack(">i", 0)])
+    return struct.pack(">i", 9) + array([broker]) + array([
+        struct.pack(">h", 0) + string("t") + array([partition])])
+
+
+@pytest.mark.parametrize("count", ABSURD_COUNTS)
+def test_a_replica_list_longer_than_the_answer_or_below_null_is_refused(count):
+    refused = "announces" if count > 0 else "length of"
+    with pytest.raises(protocol.ProtocolError, match=refused):
+        protocol.decode_metadata(_metadata_v0(struct.pack(">i", count)), 0)
+
+
+def test_replica_lists_are_skipped_whole_even_null_and_an_answer_ending_in_one_is_refused():
+    for replicas in (array([]), struct.pack(">i", -1), array([struct.pack(">i", n)
+                                                              for n in range(40)])):
+        assert protocol.decode_metadata(_metadata_v0(replicas), 0).leaders == \
+            {TopicPartition("t", 0): 0}
+    with pytest.raises(protocol.ProtocolError):
+        protocol.decode_metadata(_metadata_v0(struct.pack(">i", 3) + b"\x00" * 7), 0)
+    whole = _metadata_v0(array([]))
+    inside_the_count = len(whole) - 8 - 2  # two bytes into it (the in-sync list's 8 follow)
+    with pytest.raises(protocol.ProtocolError, match="ends early"):
+        protocol.decode_metadata(whole[:inside_the_count], 0)
+
+
 def test_aborted_transactions_beyond_the_answer_are_refused():
     partition = struct.pack(">ihqq", 0, 0, 10, 10) + struct.pack(">i", 2**31 - 1) + b"\x00" * 16
     payload = struct.pack(">ii", 9, 0) + array([string("t") + array([partition])])

@@ -138,7 +138,8 @@ def metadata_request(topics: list[str] | None, version: int = 0) -> bytes:
 
 
 def decode_metadata(payload: bytes | bytearray, version: int = 0) -> Metadata:
-    reader = Reader(payload, version >= _FIRST_FLEXIBLE[METADATA])
+    flexible = version >= _FIRST_FLEXIBLE[METADATA]
+    reader = Reader(payload, flexible)
     if version >= 3:
         reader.int32()  # throttle time
     brokers = {}
@@ -160,15 +161,18 @@ def decode_metadata(payload: bytes | bytearray, version: int = 0) -> Metadata:
             reader.skip(_UUID_SIZE)  # topic id
         if version >= 1 and reader.boolean() and topic is not None:
             internal.add(topic)
+        # Thousands of partitions a topic: the reader's methods looked up once.
+        unpack, skip_int32_array = reader.unpack, reader.skip_int32_array
         for _ in range(reader.array_length()):
-            _partition_error, partition, leader = reader.unpack(_PARTITION_LEADER)
+            _partition_error, partition, leader = unpack(_PARTITION_LEADER)
             if version >= 7:
-                reader.int32()  # leader epoch
-            reader.skip_int32_array()  # replicas
-            reader.skip_int32_array()  # in-sync replicas
+                unpack(_INT32)  # leader epoch
+            skip_int32_array()  # replicas
+            skip_int32_array()  # in-sync replicas
             if version >= 5:
-                reader.skip_int32_array()  # offline replicas
-            reader.end_struct()
+                skip_int32_array()  # offline replicas
+            if flexible:
+                reader.end_struct()
             if topic is not None:
                 leaders[TopicPartition(topic, partition)] = leader
         if version >= 8:
@@ -454,7 +458,11 @@ class Reader:
         return self._payload[start:self._position]
 
     def skip(self, size: int) -> None:
-        self.take(size)
+        """`take`, without copying what is skipped (a replica list, a record set)."""
+        if size < 0 or size > len(self._payload) - self._position:
+            raise ProtocolError(f"response ends inside a field: {size} bytes announced at byte "
+                                f"{self._position}, {self._remaining()} left")
+        self._position += size
 
     def array_length(self, item_size: int = 1) -> int:
         """-1 for a null array, which holds nothing. `item_size` is the least an item takes
@@ -512,7 +520,16 @@ class Reader:
         return aborted
 
     def skip_int32_array(self) -> None:
-        self.skip(_INT32.size * max(0, self.array_length(_INT32.size)))
+        """`skip(4 * array_length(4))`, in one call: a metadata answer has two or three of
+        these per partition, and at thousands of partitions the calls were most of its
+        decoding."""
+        count = self._length(_INT32)
+        if count > 0:
+            size = _INT32.size * count
+            if size > len(self._payload) - self._position:
+                raise ProtocolError(f"response announces {count} items of {_INT32.size}+ bytes "
+                                    f"at byte {self._position}, {self._remaining()} bytes left")
+            self._position += size
 
     def end_struct(self) -> None:
         """Skip the tagged fields that close every structure of a flexible version."""
@@ -529,7 +546,15 @@ class Reader:
 
     def _length(self, classic: struct.Struct) -> int:
         """A length or count; -1 is null, and nothing is shorter."""
-        length = self._unsigned_varint() - 1 if self._flexible else self.unpack(classic)[0]
+        if self._flexible:
+            length = self._unsigned_varint() - 1
+        else:  # `unpack`, inlined: two or three per partition of a metadata answer
+            try:
+                (length,) = classic.unpack_from(self._payload, self._position)
+            except struct.error:
+                raise ProtocolError(f"response ends early: {len(self._payload)} bytes, a field "
+                                    f"of {classic.size} at byte {self._position}") from None
+            self._position += classic.size
         if length < -1:
             raise ProtocolError(f"response has a length of {length} before byte {self._position}")
         return length
