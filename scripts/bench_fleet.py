@@ -316,6 +316,32 @@ def wait_settled(zk, group: str, topic: str, members: int, partitions: int) -> f
 
 # -- the scenario ---------------------------------------------------------------------------
 
+def wait_for_broker_leaders(bootstrap_servers: str, topic: str, partitions: int,
+                            timeout_s: float = 600.0) -> None:
+    """Until the brokers' metadata names a leader for every partition. A broker learns of a
+    new topic's leaders some seconds after ZooKeeper holds them (10 s and more at thousands of
+    partitions on Kafka 0.9); members started before then ask again and again for leaders,
+    each answer thousands of partitions long, which is not what a deploy onto a topic that
+    exists meets."""
+    from zkconsumer.kafka.io.cluster import Cluster
+    from zkconsumer.kafka.io.cluster_calls import NO_LEADER, read_metadata
+    from zkconsumer.kafka.io.opener import Dialer
+
+    cluster = Cluster(Dialer.from_settings({}), bootstrap_servers, None)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            leaders = read_metadata(cluster, [topic]).leaders
+            if sum(1 for leader in leaders.values() if leader != NO_LEADER) == partitions:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the broker named leaders for {len(leaders)} of "
+                                   f"{partitions} partitions within {timeout_s:.0f}s")
+            time.sleep(POLL_S)
+    finally:
+        cluster.close()
+
+
 def fleet(cluster, args, work: Path) -> None:
     from zkconsumer.localcluster import create_topic
     from zkconsumer.zk.session import zookeeper_session
@@ -334,6 +360,7 @@ def fleet(cluster, args, work: Path) -> None:
           f"{four_letters(port, 'srvr').splitlines()[0].split(',')[0]}")
     with zookeeper_session(zookeeper, timeout_s=30) as zk:
         create_topic(zk, topic, partitions, timeout=600)
+        wait_for_broker_leaders(cluster.bootstrap_servers, topic, partitions)
         packs: list[Pack] = []
         try:
             counters = ServerCounters(port)
@@ -410,6 +437,7 @@ def reference_fleet(cluster, args, work: Path) -> None:
           "each, rebalance.backoff.ms 500, rebalance.max.retries 10")
     with zookeeper_session(cluster.zookeeper_connect, timeout_s=30) as zk:
         create_topic(zk, topic, partitions, timeout=600)
+        wait_for_broker_leaders(cluster.bootstrap_servers, topic, partitions)
         consumers: list[Any] = []
         try:
             counters = ServerCounters(cluster.zookeeper.port)
