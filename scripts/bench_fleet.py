@@ -299,11 +299,13 @@ def wait_settled(zk, group: str, topic: str, members: int, partitions: int) -> f
     """Seconds from the newest registration to the check that found the group settled."""
     from kazoo.exceptions import KazooException
 
+    from zkconsumer.errors import ZkConsumerError
+
     def check() -> tuple[float, float] | None:
         try:
             return settled_at(zk, group, topic, members, partitions)
-        except KazooException:  # the harness's own session on a starved machine: look again
-            return None
+        except (KazooException, ZkConsumerError):  # the harness's own session on a starved
+            return None                             # machine, or an answer cut: look again
 
     deadline = time.monotonic() + SETTLE_TIMEOUT_S
     while (found := check()) is None:
@@ -323,20 +325,26 @@ def wait_for_broker_leaders(bootstrap_servers: str, topic: str, partitions: int,
     partitions on Kafka 0.9); members started before then ask again and again for leaders,
     each answer thousands of partitions long, which is not what a deploy onto a topic that
     exists meets."""
+    from zkconsumer.kafka.errors import KafkaConnectionError
     from zkconsumer.kafka.io.cluster import Cluster
     from zkconsumer.kafka.io.cluster_calls import NO_LEADER, read_metadata
     from zkconsumer.kafka.io.opener import Dialer
 
     cluster = Cluster(Dialer.from_settings({}), bootstrap_servers, None)
     deadline = time.monotonic() + timeout_s
+    led = 0
     try:
         while True:
-            leaders = read_metadata(cluster, [topic]).leaders
-            if sum(1 for leader in leaders.values() if leader != NO_LEADER) == partitions:
+            try:
+                leaders = read_metadata(cluster, [topic]).leaders.values()
+                led = sum(1 for leader in leaders if leader != NO_LEADER)
+            except KafkaConnectionError:  # a broker still starting, or starved: ask again
+                pass
+            if led == partitions:
                 return
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the broker named leaders for {len(leaders)} of "
-                                   f"{partitions} partitions within {timeout_s:.0f}s")
+                raise RuntimeError(f"the broker named leaders for {led} of {partitions} "
+                                   f"partitions within {timeout_s:.0f}s")
             time.sleep(POLL_S)
     finally:
         cluster.close()

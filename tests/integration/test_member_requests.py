@@ -69,7 +69,8 @@ def test_a_member_joining_a_group_asks_for_no_folder_it_just_made(
 
     def counted(client, request, async_object):
         if client is not zk:  # the members' requests, not the test's own
-            asked.append((type(request).__name__, getattr(request, "path", "")))
+            path = getattr(request, "path", "")
+            asked.append((type(request).__name__, client.unchroot(path) if path else path))
         return sent(client, request, async_object)
 
     monkeypatch.setattr(KazooClient, "_call", counted)

@@ -421,8 +421,9 @@ def test_replica_lists_are_skipped_whole_even_null_and_an_answer_ending_in_one_i
                                                               for n in range(40)])):
         assert protocol.decode_metadata(_metadata_v0(replicas), 0).leaders == \
             {TopicPartition("t", 0): 0}
-    with pytest.raises(protocol.ProtocolError):
-        protocol.decode_metadata(_metadata_v0(struct.pack(">i", 3) + b"\x00" * 7), 0)
+    # five replicas announced, seven bytes of them and the in-sync list's eight left: 15 < 20
+    with pytest.raises(protocol.ProtocolError, match="announces 5 items"):
+        protocol.decode_metadata(_metadata_v0(struct.pack(">i", 5) + b"\x00" * 7), 0)
     whole = _metadata_v0(array([]))
     inside_the_count = len(whole) - 8 - 2  # two bytes into it (the in-sync list's 8 follow)
     with pytest.raises(protocol.ProtocolError, match="ends early"):
