@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import socket
 import statistics
 import subprocess
 import sys
@@ -50,6 +49,7 @@ from zkconsumer.metrics import MetricsServer
 from zkconsumer.model import TopicPartition
 from zkconsumer.offsets import KafkaReadError
 from zkconsumer.topology import open_topic_source
+from zkconsumer.zk import four_letters
 from zkconsumer.zk.group_state import list_groups, read_group_state
 from zkconsumer.zk.session import zookeeper_session
 from zkconsumer.znodes.consumers import ConsumerRegistration, encode_offset, encode_owner
@@ -373,10 +373,8 @@ class _ServerPackets:
             moved[0] = self._received() - before - (before - first)
 
     def _received(self) -> int:
-        with socket.create_connection(self._address, timeout=10) as connection:
-            connection.sendall(b"srvr")
-            answer = b"".join(iter(lambda: connection.recv(4096), b""))
-        for line in answer.decode().splitlines():
+        answer = four_letters.ask(self._address, b"srvr", 10)
+        for line in answer.splitlines():
             if line.startswith("Received:"):
                 return int(line.split(":")[1])
         raise RuntimeError(f"no packet count in ZooKeeper's srvr answer: {answer[:200]!r}")

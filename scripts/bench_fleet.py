@@ -48,9 +48,6 @@ from typing import Any
 
 SETTLE_TIMEOUT_S = 600.0
 POLL_S = 0.2
-# Owner znodes the harness reads at a time: one multi-read where the server serves them, else
-# as a member reads a level (`KazooReader`, a window that follows the server).
-HARNESS_READS = 128
 
 
 # -- a pack: several members in one process -------------------------------------------------
@@ -114,10 +111,10 @@ def _trace_requests(_where: str) -> None:
     sent = KazooClient._call
 
     def counted(client, request, async_object):
-        ops = len(getattr(request, "operations", None) or getattr(request, "paths", ())) or 1
         operations = getattr(request, "operations", None)
-        path = getattr(request, "path", "") or (getattr(request, "paths", None) or ("",))[0] \
-            or (operations[0].path if operations else "")
+        ops = len(operations or getattr(request, "paths", ())) or 1
+        first = operations[0].path if operations else (getattr(request, "paths", None) or [""])[0]
+        path = getattr(request, "path", "") or first
         # /consumers/<group>/<what>/..., /brokers/<what>/..., a topic's partitions' state
         parts = path.split("/")
         where = parts[3] if parts[1:2] == ["consumers"] and len(parts) > 3 else \
@@ -272,6 +269,7 @@ def settled_at(zk, group: str, topic: str, members: int, partitions: int
                ) -> tuple[float, float] | None:
     """(when the check that found it settled began, the newest registration's ctime), or None:
     every member registered and every partition owned by its range-assigned thread."""
+    from zkconsumer.zk.multi_read import BATCH
     from zkconsumer.zk.znode_reader import KazooReader
 
     checked_at = time.time()
@@ -282,9 +280,10 @@ def settled_at(zk, group: str, topic: str, members: int, partitions: int
         return None
     expected = range_assignment([f"{consumer_id}-0" for consumer_id in ids], partitions)
     reader = KazooReader(zk)
-    for first in range(0, partitions, HARNESS_READS):  # the harness's own reads kept small
-        paths = {p: f"{owners_path}/{p}"
-                 for p in range(first, min(partitions, first + HARNESS_READS))}
+    # A multi-read's worth at a time where the server serves them (else as a member reads a
+    # level), stopping at the first owner out of place.
+    for first in range(0, partitions, BATCH):
+        paths = {p: f"{owners_path}/{p}" for p in range(first, min(partitions, first + BATCH))}
         nodes = reader.data(paths.values())
         for partition, path in paths.items():
             node = nodes.get(path)  # None: released meanwhile, not settled
@@ -299,13 +298,13 @@ def wait_settled(zk, group: str, topic: str, members: int, partitions: int) -> f
     """Seconds from the newest registration to the check that found the group settled."""
     from kazoo.exceptions import KazooException
 
-    from zkconsumer.errors import ZkConsumerError
+    from zkconsumer.zk.multi_read import MultiReadAnswerError
 
     def check() -> tuple[float, float] | None:
         try:
             return settled_at(zk, group, topic, members, partitions)
-        except (KazooException, ZkConsumerError):  # the harness's own session on a starved
-            return None                             # machine, or an answer cut: look again
+        except (KazooException, MultiReadAnswerError):  # the harness's own session on a
+            return None                                 # starved machine: look again
 
     deadline = time.monotonic() + SETTLE_TIMEOUT_S
     while (found := check()) is None:
@@ -318,40 +317,8 @@ def wait_settled(zk, group: str, topic: str, members: int, partitions: int) -> f
 
 # -- the scenario ---------------------------------------------------------------------------
 
-def wait_for_broker_leaders(bootstrap_servers: str, topic: str, partitions: int,
-                            timeout_s: float = 600.0) -> None:
-    """Until the brokers' metadata names a leader for every partition. A broker learns of a
-    new topic's leaders some seconds after ZooKeeper holds them (10 s and more at thousands of
-    partitions on Kafka 0.9); members started before then ask again and again for leaders,
-    each answer thousands of partitions long, which is not what a deploy onto a topic that
-    exists meets."""
-    from zkconsumer.kafka.errors import KafkaConnectionError
-    from zkconsumer.kafka.io.cluster import Cluster
-    from zkconsumer.kafka.io.cluster_calls import NO_LEADER, read_metadata
-    from zkconsumer.kafka.io.opener import Dialer
-
-    cluster = Cluster(Dialer.from_settings({}), bootstrap_servers, None)
-    deadline = time.monotonic() + timeout_s
-    led = 0
-    try:
-        while True:
-            try:
-                leaders = read_metadata(cluster, [topic]).leaders.values()
-                led = sum(1 for leader in leaders if leader != NO_LEADER)
-            except KafkaConnectionError:  # a broker still starting, or starved: ask again
-                pass
-            if led == partitions:
-                return
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the broker named leaders for {led} of {partitions} "
-                                   f"partitions within {timeout_s:.0f}s")
-            time.sleep(POLL_S)
-    finally:
-        cluster.close()
-
-
 def fleet(cluster, args, work: Path) -> None:
-    from zkconsumer.localcluster import create_topic
+    from zkconsumer.localcluster import create_topic, wait_for_broker_metadata
     from zkconsumer.zk.session import zookeeper_session
 
     members, partitions, per = args.fleet_members, args.fleet_partitions, args.members_per_process
@@ -368,7 +335,10 @@ def fleet(cluster, args, work: Path) -> None:
           f"{four_letters(port, 'srvr').splitlines()[0].split(',')[0]}")
     with zookeeper_session(zookeeper, timeout_s=30) as zk:
         create_topic(zk, topic, partitions, timeout=600)
-        wait_for_broker_leaders(cluster.bootstrap_servers, topic, partitions)
+        # A deploy onto a topic that exists finds its leaders named: members started before
+        # the broker names them ask again and again, each answer thousands of partitions long.
+        wait_for_broker_metadata(cluster.brokers[min(cluster.brokers)].port, topic, partitions,
+                                 timeout=600)
         packs: list[Pack] = []
         try:
             counters = ServerCounters(port)
@@ -435,7 +405,7 @@ def fleet(cluster, args, work: Path) -> None:
 def reference_fleet(cluster, args, work: Path) -> None:
     """--fleet-reference reference Scala consumers (a JVM each) of one group on the same
     topic shape, started together: the start phase only, judged and counted as ours are."""
-    from zkconsumer.localcluster import create_topic
+    from zkconsumer.localcluster import create_topic, wait_for_broker_metadata
     from zkconsumer.testing.reference import ReferenceConsumer
     from zkconsumer.zk.session import zookeeper_session
 
@@ -445,7 +415,10 @@ def reference_fleet(cluster, args, work: Path) -> None:
           "each, rebalance.backoff.ms 500, rebalance.max.retries 10")
     with zookeeper_session(cluster.zookeeper_connect, timeout_s=30) as zk:
         create_topic(zk, topic, partitions, timeout=600)
-        wait_for_broker_leaders(cluster.bootstrap_servers, topic, partitions)
+        # A deploy onto a topic that exists finds its leaders named: members started before
+        # the broker names them ask again and again, each answer thousands of partitions long.
+        wait_for_broker_metadata(cluster.brokers[min(cluster.brokers)].port, topic, partitions,
+                                 timeout=600)
         consumers: list[Any] = []
         try:
             counters = ServerCounters(cluster.zookeeper.port)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -38,6 +37,7 @@ from zkconsumer.localcluster.processes import (
     stop_process,
 )
 from zkconsumer.localcluster.topics import OFFSETS_TOPIC, create_topic, wait_until_in_sync
+from zkconsumer.zk import four_letters
 from zkconsumer.zk.session import zookeeper_session
 from zkconsumer.znodes.brokers import BrokerRegistration
 from zkconsumer.znodes.paths import broker_path
@@ -495,9 +495,7 @@ def replication_settings(factor: int) -> dict[str, str | int]:
 
 def _zookeeper_answers(port: int) -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
-            sock.sendall(b"ruok")
-            return sock.recv(16) == b"imok"
+        return four_letters.ask(("127.0.0.1", port), b"ruok", 1.0) == "imok"
     except OSError:
         return False
 

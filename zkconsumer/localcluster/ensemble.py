@@ -248,14 +248,14 @@ def ensemble_environment() -> dict[str, str]:
 def tls_server_settings(tls, secure_port: int) -> str:
     """zoo.cfg lines for a TLS client port served by Netty with `tls`
     (`zkconsumer.localcluster.ZookeeperServerTls`), the x509 identities of client certificates
-    usable in ACLs; the plaintext clientPort stays."""
+    usable in ACLs; the plaintext clientPort stays. The four-letter words and the admin server
+    are the standalone config's (`LocalCluster`), as for any server it runs."""
     return (f"serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n"
             f"secureClientPort={secure_port}\nsecureClientPortAddress=127.0.0.1\n"
             f"ssl.keyStore.location={tls.keystore}\nssl.keyStore.type=PEM\n"
             f"ssl.trustStore.location={tls.truststore}\nssl.trustStore.type=PEM\n"
             f"ssl.clientAuth={tls.client_auth}\n"
-            "authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider\n"
-            "4lw.commands.whitelist=*\nadmin.enableServer=false\n")
+            "authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider\n")
 
 
 def debian_server_command(config: Path, jvm_options: str = "") -> list[str]:

@@ -35,7 +35,7 @@ from zkconsumer.zk.group_state import read_registered
 from zkconsumer.zk.group_walk import Registered, registrations
 from zkconsumer.zk.session import current_session
 from zkconsumer.zk.turns import Turns
-from zkconsumer.zk.znode_reader import KazooReader
+from zkconsumer.zk.znode_reader import KazooReader, Znode
 from zkconsumer.znodes.consumers import ConsumerRegistration, decode_owner, encode_owner
 from zkconsumer.znodes.paths import BROKER_IDS, BROKER_TOPICS, GroupPaths, topic_path
 
@@ -389,8 +389,8 @@ class ZookeeperMembership:
 
     def _ensure_owner_folders(self, topics: Collection[str]) -> None:
         """Make the owner folders of these topics that this member has not seen yet: at fleet
-        size, asking whether the folder is there before each claim was one request in six of
-        a rolling restart. A folder removed later (a group deleted by hand) fails the claim
+        size, asking whether the folder is there before each claim was about one request in
+        eight of a rolling restart. A folder removed later (a group deleted by hand) fails the claim
         with NoNodeError, which forgets them all, so that the rebalance's next attempt makes
         it again."""
         for topic in sorted(set(topics) - self._owner_folders):
@@ -420,21 +420,21 @@ class ZookeeperMembership:
         want (taken out of `remaining`) or are stale and deleted; returns the others' ones,
         each with the session that owns it."""
         session = current_session(self.zk)
-        paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in conflicts}
-        nodes = KazooReader(self.zk).data(paths.values())
+        nodes = self._owner_nodes(conflicts)
         contested = {}
         stale = []
         for tp in conflicts:
-            node = nodes.get(paths[tp])
+            node = nodes.get(tp)
             if node is None:
                 continue  # released meanwhile: claim it again
+            path = self.paths.owner(tp.topic, tp.partition)
             if node.session != session:
                 contested[tp] = node.session
-            elif decode_owner(paths[tp], node.data) == remaining[tp] \
+            elif decode_owner(path, node.data) == remaining[tp] \
                     and node.version == CLAIMED_OWNER_VERSION:
                 del remaining[tp]
             else:
-                stale.append((paths[tp], node.version))
+                stale.append((path, node.version))
         for path, version in stale:
             try:
                 self.zk.delete(path, version=version)
@@ -454,11 +454,11 @@ class ZookeeperMembership:
 
     def release(self, partitions: Mapping[TopicPartition, str]) -> None:
         """Delete the owner znodes that still name our threads; others' znodes are left alone."""
-        paths = {self.paths.owner(tp.topic, tp.partition): thread
-                 for tp, thread in partitions.items()}
-        nodes = KazooReader(self.zk).data(paths)
-        mine = [(path, node.version) for path, node in nodes.items()
-                if decode_owner(path, node.data) == paths[path]]
+        mine = []
+        for tp, node in self._owner_nodes(partitions).items():
+            path = self.paths.owner(tp.topic, tp.partition)
+            if decode_owner(path, node.data) == partitions[tp]:
+                mine.append((path, node.version))
         if not mine:
             return
         transaction = self.zk.transaction()
@@ -469,12 +469,17 @@ class ZookeeperMembership:
     def owners_seen(self, partitions: Collection[TopicPartition]) -> OwnersSeen:
         """Which session owns each of these owner znodes now (read pipelined), the leader
         epoch of the answers, and the sessions of the members the last snapshot read."""
-        paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in partitions}
-        nodes = KazooReader(self.zk).data(paths.values())
-        sessions = {tp: nodes[path].session for tp, path in paths.items() if path in nodes}
+        sessions = {tp: node.session for tp, node in self._owner_nodes(partitions).items()}
         return OwnersSeen(sessions, leader_epoch(self.zk.last_zxid),
                           frozenset(found.session for found in self._registered.values()),
                           len(self._registered))
+
+    def _owner_nodes(self, partitions: Collection[TopicPartition]
+                     ) -> dict[TopicPartition, Znode]:
+        """The owner znodes of these partitions that exist, read together (a level)."""
+        paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in partitions}
+        nodes = KazooReader(self.zk).data(paths.values())
+        return {tp: nodes[path] for tp, path in paths.items() if path in nodes}
 
     def wait_for_owners_gone(self, partitions: Collection[TopicPartition], timeout_s: float) -> bool:
         """Block until none of these owner znodes exists, or the timeout; True if all are gone.

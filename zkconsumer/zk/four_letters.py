@@ -2,7 +2,7 @@
 of its own, the answer read until the server closes it.
 
 Used to ask a server its version (`zk.multi_read`), by the local cluster to see its servers
-serve, and by the benchmarks for the server's own counters. The answer is bounded (`limit`)
+serve (`ruok`), and by the benchmarks for the server's own counters. The answer is bounded (`limit`)
 and a connection reset after part of it keeps that part.
 """
 

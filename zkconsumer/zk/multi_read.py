@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import re
-import struct
 import threading
 import time
 from collections.abc import Callable
@@ -35,6 +34,9 @@ from weakref import WeakKeyDictionary
 
 from kazoo.exceptions import EXCEPTIONS
 from kazoo.protocol.paths import _prefix_root
+from kazoo.protocol.serialization import int_struct as _INT
+from kazoo.protocol.serialization import multiheader_struct as _HEADER  # type, done, error
+from kazoo.protocol.serialization import stat_struct as _STAT
 from kazoo.protocol.states import ZnodeStat
 
 from zkconsumer.errors import ZkConsumerError
@@ -55,9 +57,6 @@ SINCE = (3, 6)
 # How long the question of a server's version may take (once per server a session meets).
 PROBE_TIMEOUT_S = 2.0
 
-_HEADER = struct.Struct("!iBi")  # an op's type, whether it is the end, its error
-_INT = struct.Struct("!i")
-_STAT = struct.Struct("!qqqqiiiqiiq")
 
 # An answer per read: (data, stat) of a getData (data None for a znode made without any, as
 # kazoo's single read gives it), the names of a getChildren, or an error code (negative).
@@ -217,7 +216,6 @@ def not_served(zk: KazooClient) -> None:
     with known.lock:
         if known.peer is not None:
             known.refused.add(known.peer)
-        known.peer, known.until = None, 0.0
 
 
 def _known(zk: KazooClient) -> _Served:

@@ -450,11 +450,8 @@ class Reader:
         return self.unpack(_INT64)[0]
 
     def take(self, size: int) -> bytes | bytearray:
-        if size < 0 or size > self._remaining():
-            raise ProtocolError(f"response ends inside a field: {size} bytes announced at byte "
-                                f"{self._position}, {self._remaining()} left")
         start = self._position
-        self._position += size
+        self.skip(size)
         return self._payload[start:self._position]
 
     def skip(self, size: int) -> None:
