@@ -9,6 +9,7 @@ from support.waiting import wait_until
 
 from zkconsumer.member.zk_membership import ZookeeperMembership
 from zkconsumer.model import TopicPartition
+from zkconsumer.zk.group_state import read_owners
 from zkconsumer.zk.session import zookeeper_session
 from zkconsumer.znodes.consumers import ConsumerRegistration
 from zkconsumer.znodes.paths import GroupPaths
@@ -16,11 +17,10 @@ from zkconsumer.znodes.paths import GroupPaths
 REGISTRATION = ConsumerRegistration.static({"t": 1}, 0)
 
 
-def _owners(zk, paths: GroupPaths, topic: str) -> dict[str, str]:
-    folder = paths.owners_topic(topic)
-    if not zk.exists(folder):
-        return {}
-    return {name: zk.get(f"{folder}/{name}")[0].decode() for name in zk.get_children(folder)}
+def _owners(zk, group: str, topic: str) -> dict[TopicPartition, str]:
+    """The topic's owners, read as the tools read them: an owner released between listing the
+    folder and reading it is not an error."""
+    return {tp: thread for tp, thread in read_owners(zk, group).items() if tp.topic == topic}
 
 
 def test_claims_make_a_topics_owner_folder_once_and_again_after_it_was_removed(
@@ -84,10 +84,10 @@ def test_a_member_joining_a_group_asks_for_no_folder_it_just_made(
             member.create_message_streams({topic: 1})
             members.append(member)
             if name == "a":
-                wait_until(lambda: len(_owners(zk, paths, topic)) == 4, timeout=60,
+                wait_until(lambda: len(_owners(zk, group, topic)) == 4, timeout=60,
                            message="the first member owning every partition")
                 asked.clear()  # the group is made: from here on, members join it
-        wait_until(lambda: len(set(_owners(zk, paths, topic).values())) == 3,
+        wait_until(lambda: len(set(_owners(zk, group, topic).values())) == 3,
                    timeout=60, message="the partitions owned by all three members")
     finally:
         for member in members:
