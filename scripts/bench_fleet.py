@@ -206,12 +206,36 @@ def mntr(port: int) -> dict[str, str]:
     return parse_mntr(four_letters(port, "mntr"))
 
 
+def _scheduled(pid: int | None) -> tuple[float, float, float] | None:
+    """(when, seconds run, seconds waited for a core) summed over the process's threads, from
+    Linux's schedstat; None where it cannot be read."""
+    if pid is None:
+        return None
+    ran = waited = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as stat:
+                fields = stat.read().split()
+            ran, waited = ran + int(fields[0]), waited + int(fields[1])
+        except (OSError, IndexError, ValueError):
+            continue  # a thread that ended meanwhile
+    return time.monotonic(), ran / 1e9, waited / 1e9
+
+
 class ServerCounters:
     """`srst` at the start, `mntr` sampled every 100 ms for outstanding requests (each sample
-    kept, and with `ZKCONSUMER_FLEET_TRACE` set written beside the members' requests)."""
+    kept, and with `ZKCONSUMER_FLEET_TRACE` set written beside the members' requests); with the
+    server's `pid`, how much CPU it had: on a machine the members share, a server whose threads
+    wait for a core answers late whatever the group asks of it."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, pid: int | None = None) -> None:
         self._port = port
+        self._pid = pid
+        self._scheduled = _scheduled(pid)
         self.max_outstanding = 0
         self.samples: list[tuple[float, int, int]] = []  # when, outstanding, max latency
         self._stop = threading.Event()
@@ -239,7 +263,14 @@ class ServerCounters:
                 out.writelines(f"{at}\t{outstanding}\t{latency}\n"
                                for at, outstanding, latency in self.samples)
         end = mntr(self._port)
-        return {"packets": sum(int(end[k]) - int(self._start[k])
+        scheduled = _scheduled(self._pid)
+        cpu = {}
+        if self._scheduled is not None and scheduled is not None \
+                and scheduled[0] > self._scheduled[0]:
+            elapsed = scheduled[0] - self._scheduled[0]
+            cpu = {"cores": (scheduled[1] - self._scheduled[1]) / elapsed,
+                   "waiting": (scheduled[2] - self._scheduled[2]) / elapsed}
+        return {**cpu, "packets": sum(int(end[k]) - int(self._start[k])
                                for k in ("zk_packets_received", "zk_packets_sent")),
                 "max_latency_ms": float(end["zk_max_latency"]),
                 "avg_latency_ms": float(end["zk_avg_latency"]),
@@ -341,7 +372,7 @@ def fleet(cluster, args, work: Path) -> None:
                                  timeout=600)
         packs: list[Pack] = []
         try:
-            counters = ServerCounters(port)
+            counters = ServerCounters(port, cluster.zookeeper.pid)
             phases = [time.time()]
             began = time.monotonic()
             packs = [Pack(zookeeper, group, topic, batch, code, work, args.fleet_property,
@@ -360,7 +391,7 @@ def fleet(cluster, args, work: Path) -> None:
             phases.append(time.time())
             if failed:
                 return
-            counters = ServerCounters(port)
+            counters = ServerCounters(port, cluster.zookeeper.pid)
             steps = args.rolling_steps
             settles = []
             for step in range(steps):
@@ -421,7 +452,7 @@ def reference_fleet(cluster, args, work: Path) -> None:
                                  timeout=600)
         consumers: list[Any] = []
         try:
-            counters = ServerCounters(cluster.zookeeper.port)
+            counters = ServerCounters(cluster.zookeeper.port, cluster.zookeeper.pid)
             began = time.monotonic()
             consumers = [ReferenceConsumer(work / "reference", cluster.zookeeper_connect, group,
                                            topic=topic, properties={
@@ -443,7 +474,9 @@ def _report(phase: str, counted: dict[str, float], outcome: str) -> None:
           f"{counted['max_latency_ms']:.0f} ms, avg {counted['avg_latency_ms']:.1f} ms, max "
           f"outstanding {counted['max_outstanding']:.0f}"
           + (f"; {counted['fsyncs']:.0f} fsyncs of its log, avg {counted['avg_fsync_ms']:.1f} "
-             f"ms, max {counted['max_fsync_ms']:.0f} ms" if "fsyncs" in counted else ""),
+             f"ms, max {counted['max_fsync_ms']:.0f} ms" if "fsyncs" in counted else "")
+          + (f"; its process ran {counted['cores']:.2f} cores, its threads waited "
+             f"{counted['waiting']:.1f} s a second for one" if "cores" in counted else ""),
           flush=True)
 
 

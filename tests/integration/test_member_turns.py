@@ -1,6 +1,7 @@
 """A member's turn after its group changed, on a real ZooKeeper: the registry of members tells
-it once, it reads the registry again only in its turn (rank x `rebalance.turn.ms`, its watch set
-by that read), so a burst of registrations is one read; a member leaving does not wait."""
+it once, it reads the registry again only in its turn (half the group's spread, then rank x
+`rebalance.turn.ms`, its watch set by that read), so a burst of registrations is one read; a
+member leaving does not wait."""
 
 from __future__ import annotations
 
@@ -63,7 +64,8 @@ def test_a_burst_of_registrations_is_read_once_in_the_members_turn(cluster, zk, 
         members = member.snapshot(True).members
         waited = time.monotonic() - told[0]
         assert list(members) == [f"{group}_{n}" for n in "abcdef"]
-        assert waited >= 2 * 0.4 - 0.05, f"rank 2 read after {waited:.2f}s, before its turn"
+        assert waited >= (3 / 2 + 2) * 0.4 - 0.05, \
+            f"rank 2 of 3 read after {waited:.2f}s, before its turn"
         assert lists == [paths.ids], "one read of the registry for the burst"
 
         zk.create(paths.member(f"{group}_g"), REGISTRATION.encode())
@@ -71,10 +73,45 @@ def test_a_burst_of_registrations_is_read_once_in_the_members_turn(cluster, zk, 
                    message="the read in the member's turn watches the registry again")
 
 
+def test_the_first_member_too_reads_a_leave_and_a_join_close_together_at_once(
+        cluster, zk, unique_name):
+    """A deploy stops a worker and starts one a moment later: the member ranked first does not
+    read (and move partitions for) the group in between, but once, after half the group's
+    spread."""
+    group, paths = _group_of_two(zk, unique_name)
+    with zookeeper_session(cluster.zookeeper_connect) as client:
+        lists = []
+        listing = client.get_children
+
+        def counted(path, *args, **kwargs):
+            lists.append(path)
+            return listing(path, *args, **kwargs)
+
+        client.get_children = counted
+        member = _member(client, group, "0", turn_ms=400)  # sorts before a and b: rank 0
+        told: list[float] = []
+        member.watch(lambda: told.append(time.monotonic()), topics=(), wildcard=False)
+        assert list(member.snapshot(True).members)[0] == f"{group}_0"
+
+        zk.delete(paths.member(f"{group}_b"))  # a worker stops
+        wait_until(lambda: len(told) == 1, timeout=30, message="the member told of the leave")
+        lists.clear()
+        read: list = []
+        reader = threading.Thread(target=lambda: read.append(member.snapshot(True).members))
+        reader.start()  # the rebalance the leave starts
+        zk.create(paths.member(f"{group}_c"), REGISTRATION.encode())  # and one starts
+        reader.join(30)
+        waited = time.monotonic() - told[0]
+        members, = read
+        assert list(members) == [f"{group}_{n}" for n in "0ac"], "both changes in one read"
+        assert waited >= 3 / 2 * 0.4 - 0.05, f"rank 0 of 3 read after {waited:.2f}s"
+        assert lists == [paths.ids]
+
+
 def test_a_member_leaving_reads_without_waiting_its_turn(cluster, zk, unique_name):
     group, paths = _group_of_two(zk, unique_name)
     with zookeeper_session(cluster.zookeeper_connect) as client:
-        member = _member(client, group, "c", turn_ms=60_000)  # rank 2: two minutes
+        member = _member(client, group, "c", turn_ms=1000)  # rank 2 of 3: 3.5 s
         told = threading.Event()
         member.watch(told.set, topics=(), wildcard=False)
         member.snapshot(True)

@@ -42,15 +42,38 @@ def test_a_member_not_ranked_yet_draws_a_place_among_those_registered():
     turns = Turns(0.01)
     turns.unranked(50, 0.5)
     turns.changed(0.0)
-    assert turns.wait(0.0) == pytest.approx(0.25)
-    turns.ranked(7)
-    assert turns.wait(0.0) == pytest.approx(0.07)
+    assert turns.wait(0.0) == pytest.approx(0.25 + 0.25), "its place, after the gathering"
+    turns.ranked(7, 40)
+    assert turns.wait(0.0) == pytest.approx(0.2 + 0.07)
     assert not turns.unranked(50, 0.9), "a ranked member draws no place"
-    assert turns.wait(0.0) == pytest.approx(0.07)
+    assert turns.wait(0.0) == pytest.approx(0.2 + 0.07)
 
 
-def test_negative_turns_and_ranks_are_refused():
+def test_every_member_first_lets_half_the_groups_spread_go_by():
+    """A deploy stops workers and starts them again a second or two later: changes that close
+    are gathered into one read by every member, the first one included."""
+    first, last = Turns(0.01), Turns(0.01)
+    first.ranked(0, 200)
+    last.ranked(199, 200)
+    for turns in (first, last):
+        turns.changed(10.0)
+    assert first.wait(10.0) == pytest.approx(1.0)
+    assert last.wait(10.0) == pytest.approx(1.0 + 1.99)
+    assert first.wait(10.6) == pytest.approx(0.4), "a later change does not push it back"
+    small = Turns(0.01)
+    small.ranked(0, 10)
+    small.changed(0.0)
+    assert small.wait(0.0) == pytest.approx(0.05), "a small group gathers briefly"
+    reference = Turns(0.0)
+    reference.ranked(0, 200)
+    reference.changed(0.0)
+    assert reference.wait(0.0) == 0.0, "a turn of 0 reads at once, as the reference"
+
+
+def test_negative_turns_ranks_and_sizes_are_refused():
     with pytest.raises(ValueError, match="turn"):
         Turns(-0.01)
     with pytest.raises(ValueError, match="rank"):
-        Turns(0.01).ranked(-1)
+        Turns(0.01).ranked(-1, 3)
+    with pytest.raises(ValueError, match="size"):
+        Turns(0.01).ranked(0, -1)

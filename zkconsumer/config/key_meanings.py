@@ -37,9 +37,9 @@ MEANINGS: dict[str, str] = {
                               "`rebalance.backoff.ms`.",
     "rebalance.backoff.ms": "How long a claim waits on a partition's owner znode per attempt; "
                             "defaults to `zookeeper.sync.time.ms`.",
-    "rebalance.turn.ms": "zkconsumer's own: after the group changed, a member waits its rank "
-                         "among the members times this before it reads the group and moves "
-                         "partitions (0: at once, as the reference).",
+    "rebalance.turn.ms": "zkconsumer's own: after the group changed, a member waits half the "
+                         "group's size, then its rank among the members, times this before it "
+                         "reads the group and moves partitions (0: at once, as the reference).",
     "refresh.leader.backoff.ms": "The pause before looking a partition's leader up again after "
                                  "it moved or failed.",
     "offsets.channel.backoff.ms": "The first backoff of a retried Kafka offset commit or fetch.",

@@ -292,7 +292,7 @@ class ZookeeperMembership:
         self._registered = registered
         with self._watch_lock:
             if self.consumer_id in registered:
-                self._turns.ranked(list(registered).index(self.consumer_id))
+                self._turns.ranked(list(registered).index(self.consumer_id), len(registered))
         members = registrations(registered)
         view = self._topic_view()
         partial = GroupSnapshot(members, view.all_topics, {})
