@@ -207,23 +207,27 @@ def mntr(port: int) -> dict[str, str]:
 
 
 def _scheduled(pid: int | None) -> tuple[float, float, float] | None:
-    """(when, seconds run, seconds waited for a core) summed over the process's threads, from
-    Linux's schedstat; None where it cannot be read."""
+    """(when, CPU seconds of the process, seconds its live threads together waited for a core),
+    the CPU time from /proc (it keeps that of threads that ended), the wait from Linux's
+    per-thread schedstat; None where either cannot be read."""
+    from bench_start import cpu_s
+
     if pid is None:
         return None
-    ran = waited = 0
+    waited, read = 0, 0
     try:
+        ran = cpu_s(pid)
         tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
+    except (OSError, IndexError, ValueError):
         return None
     for task in tasks:
         try:
             with open(f"/proc/{pid}/task/{task}/schedstat") as stat:
-                fields = stat.read().split()
-            ran, waited = ran + int(fields[0]), waited + int(fields[1])
+                waited += int(stat.read().split()[1])
+            read += 1
         except (OSError, IndexError, ValueError):
             continue  # a thread that ended meanwhile
-    return time.monotonic(), ran / 1e9, waited / 1e9
+    return (time.monotonic(), ran, waited / 1e9) if read else None
 
 
 class ServerCounters:
@@ -268,8 +272,9 @@ class ServerCounters:
         if self._scheduled is not None and scheduled is not None \
                 and scheduled[0] > self._scheduled[0]:
             elapsed = scheduled[0] - self._scheduled[0]
+            # A thread that ended between the two readings takes its wait with it: a floor.
             cpu = {"cores": (scheduled[1] - self._scheduled[1]) / elapsed,
-                   "waiting": (scheduled[2] - self._scheduled[2]) / elapsed}
+                   "waiting": max(0.0, scheduled[2] - self._scheduled[2]) / elapsed}
         return {**cpu, "packets": sum(int(end[k]) - int(self._start[k])
                                for k in ("zk_packets_received", "zk_packets_sent")),
                 "max_latency_ms": float(end["zk_max_latency"]),
@@ -475,7 +480,7 @@ def _report(phase: str, counted: dict[str, float], outcome: str) -> None:
           f"outstanding {counted['max_outstanding']:.0f}"
           + (f"; {counted['fsyncs']:.0f} fsyncs of its log, avg {counted['avg_fsync_ms']:.1f} "
              f"ms, max {counted['max_fsync_ms']:.0f} ms" if "fsyncs" in counted else "")
-          + (f"; its process ran {counted['cores']:.2f} cores, its threads waited "
+          + (f"; its process ran {counted['cores']:.2f} cores, its threads together waited "
              f"{counted['waiting']:.1f} s a second for one" if "cores" in counted else ""),
           flush=True)
 

@@ -143,5 +143,5 @@ def test_the_fleet_benchmark_starts_and_restarts_a_group_and_prints_the_servers_
                      r"its range owner", result.stdout, re.MULTILINE), result.stdout
     counters = re.findall(r"ZooKeeper: (\d+) packets, max latency \d+ ms, avg [\d.]+ ms, max "
                           r"outstanding \d+; \d+ fsyncs of its log, .*; its process ran "
-                          r"[\d.]+ cores, its threads waited [\d.]+ s a second", result.stdout)
+                          r"[\d.]+ cores, its threads together waited [\d.]+ s a second", result.stdout)
     assert len(counters) == 2 and all(int(packets) > 0 for packets in counters), result.stdout

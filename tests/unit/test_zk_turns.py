@@ -12,7 +12,7 @@ def test_nothing_changed_reads_at_once():
 
 
 def test_a_member_waits_its_rank_times_the_turn_after_the_first_unread_change():
-    turns = Turns(0.01, rank=3)
+    turns = Turns(0.01, rank=3)  # of a group of no size: no half spread first
     turns.changed(10.0)
     assert turns.wait(10.0) == pytest.approx(0.03)
     turns.changed(10.02)  # a later change does not push the turn back
@@ -20,7 +20,7 @@ def test_a_member_waits_its_rank_times_the_turn_after_the_first_unread_change():
     assert turns.wait(10.05) == 0.0
 
 
-def test_the_first_rank_reads_at_once_and_a_turn_of_zero_as_the_reference():
+def test_the_first_rank_of_no_group_reads_at_once_and_a_turn_of_zero_as_the_reference():
     first = Turns(0.01, rank=0)
     first.changed(1.0)
     assert first.wait(1.0) == 0.0
@@ -59,6 +59,7 @@ def test_every_member_first_lets_half_the_groups_spread_go_by():
         turns.changed(10.0)
     assert first.wait(10.0) == pytest.approx(1.0)
     assert last.wait(10.0) == pytest.approx(1.0 + 1.99)
+    first.changed(10.5)
     assert first.wait(10.6) == pytest.approx(0.4), "a later change does not push it back"
     small = Turns(0.01)
     small.ranked(0, 10)

@@ -80,8 +80,9 @@ KEYS = (
     Key("fetch.wait.max.ms", integer(0), 100),
     Key("zookeeper.sync.time.ms", integer(0), 2000),
     Key("rebalance.backoff.ms", integer(0), derive=lambda f: f["zookeeper_sync_time_ms"]),
-    # zkconsumer's own: after a change of the group, a member waits its rank times this before
-    # it reads the group and moves partitions, so a big group's members act a few at a time.
+    # zkconsumer's own: after a change of the group, a member waits half the group's size, then
+    # its rank, times this before it reads the group and moves partitions, so a big group's
+    # members gather close changes and act a few at a time.
     Key("rebalance.turn.ms", integer(0), REBALANCE_TURN_MS),
     Key("refresh.leader.backoff.ms", integer(0), 200),
     Key("offsets.channel.backoff.ms", integer(0), 1000),

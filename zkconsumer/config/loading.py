@@ -61,7 +61,7 @@ class ConsumerConfig:
     fetch_min_bytes: int
     fetch_wait_max_ms: int
     rebalance_backoff_ms: int
-    rebalance_turn_ms: int  # zkconsumer's own: a member's turn by rank after a group change
+    rebalance_turn_ms: int  # zkconsumer's own: a member's wait after a group change (zk.turns)
     refresh_leader_backoff_ms: int
     offsets_channel_backoff_ms: int
     offsets_channel_socket_timeout_ms: int

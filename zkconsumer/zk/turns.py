@@ -6,22 +6,27 @@ releases and claims in the server's queue at once. A fleet of hundreds restarted
 changes the registry hundreds of times within seconds, and the ensemble it shares with the
 brokers answers everyone late (their sessions included).
 
-A member instead waits its turn after a change: `rank x turn` (`rebalance.turn.ms`), its rank
-being its place among the ids it last read (sorted, as the assignment sorts them), so the
-group's requests reach the server a few members' at a time, spread over N turns. Ranks act in
-the order a range assignment hands partitions on when members arrive (a lower rank gives up
-what the next one takes), so the turns rarely make one member wait on another. A member reads
-the registry again only in its turn (its watch is set by that read), so changes that come while
-it waits are in what it reads: a burst of registrations costs each member one read. A member
-not ranked yet (before its first read) takes a random place among the ids the registry held
-when it joined. A turn of 0 reads at once, as the reference does.
+A member instead waits its turn after a change: `(members / 2 + rank) x turn`
+(`rebalance.turn.ms`), `members` being the size of the group it last read and its rank its
+place among those ids (sorted, as the assignment sorts them). Every member thus first lets half
+the group's spread go by (the first one, and one just registered, included), then the group's
+requests reach the server a few members' at a time, spread over N turns. Ranks act in the order
+a range assignment hands partitions on when members arrive (a lower rank gives up what the
+next one takes), so the turns rarely make one member wait on another. A member reads the
+registry again only in its turn (its watch is set by that read), so changes that come while it
+waits are in what it reads: a burst of registrations costs each member one read. A member not
+ranked yet (before its first read) takes a random place among the ids the registry held when
+it joined, and that count as its group's size. A turn of 0 reads at once, as the reference
+does.
 
-Before the turns begin, every member lets half the group's spread go by (`members x turn / 2`,
-the first one and one just registered included). A deploy stops workers and starts them again
-a second or two later: two bursts of changes, which members whose turn fell in between read,
-and moved partitions for, once each. Gathered, most members read both at once. The wait grows
-with the group, as what a rebalance costs does: a group of ten waits 50 ms at the default
-turn, one of 200 a second.
+Why the half spread: a deploy stops workers and starts them again a second or two later, two
+bursts of changes. Without it, the members whose turn fell in between read the group, and moved
+partitions, twice. A change is gathered with the first unread one when it comes within the
+member's wait, `(members / 2 + rank) x turn`: at 200 members and the default 10 ms, 1 s for
+the first member and 3 s for the last, so most of a big group reads a deploy's stops and starts
+at once; a group of ten waits 50-150 ms, and reads two changes that far apart twice, as before.
+The size is each member's own last read: members that read in the middle of a burst are offset
+from the others by half the difference, a few turns.
 """
 
 from __future__ import annotations
