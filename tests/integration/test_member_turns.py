@@ -36,17 +36,23 @@ def _group_of_two(zk, unique_name) -> tuple[str, GroupPaths]:
     return group, paths
 
 
+def _listings(client) -> list[str]:
+    """The paths the client lists from now on, in order."""
+    lists: list[str] = []
+    listing = client.get_children
+
+    def counted(path, *args, **kwargs):
+        lists.append(path)
+        return listing(path, *args, **kwargs)
+
+    client.get_children = counted
+    return lists
+
+
 def test_a_burst_of_registrations_is_read_once_in_the_members_turn(cluster, zk, unique_name):
     group, paths = _group_of_two(zk, unique_name)
     with zookeeper_session(cluster.zookeeper_connect) as client:
-        lists = []
-        listing = client.get_children
-
-        def counted(path, *args, **kwargs):
-            lists.append(path)
-            return listing(path, *args, **kwargs)
-
-        client.get_children = counted
+        lists = _listings(client)
         member = _member(client, group, "c", turn_ms=400)
         told: list[float] = []
         member.watch(lambda: told.append(time.monotonic()), topics=(), wildcard=False)
@@ -80,14 +86,7 @@ def test_the_first_member_too_reads_a_leave_and_a_join_close_together_at_once(
     spread."""
     group, paths = _group_of_two(zk, unique_name)
     with zookeeper_session(cluster.zookeeper_connect) as client:
-        lists = []
-        listing = client.get_children
-
-        def counted(path, *args, **kwargs):
-            lists.append(path)
-            return listing(path, *args, **kwargs)
-
-        client.get_children = counted
+        lists = _listings(client)
         member = _member(client, group, "0", turn_ms=1000)  # sorts before a and b: rank 0
         told: list[float] = []
         member.watch(lambda: told.append(time.monotonic()), topics=(), wildcard=False)
