@@ -20,7 +20,8 @@ Per phase, the server's own counters (`mntr`; `srst` at the phase's start): pack
 and sent, the maximum and average request latency, and the most outstanding requests seen by
 sampling every 100 ms. The harness's own reads (two child lists every 200 ms, the owners' data
 once all partitions are owned, 128 at a time: one multi-read where the server serves them, else
-as a member reads them) are in those counts too.
+as a member reads them) are in those counts too. With them, from /proc, the cores the server's
+process ran and how long its threads together waited for one.
 
 --fleet-code DIR runs the members on the zkconsumer package found in DIR (another checkout),
 to compare code before and after a change on the same harness; --fleet-property KEY=VALUE
@@ -232,19 +233,20 @@ def _scheduled(pid: int | None) -> tuple[float, float, float] | None:
 
 class ServerCounters:
     """`srst` at the start, `mntr` sampled every 100 ms for outstanding requests (each sample
-    kept, and with `ZKCONSUMER_FLEET_TRACE` set written beside the members' requests); with the
-    server's `pid`, how much CPU it had: on a machine the members share, a server whose threads
+    kept, and with `ZKCONSUMER_FLEET_TRACE` set written beside the members' requests), and how
+    much CPU the server's process had: on a machine the members share, a server whose threads
     wait for a core answers late whatever the group asks of it."""
 
-    def __init__(self, port: int, pid: int | None = None) -> None:
-        self._port = port
-        self._pid = pid
-        self._scheduled = _scheduled(pid)
+    def __init__(self, server) -> None:
+        """`server`: the local cluster's ZooKeeper (its port and pid)."""
+        self._port = server.port
+        self._pid = server.pid
+        self._scheduled = _scheduled(server.pid)
         self.max_outstanding = 0
         self.samples: list[tuple[float, int, int]] = []  # when, outstanding, max latency
         self._stop = threading.Event()
-        four_letters(port, "srst")
-        self._start = mntr(port)
+        four_letters(self._port, "srst")
+        self._start = mntr(self._port)
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
 
@@ -353,8 +355,18 @@ def wait_settled(zk, group: str, topic: str, members: int, partitions: int) -> f
 
 # -- the scenario ---------------------------------------------------------------------------
 
-def fleet(cluster, args, work: Path) -> None:
+def _topic_with_leaders(cluster, zk, topic: str, partitions: int) -> None:
+    """The topic made, and named with a leader for every partition in the broker's metadata: a
+    deploy onto a topic that exists finds its leaders named, where members started before the
+    broker names them ask again and again, each answer thousands of partitions long."""
     from zkconsumer.localcluster import create_topic, wait_for_broker_metadata
+
+    create_topic(zk, topic, partitions, timeout=600)
+    wait_for_broker_metadata(cluster.brokers[min(cluster.brokers)].port, topic, partitions,
+                             timeout=600)
+
+
+def fleet(cluster, args, work: Path) -> None:
     from zkconsumer.zk.session import zookeeper_session
 
     members, partitions, per = args.fleet_members, args.fleet_partitions, args.members_per_process
@@ -370,14 +382,10 @@ def fleet(cluster, args, work: Path) -> None:
           f"{' '.join(args.fleet_property) or 'defaults'}, "
           f"{four_letters(port, 'srvr').splitlines()[0].split(',')[0]}")
     with zookeeper_session(zookeeper, timeout_s=30) as zk:
-        create_topic(zk, topic, partitions, timeout=600)
-        # A deploy onto a topic that exists finds its leaders named: members started before
-        # the broker names them ask again and again, each answer thousands of partitions long.
-        wait_for_broker_metadata(cluster.brokers[min(cluster.brokers)].port, topic, partitions,
-                                 timeout=600)
+        _topic_with_leaders(cluster, zk, topic, partitions)
         packs: list[Pack] = []
         try:
-            counters = ServerCounters(port, cluster.zookeeper.pid)
+            counters = ServerCounters(cluster.zookeeper)
             phases = [time.time()]
             began = time.monotonic()
             packs = [Pack(zookeeper, group, topic, batch, code, work, args.fleet_property,
@@ -396,7 +404,7 @@ def fleet(cluster, args, work: Path) -> None:
             phases.append(time.time())
             if failed:
                 return
-            counters = ServerCounters(port, cluster.zookeeper.pid)
+            counters = ServerCounters(cluster.zookeeper)
             steps = args.rolling_steps
             settles = []
             for step in range(steps):
@@ -441,7 +449,6 @@ def fleet(cluster, args, work: Path) -> None:
 def reference_fleet(cluster, args, work: Path) -> None:
     """--fleet-reference reference Scala consumers (a JVM each) of one group on the same
     topic shape, started together: the start phase only, judged and counted as ours are."""
-    from zkconsumer.localcluster import create_topic, wait_for_broker_metadata
     from zkconsumer.testing.reference import ReferenceConsumer
     from zkconsumer.zk.session import zookeeper_session
 
@@ -450,14 +457,10 @@ def reference_fleet(cluster, args, work: Path) -> None:
     print(f"reference Scala consumer: {members} members x {partitions} partitions, a process "
           "each, rebalance.backoff.ms 500, rebalance.max.retries 10")
     with zookeeper_session(cluster.zookeeper_connect, timeout_s=30) as zk:
-        create_topic(zk, topic, partitions, timeout=600)
-        # A deploy onto a topic that exists finds its leaders named: members started before
-        # the broker names them ask again and again, each answer thousands of partitions long.
-        wait_for_broker_metadata(cluster.brokers[min(cluster.brokers)].port, topic, partitions,
-                                 timeout=600)
+        _topic_with_leaders(cluster, zk, topic, partitions)
         consumers: list[Any] = []
         try:
-            counters = ServerCounters(cluster.zookeeper.port, cluster.zookeeper.pid)
+            counters = ServerCounters(cluster.zookeeper)
             began = time.monotonic()
             consumers = [ReferenceConsumer(work / "reference", cluster.zookeeper_connect, group,
                                            topic=topic, properties={

@@ -24,6 +24,7 @@ from zkconsumer.localcluster.bundle import ensure_bundle
 from zkconsumer.localcluster.ensemble import (
     debian_server_command,
     ensemble_environment,
+    four_letter_word,
     tls_server_settings,
 )
 from zkconsumer.localcluster.java import find_java
@@ -37,7 +38,6 @@ from zkconsumer.localcluster.processes import (
     stop_process,
 )
 from zkconsumer.localcluster.topics import OFFSETS_TOPIC, create_topic, wait_until_in_sync
-from zkconsumer.zk import four_letters
 from zkconsumer.zk.session import zookeeper_session
 from zkconsumer.znodes.brokers import BrokerRegistration
 from zkconsumer.znodes.paths import broker_path
@@ -494,10 +494,7 @@ def replication_settings(factor: int) -> dict[str, str | int]:
 
 
 def _zookeeper_answers(port: int) -> bool:
-    try:
-        return four_letters.ask(("127.0.0.1", port), b"ruok", 1.0) == "imok"
-    except OSError:
-        return False
+    return four_letter_word(port, b"ruok") == "imok"
 
 
 def _on_another_port_if_taken(start: Callable[[], T],

@@ -118,7 +118,7 @@ class ZookeeperEnsemble:
 
     def mode(self, server_id: int) -> str | None:
         """'leader', 'follower' or 'standalone' for a server that serves clients, else None."""
-        answer = _four_letter_word(self.servers[server_id].client_port, b"srvr")
+        answer = four_letter_word(self.servers[server_id].client_port, b"srvr")
         for line in answer.splitlines():
             if line.startswith("Mode:"):
                 return line.split(":", 1)[1].strip()
@@ -271,7 +271,7 @@ def debian_server_command(config: Path, jvm_options: str = "") -> list[str]:
             STANDALONE_CLASS, str(config)]
 
 
-def _four_letter_word(port: int, word: bytes) -> str:
+def four_letter_word(port: int, word: bytes) -> str:
     """A server's answer to a four-letter command; '' when it does not answer."""
     try:
         return four_letters.ask(("127.0.0.1", port), word, 1.0)

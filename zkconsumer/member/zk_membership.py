@@ -178,9 +178,9 @@ class ZookeeperMembership:
         makes in its turn: a change tells the member once, and it looks again only then (a
         burst of registrations is one read, not one per registration). The registry's znode is
         watched here for being removed and made again; its first answer counts the members a
-        member not ranked yet takes a random place among. kazoo drops a connection's watches
-        with it (calling them with a NONE event, which is no change): once connected again, the
-        watch is set again (`_connection_changed`)."""
+        member not ranked yet takes a random place among, and the group's size it takes. kazoo
+        drops a connection's watches with it (calling them with a NONE event, which is no
+        change): once connected again, the watch is set again (`_connection_changed`)."""
         first = [True]
 
         def on_node(_data, stat, *_event) -> None:
@@ -424,10 +424,9 @@ class ZookeeperMembership:
         contested = {}
         stale = []
         for tp in conflicts:
-            node = nodes.get(tp)
-            if node is None:
+            if tp not in nodes:
                 continue  # released meanwhile: claim it again
-            path = self.paths.owner(tp.topic, tp.partition)
+            path, node = nodes[tp]
             if node.session != session:
                 contested[tp] = node.session
             elif decode_owner(path, node.data) == remaining[tp] \
@@ -454,11 +453,8 @@ class ZookeeperMembership:
 
     def release(self, partitions: Mapping[TopicPartition, str]) -> None:
         """Delete the owner znodes that still name our threads; others' znodes are left alone."""
-        mine = []
-        for tp, node in self._owner_nodes(partitions).items():
-            path = self.paths.owner(tp.topic, tp.partition)
-            if decode_owner(path, node.data) == partitions[tp]:
-                mine.append((path, node.version))
+        mine = [(path, node.version) for tp, (path, node) in self._owner_nodes(partitions).items()
+                if decode_owner(path, node.data) == partitions[tp]]
         if not mine:
             return
         transaction = self.zk.transaction()
@@ -469,17 +465,19 @@ class ZookeeperMembership:
     def owners_seen(self, partitions: Collection[TopicPartition]) -> OwnersSeen:
         """Which session owns each of these owner znodes now (read pipelined), the leader
         epoch of the answers, and the sessions of the members the last snapshot read."""
-        sessions = {tp: node.session for tp, node in self._owner_nodes(partitions).items()}
+        sessions = {tp: node.session
+                    for tp, (_path, node) in self._owner_nodes(partitions).items()}
         return OwnersSeen(sessions, leader_epoch(self.zk.last_zxid),
                           frozenset(found.session for found in self._registered.values()),
                           len(self._registered))
 
     def _owner_nodes(self, partitions: Collection[TopicPartition]
-                     ) -> dict[TopicPartition, Znode]:
-        """The owner znodes of these partitions that exist, read together (a level)."""
+                     ) -> dict[TopicPartition, tuple[str, Znode]]:
+        """The owner znodes of these partitions that exist, each with its path, read together
+        (a level)."""
         paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in partitions}
         nodes = KazooReader(self.zk).data(paths.values())
-        return {tp: nodes[path] for tp, path in paths.items() if path in nodes}
+        return {tp: (path, nodes[path]) for tp, path in paths.items() if path in nodes}
 
     def wait_for_owners_gone(self, partitions: Collection[TopicPartition], timeout_s: float) -> bool:
         """Block until none of these owner znodes exists, or the timeout; True if all are gone.

@@ -2,8 +2,8 @@
 of its own, the answer read until the server closes it.
 
 Used to ask a server its version (`zk.multi_read`), by the local cluster to see its servers
-serve (`ruok`), and by the benchmarks for the server's own counters. The answer is bounded (`limit`)
-and a connection reset after part of it keeps that part.
+serve (`ruok`, and an ensemble's `srvr`), and by the benchmarks for the server's own counters.
+The answer is bounded (`limit`) and a connection reset after part of it keeps that part.
 """
 
 from __future__ import annotations

@@ -57,7 +57,6 @@ SINCE = (3, 6)
 # How long the question of a server's version may take (once per server a session meets).
 PROBE_TIMEOUT_S = 2.0
 
-
 # An answer per read: (data, stat) of a getData (data None for a znode made without any, as
 # kazoo's single read gives it), the names of a getChildren, or an error code (negative).
 Result = Union[tuple[Union[bytes, None], ZnodeStat], list[str], int]
