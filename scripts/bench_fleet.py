@@ -6,11 +6,16 @@ each in its own process, as a deploy of single workers does), so that 200 member
 2-core machine. Each process ("pack") starts its members at once, each on a thread of its
 own, and stops them when told.
 
+The topic is made first, and the phases wait until the broker is done with it (it goes on
+making a big topic's logs for a while after naming its leaders).
+
 Phases:
 - start: every pack started at once; settled is timed from the last registration (the newest
   registration znode's ctime, on the server's clock, this machine's) to the start of the read
   that found every partition owned by the member a range assignment computed here gives it
   (thread ids sorted, partitions split in order, as the reference assigns);
+- after settling: the 5 s after the start settled, nothing produced: ZooKeeper hears only
+  pings, while the members begin fetching and then long-poll the broker;
 - rolling restart: in each step a fifth (1/--rolling-steps) of the packs stop (their members
   leave cleanly) and start again with the same consumer ids; each step must settle the same way
   before the next, with every partition owned: a partition left unowned after a step would be
@@ -21,7 +26,8 @@ and sent, the maximum and average request latency, and the most outstanding requ
 sampling every 100 ms. The harness's own reads (two child lists every 200 ms, the owners' data
 once all partitions are owned, 128 at a time: one multi-read where the server serves them, else
 as a member reads them) are in those counts too. With them, from /proc, the cores the server's
-process ran and how long its threads together waited for one.
+process ran and how long its threads together waited for one; and beside them, the cores the
+fleet's processes and the broker ran: on a machine they share, what the server does not get.
 
 --fleet-code DIR runs the members on the zkconsumer package found in DIR (another checkout),
 to compare code before and after a change on the same harness; --fleet-property KEY=VALUE
@@ -49,6 +55,8 @@ from typing import Any
 
 SETTLE_TIMEOUT_S = 600.0
 POLL_S = 0.2
+QUIET_S, QUIET_CORES = 2.0, 0.15  # a broker at rest, its topic made
+AFTER_S = 5.0  # the settled group measured after its start
 
 
 # -- a pack: several members in one process -------------------------------------------------
@@ -166,6 +174,10 @@ class Pack:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
             env=env, cwd=str(code) if code is not None else None,
             preexec_fn=(lambda: os.nice(nice)) if nice else None)
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
 
     def joined(self) -> tuple[int, int]:
         words = self._process.stdout.readline().split()  # type: ignore[union-attr]
@@ -289,6 +301,36 @@ class ServerCounters:
                     ("max_fsync_ms", "zk_max_fsynctime")) if name in end}}
 
 
+class Shares:
+    """The cores the fleet's processes and the broker ran over a phase: what the server
+    shares the machine with. A pack that ended is counted by the harness's reaped children's
+    times, a live one from /proc."""
+
+    def __init__(self, broker_pid: int, packs: list[Pack]) -> None:
+        """`packs`: the list the phase replaces packs in."""
+        self._broker = broker_pid
+        self._packs = packs
+        self._start = self._read()
+
+    def _read(self) -> tuple[float, float, float]:
+        from bench_start import cpu_s
+
+        reaped = os.times()
+        members = reaped.children_user + reaped.children_system
+        for pack in self._packs:
+            try:
+                members += cpu_s(pack.pid)
+            except (OSError, IndexError, ValueError):
+                continue  # ended and reaped meanwhile: in the children's times next time
+        return time.monotonic(), members, cpu_s(self._broker)
+
+    def finish(self) -> dict[str, float]:
+        end = self._read()
+        elapsed = end[0] - self._start[0]
+        return {"members_cores": (end[1] - self._start[1]) / elapsed,
+                "broker_cores": (end[2] - self._start[2]) / elapsed}
+
+
 # -- judging the group from its znodes ------------------------------------------------------
 
 def range_assignment(thread_ids: list[str], partitions: int) -> dict[int, str]:
@@ -356,14 +398,34 @@ def wait_settled(zk, group: str, topic: str, members: int, partitions: int) -> f
 # -- the scenario ---------------------------------------------------------------------------
 
 def _topic_with_leaders(cluster, zk, topic: str, partitions: int) -> None:
-    """The topic made, and named with a leader for every partition in the broker's metadata: a
-    deploy onto a topic that exists finds its leaders named, where members started before the
-    broker names them ask again and again, each answer thousands of partitions long."""
+    """The topic made, named with a leader for every partition in the broker's metadata, and
+    the broker done with it: a deploy onto a topic that exists finds its leaders named (members
+    started before ask again and again, each answer thousands of partitions long), and a broker
+    that has long made the topic's logs (it goes on making them for a while after naming the
+    leaders, taking a core from the phase that follows)."""
     from zkconsumer.localcluster import create_topic, wait_for_broker_metadata
 
+    broker = cluster.brokers[min(cluster.brokers)]
     create_topic(zk, topic, partitions, timeout=600)
-    wait_for_broker_metadata(cluster.brokers[min(cluster.brokers)].port, topic, partitions,
-                             timeout=600)
+    wait_for_broker_metadata(broker.port, topic, partitions, timeout=600)
+    waited = _quiet(broker.pid)
+    print(f"{'':<16} the broker was done with the topic {waited:.1f} s after naming its "
+          "leaders", flush=True)
+
+
+def _quiet(pid: int, timeout_s: float = 300.0) -> float:
+    """Seconds until the process ran under QUIET_CORES over a QUIET_S window (or timeout_s)."""
+    from bench_start import cpu_s
+
+    began = time.monotonic()
+    before = (began, cpu_s(pid))
+    while time.monotonic() - began < timeout_s:
+        time.sleep(QUIET_S)
+        now = (time.monotonic(), cpu_s(pid))
+        if (now[1] - before[1]) / (now[0] - before[0]) < QUIET_CORES:
+            break
+        before = now
+    return time.monotonic() - began
 
 
 def fleet(cluster, args, work: Path) -> None:
@@ -385,12 +447,13 @@ def fleet(cluster, args, work: Path) -> None:
         _topic_with_leaders(cluster, zk, topic, partitions)
         packs: list[Pack] = []
         try:
-            counters = ServerCounters(cluster.zookeeper)
+            broker = cluster.brokers[min(cluster.brokers)].pid
+            counters, shares = ServerCounters(cluster.zookeeper), Shares(broker, packs)
             phases = [time.time()]
             began = time.monotonic()
-            packs = [Pack(zookeeper, group, topic, batch, code, work, args.fleet_property,
-                          args.fleet_nice)
-                     for batch in batches]
+            packs.extend(Pack(zookeeper, group, topic, batch, code, work, args.fleet_property,
+                              args.fleet_nice)
+                         for batch in batches)
             outcomes = [p.joined() for p in packs]
             print(f"{'':<16} every process started its members "
                   f"{time.monotonic() - began:.1f} s after the first began", flush=True)
@@ -398,13 +461,21 @@ def fleet(cluster, args, work: Path) -> None:
             failed = sum(bad for _ok, bad in outcomes)
             settle = wait_settled(zk, group, topic, members, partitions) \
                 if failed == 0 else float("nan")
-            _report("start", counters.finish(), f"{joined} joined, {failed} failed, settled "
-                    f"{settle:.2f} s after the last registration "
-                    f"({time.monotonic() - began:.1f} s from the first process started)")
+            _report("start", {**counters.finish(), **shares.finish()},
+                    f"{joined} joined, {failed} failed, settled {settle:.2f} s after the last "
+                    f"registration ({time.monotonic() - began:.1f} s from the first process "
+                    "started)")
             phases.append(time.time())
             if failed:
                 return
-            counters = ServerCounters(cluster.zookeeper)
+            # What the settled group costs the machine while ZooKeeper hears only its pings:
+            # its members begin fetching, and long-poll the broker from then on (every
+            # fetch.wait.max.ms when nothing is produced).
+            counters, shares = ServerCounters(cluster.zookeeper), Shares(broker, packs)
+            time.sleep(AFTER_S)
+            _report("after settling", {**counters.finish(), **shares.finish()},
+                    f"the {AFTER_S:.0f} s after it, nothing produced")
+            counters, shares = ServerCounters(cluster.zookeeper), Shares(broker, packs)
             steps = args.rolling_steps
             settles = []
             for step in range(steps):
@@ -422,7 +493,7 @@ def fleet(cluster, args, work: Path) -> None:
                         raise RuntimeError(f"{bad} members failed to start again: "
                                            f"{packs[index].failures()}")
                 settles.append(wait_settled(zk, group, topic, members, partitions))
-            _report("rolling restart", counters.finish(),
+            _report("rolling restart", {**counters.finish(), **shares.finish()},
                     f"{steps} steps, each settled with every partition owned by its range "
                     f"owner (nothing unowned); settle after each step's last registration: "
                     f"{', '.join(f'{s:.2f}' for s in settles)} s")
@@ -486,6 +557,9 @@ def _report(phase: str, counted: dict[str, float], outcome: str) -> None:
           + (f"; its process ran {counted['cores']:.2f} cores, its threads together waited "
              f"{counted['waiting']:.1f} s a second for one" if "cores" in counted else ""),
           flush=True)
+    if "members_cores" in counted:
+        print(f"{'':<16} beside it, the members' processes ran {counted['members_cores']:.2f} "
+              f"cores and the broker {counted['broker_cores']:.2f}", flush=True)
 
 
 if __name__ == "__main__" and len(sys.argv) >= 6 and sys.argv[1] == "pack":

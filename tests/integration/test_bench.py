@@ -144,4 +144,11 @@ def test_the_fleet_benchmark_starts_and_restarts_a_group_and_prints_the_servers_
     counters = re.findall(r"ZooKeeper: (\d+) packets, max latency \d+ ms, avg [\d.]+ ms, max "
                           r"outstanding \d+; \d+ fsyncs of its log, .*; its process ran "
                           r"[\d.]+ cores, its threads together waited [\d.]+ s a second", result.stdout)
-    assert len(counters) == 2 and all(int(packets) > 0 for packets in counters), result.stdout
+    assert len(counters) == 3 and all(int(packets) > 0 for packets in counters), result.stdout
+    assert re.search(r"^after settling\s+the 5 s after it", result.stdout, re.MULTILINE), \
+        result.stdout
+    assert "the broker was done with the topic" in result.stdout, result.stdout
+    shares = re.findall(r"beside it, the members' processes ran ([\d.]+) cores and the broker "
+                        r"([\d.]+)", result.stdout)
+    assert len(shares) == 3 and float(shares[0][0]) > 0 and float(shares[2][0]) > 0, \
+        result.stdout
