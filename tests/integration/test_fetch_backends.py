@@ -95,3 +95,38 @@ def test_the_wire_fetcher_follows_a_leader_that_moves_to_another_broker(
     wait_until(lambda: len(member.values()) >= 40, timeout=60, message="messages after")
     assert sorted(member.values()) == sorted(before + after)
     assert member.failure is None
+
+
+def test_an_idle_member_polls_once_per_fetch_answer(cluster, topic_factory, unique_name,
+                                                     monkeypatch):
+    """A poll waits for the answer of the fetch in flight, not just the broker's wait, which
+    ends a little before the answer comes: an idle member's CPU went on a second, empty poll
+    per answer (a routing change and a stop wake the poll, see test_fetch_loop)."""
+    from zkconsumer.fetch.wire_fetcher import WireFetcher
+    from zkconsumer.kafka.protocol.fetch_session import FetchSession
+
+    counts = {"polls": 0, "answers": 0}
+    poll, receive = WireFetcher.poll, FetchSession.receive
+
+    def counted_poll(self, timeout_ms):
+        counts["polls"] += 1
+        return poll(self, timeout_ms)
+
+    def counted_receive(self, *args, **kwargs):
+        counts["answers"] += 1
+        return receive(self, *args, **kwargs)
+
+    monkeypatch.setattr(WireFetcher, "poll", counted_poll)
+    monkeypatch.setattr(FetchSession, "receive", counted_receive)
+    topic = topic_factory(partitions=2)
+    config = {"zookeeper.connect": cluster.zookeeper_connect, "group.id": unique_name("idle"),
+              "auto.offset.reset": "smallest", "fetch.wait.max.ms": "100"}
+    with ConsumerConnector(config) as connector:
+        connector.create_message_streams({topic: 1})
+        wait_until(lambda: counts["answers"] >= 3, timeout=30, message="fetches answered")
+        before = dict(counts)
+        wait_until(lambda: counts["answers"] - before["answers"] >= 20, timeout=30,
+                   message="20 more fetches answered")
+        polls = counts["polls"] - before["polls"]
+        answers = counts["answers"] - before["answers"]
+        assert polls <= answers + 2, counts

@@ -95,6 +95,22 @@ def test_routing_wakes_a_long_poll_and_is_caught_up_once_the_fetcher_has_it():
         loop.stop()
 
 
+def test_a_stop_wakes_a_long_poll():
+    import time
+
+    fetcher = RecordingFetcher()
+    member = started()
+    loop, _reports = reporting_loop(fetcher, member, poll_timeout_ms=600_000)
+    claim(member, TP, 42)
+    loop.routing_changed()
+    loop.start()
+    wait_until(loop.caught_up, timeout=5, interval=0.005, message="routing applied")
+    stopping = time.monotonic()
+    loop.stop()
+    assert time.monotonic() - stopping < 5.0, "the stop waited for the poll's timeout"
+    assert not loop._thread.is_alive()
+
+
 def test_where_a_partition_without_offset_was_reset_is_reported_once_for_its_claim():
     fetcher = RecordingFetcher()
     member = started()

@@ -16,13 +16,19 @@ RESET_POLICY = {"smallest": "earliest", "largest": "latest"}
 # kafka-python closes idle connections after this long, and insists it exceed the request
 # timeout, which `socket.timeout.ms` may set high.
 _IDLE_MARGIN_MS = 60_000
+# A fetch may wait up to fetch.wait.max.ms at the broker: its answer is due within that and
+# this, as the reference requires of socket.timeout.ms.
+ANSWER_MARGIN_MS = 1000
+
+
+def answer_due_ms(config: ConsumerConfig) -> int:
+    """How long a fetch's answer may take at most, a broker being well."""
+    return config.fetch_wait_max_ms + ANSWER_MARGIN_MS
 
 
 def kafka_consumer_settings(config: ConsumerConfig, bootstrap_servers: str,
                             api_version: tuple[int, ...] | None) -> dict[str, Any]:
-    # A fetch may wait up to fetch.wait.max.ms at the broker, so the request timeout must allow
-    # for it, as the reference requires of socket.timeout.ms.
-    request_timeout_ms = max(config.socket_timeout_ms, config.fetch_wait_max_ms + 1000)
+    request_timeout_ms = max(config.socket_timeout_ms, answer_due_ms(config))
     settings: dict[str, Any] = {
         "max_partition_fetch_bytes": config.fetch_message_max_bytes,
         "fetch_min_bytes": config.fetch_min_bytes,

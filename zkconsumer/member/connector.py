@@ -23,6 +23,7 @@ from zkconsumer.config import ConsumerConfig, ZookeeperSettings
 from zkconsumer.errors import ZkConsumerError, describe_error
 from zkconsumer.fetch import open_fetcher
 from zkconsumer.fetch.fetcher import Fetcher
+from zkconsumer.fetch.settings import answer_due_ms
 from zkconsumer.logs import get_logger
 from zkconsumer.member.committer import OffsetCommitter
 from zkconsumer.member.coordination import Coordination, Fenced, LeavingStep
@@ -293,7 +294,10 @@ class ConsumerConnector:
             self._serve_metrics(opened)
             self._fetcher = self._open_fetcher(config, *self._access)
             opened.callback(self._fetcher.close)
-            self._fetch_loop = FetchLoop(self._fetcher, config.fetch_wait_max_ms, self._fail,
+            # A poll waits for the fetch's answer, not just up to the broker's wait, which it
+            # ended a little before the answer came, once per answer, where an idle member's
+            # CPU goes (a routing change and a stop wake the poll at once).
+            self._fetch_loop = FetchLoop(self._fetcher, answer_due_ms(config), self._fail,
                                          self._member)
             route = coordination.open(opened, registration, wildcard)
             self._committer = OffsetCommitter(
