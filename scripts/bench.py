@@ -44,7 +44,7 @@ partitions with the reference producer, then measures, on that same data:
                   [--scrapes 20] [--kafka-groups 0] [--fleet-members 200]
                   [--fleet-partitions 5000] [--members-per-process 20] [--rolling-steps 5]
                   [--fleet-code DIR] [--fleet-property KEY=VALUE] [--fleet-reference 0]
-                  [--zookeeper-server bundle|debian]
+                  [--fleet-server-first] [--zookeeper-server bundle|debian]
                   [--start-runs 5] [--start-fleet 30] [--start-fleet-partitions 300]
                   [--start-fleet-rounds 3]
 """
@@ -73,7 +73,7 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
 from aiokafka.record.memory_records import MemoryRecords as AiokafkaMemoryRecords
 from bench_exporter import exporter
-from bench_fleet import fleet, reference_fleet
+from bench_fleet import fleet, reference_fleet, run_first
 from bench_kafka_offsets import measure as kafka_offsets
 from bench_peers import API_VERSION, PEERS, SAME_VENV_PEERS, TOPIC, measure
 from bench_start import add_arguments as add_start_arguments
@@ -972,6 +972,10 @@ def main() -> None:
                              "together (a JVM each; the start phase only)")
     parser.add_argument("--fleet-property", action="append", default=[], metavar="KEY=VALUE",
                         help="a consumer setting of every fleet member (repeatable)")
+    parser.add_argument("--fleet-server-first", action="store_true",
+                        help="run ZooKeeper's threads before the fleet's (real-time "
+                             "round-robin, the lowest priority): the server as on a machine of "
+                             "its own; with TMPDIR on memory, its log too")
     parser.add_argument("--fleet-nice", type=int, default=0, metavar="N",
                         help="run the fleet's processes at this niceness, so that the servers "
                              "they share the machine with are not starved by members that "
@@ -1040,6 +1044,8 @@ def run_on_a_cluster(chosen: list[str], args) -> None:
                 exporter(cluster, args)
             if "fleet" in chosen:
                 print("== a fleet on one ensemble: start together, rolling restart")
+                if args.fleet_server_first:
+                    run_first(cluster.zookeeper.pid)
                 if args.fleet_members:
                     fleet(cluster, args, work)
                 if args.fleet_reference:

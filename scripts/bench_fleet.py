@@ -33,11 +33,14 @@ fleet's processes and the broker ran: on a machine they share, what the server d
 to compare code before and after a change on the same harness; --fleet-property KEY=VALUE
 (repeatable) sets a consumer key of every member (a window size, say). --fleet-reference N
 starts N reference Scala consumers of another group together (the start phase only);
---fleet-members 0 leaves zkconsumer's fleet out.
+--fleet-members 0 leaves zkconsumer's fleet out. --fleet-server-first runs ZooKeeper's threads
+before everything else (`run_first`): what the group asks of a server that has a core whenever
+it wants one; with TMPDIR on memory (/dev/shm) its log is there too, as on a device of its own.
 
     scripts/bench --only fleet [--fleet-members 200] [--fleet-partitions 5000]
                   [--members-per-process 20] [--rolling-steps 5] [--fleet-code DIR]
                   [--fleet-property KEY=VALUE ...] [--fleet-nice N] [--fleet-reference N]
+                  [--fleet-server-first]
 
 ZKCONSUMER_FLEET_TRACE=DIR records every member's ZooKeeper requests (sent, kind, path's part,
 answered) in DIR and prints them counted by kind per phase.
@@ -413,6 +416,20 @@ def _topic_with_leaders(cluster, zk, topic: str, partitions: int) -> None:
           "leaders", flush=True)
 
 
+def run_first(pid: int) -> None:
+    """Every thread of the process under real-time round-robin scheduling at the lowest
+    priority (the threads it makes later inherit it): it gets a core whenever it wants one, as
+    on a machine of its own, and the members take what is left."""
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            os.sched_setscheduler(int(task), os.SCHED_RR, os.sched_param(1))
+        except ProcessLookupError:
+            continue  # a thread that ended meanwhile
+        except PermissionError:
+            raise SystemExit("error: --fleet-server-first needs the right to set real-time "
+                             "scheduling (root, or CAP_SYS_NICE)") from None
+
+
 def _quiet(pid: int, timeout_s: float = 300.0) -> float:
     """Seconds until the process ran under QUIET_CORES over a QUIET_S window (or timeout_s)."""
     from bench_start import cpu_s
@@ -439,7 +456,8 @@ def fleet(cluster, args, work: Path) -> None:
     ids = [f"m{index:04d}" for index in range(members)]
     batches = [ids[start:start + per] for start in range(0, members, per)]
     print(f"{members} members x {partitions} partitions, {per} per process "
-          f"({len(batches)} processes{f', nice {args.fleet_nice}' if args.fleet_nice else ''}), "
+          f"({len(batches)} processes{f', nice {args.fleet_nice}' if args.fleet_nice else ''}"
+          f"{', the server first' if args.fleet_server_first else ''}), "
           f"code: {code or 'this checkout'}, properties: "
           f"{' '.join(args.fleet_property) or 'defaults'}, "
           f"{four_letters(port, 'srvr').splitlines()[0].split(',')[0]}")

@@ -135,8 +135,9 @@ def test_the_fleet_benchmark_starts_and_restarts_a_group_and_prints_the_servers_
     result = run_bench(
         work_root / "bench-fleet", "--only", "fleet", "--fleet-members", "4",
         "--fleet-partitions", "12", "--members-per-process", "2", "--rolling-steps", "2",
-        "--zookeeper-server", "debian")
+        "--zookeeper-server", "debian", "--fleet-server-first")
     assert "Zookeeper version: 3.8" in result.stdout, result.stdout
+    assert "(2 processes, the server first)" in result.stdout, result.stdout
     assert re.search(r"^start\s+4 joined, 0 failed, settled [\d.]+ s after", result.stdout,
                      re.MULTILINE), result.stdout
     assert re.search(r"^rolling restart\s+2 steps, each settled with every partition owned by "
