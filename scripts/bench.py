@@ -44,7 +44,8 @@ partitions with the reference producer, then measures, on that same data:
                   [--scrapes 20] [--kafka-groups 0] [--fleet-members 200]
                   [--fleet-partitions 5000] [--members-per-process 20] [--rolling-steps 5]
                   [--fleet-code DIR] [--fleet-property KEY=VALUE] [--fleet-reference 0]
-                  [--fleet-server-first] [--zookeeper-server bundle|debian]
+                  [--fleet-nice N] [--fleet-settled-s 5] [--fleet-server-first]
+                  [--zookeeper-server bundle|debian]
                   [--start-runs 5] [--start-fleet 30] [--start-fleet-partitions 300]
                   [--start-fleet-rounds 3]
 """
@@ -73,7 +74,7 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
 from aiokafka.record.memory_records import MemoryRecords as AiokafkaMemoryRecords
 from bench_exporter import exporter
-from bench_fleet import fleet, reference_fleet, run_first
+from bench_fleet import fleet, may_run_first, reference_fleet, run_first
 from bench_kafka_offsets import measure as kafka_offsets
 from bench_peers import API_VERSION, PEERS, SAME_VENV_PEERS, TOPIC, measure
 from bench_start import add_arguments as add_start_arguments
@@ -967,15 +968,18 @@ def main() -> None:
     parser.add_argument("--rolling-steps", type=int, default=5)
     parser.add_argument("--fleet-code", help="a checkout whose zkconsumer the fleet's members "
                         "run (default: this one), to measure before and after a change")
+    parser.add_argument("--fleet-settled-s", type=float, default=5.0, metavar="S",
+                        help="how long the settled fleet is measured after its start")
     parser.add_argument("--fleet-reference", type=int, default=0,
                         help="also start this many reference Scala consumers of a group "
                              "together (a JVM each; the start phase only)")
     parser.add_argument("--fleet-property", action="append", default=[], metavar="KEY=VALUE",
                         help="a consumer setting of every fleet member (repeatable)")
     parser.add_argument("--fleet-server-first", action="store_true",
-                        help="run ZooKeeper's threads before the fleet's (real-time "
-                             "round-robin, the lowest priority): the server as on a machine of "
-                             "its own; with TMPDIR on memory, its log too")
+                        help="run ZooKeeper's threads before every other process's (real-time "
+                             "round-robin, the lowest priority) during the fleet part: the "
+                             "server as on a machine of its own; with TMPDIR on memory, its log "
+                             "too")
     parser.add_argument("--fleet-nice", type=int, default=0, metavar="N",
                         help="run the fleet's processes at this niceness, so that the servers "
                              "they share the machine with are not starved by members that "
@@ -1003,6 +1007,9 @@ def main() -> None:
     if unknown:
         parser.error(f"--only: unknown part {', '.join(sorted(unknown))}; choose among "
                      f"{', '.join(SCENARIOS)}")
+    if args.fleet_server_first and ("fleet" not in chosen or not may_run_first()):
+        parser.error("--fleet-server-first: only with --only fleet, and the right to set "
+                     "real-time scheduling (root, or CAP_SYS_NICE)")
     if set(chosen) & set(CLUSTER_SCENARIOS):
         run_on_a_cluster(chosen, args)
     if "decode" in chosen:
@@ -1046,10 +1053,14 @@ def run_on_a_cluster(chosen: list[str], args) -> None:
                 print("== a fleet on one ensemble: start together, rolling restart")
                 if args.fleet_server_first:
                     run_first(cluster.zookeeper.pid)
-                if args.fleet_members:
-                    fleet(cluster, args, work)
-                if args.fleet_reference:
-                    reference_fleet(cluster, args, work)
+                try:
+                    if args.fleet_members:
+                        fleet(cluster, args, work)
+                    if args.fleet_reference:
+                        reference_fleet(cluster, args, work)
+                finally:
+                    if args.fleet_server_first:  # the parts that follow share the machine
+                        run_first(cluster.zookeeper.pid, first=False)
             if "start" in chosen:
                 print("== start-up, each start a process of its own")
                 start(cluster, args)

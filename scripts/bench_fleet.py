@@ -14,8 +14,9 @@ Phases:
   registration znode's ctime, on the server's clock, this machine's) to the start of the read
   that found every partition owned by the member a range assignment computed here gives it
   (thread ids sorted, partitions split in order, as the reference assigns);
-- after settling: the 5 s after the start settled, nothing produced: ZooKeeper hears only
-  pings, while the members begin fetching and then long-poll the broker;
+- after settling: the --fleet-settled-s seconds (5) after the start settled, nothing
+  produced: ZooKeeper hears only pings, while the members begin fetching and then long-poll
+  the broker;
 - rolling restart: in each step a fifth (1/--rolling-steps) of the packs stop (their members
   leave cleanly) and start again with the same consumer ids; each step must settle the same way
   before the next, with every partition owned: a partition left unowned after a step would be
@@ -58,8 +59,7 @@ from typing import Any
 
 SETTLE_TIMEOUT_S = 600.0
 POLL_S = 0.2
-QUIET_S, QUIET_CORES = 2.0, 0.15  # a broker at rest, its topic made
-AFTER_S = 5.0  # the settled group measured after its start
+QUIET_S, QUIET_CORES = 1.0, 0.15  # a broker at rest, its topic made
 
 
 # -- a pack: several members in one process -------------------------------------------------
@@ -324,7 +324,10 @@ class Shares:
             try:
                 members += cpu_s(pack.pid)
             except (OSError, IndexError, ValueError):
-                continue  # ended and reaped meanwhile: in the children's times next time
+                # Gone from /proc: reaped, so in the children's times already (this thread
+                # reaps the packs, never between the two readings; one ended and not yet
+                # reaped still has its times in /proc).
+                continue
         return time.monotonic(), members, cpu_s(self._broker)
 
     def finish(self) -> dict[str, float]:
@@ -411,27 +414,46 @@ def _topic_with_leaders(cluster, zk, topic: str, partitions: int) -> None:
     broker = cluster.brokers[min(cluster.brokers)]
     create_topic(zk, topic, partitions, timeout=600)
     wait_for_broker_metadata(broker.port, topic, partitions, timeout=600)
-    waited = _quiet(broker.pid)
-    print(f"{'':<16} the broker was done with the topic {waited:.1f} s after naming its "
-          "leaders", flush=True)
+    waited, quiet = _quiet(broker.pid)
+    print(f"{'':<16} the broker was {'done with' if quiet else 'still busy with'} the topic "
+          f"{waited:.1f} s after naming its leaders", flush=True)
 
 
-def run_first(pid: int) -> None:
+def may_run_first() -> bool:
+    """Whether this process may set real-time scheduling (tried on its own thread, undone)."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(1))
+    except PermissionError:
+        return False
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    return True
+
+
+def run_first(pid: int, first: bool = True) -> None:
     """Every thread of the process under real-time round-robin scheduling at the lowest
     priority (the threads it makes later inherit it): it gets a core whenever it wants one, as
-    on a machine of its own, and the members take what is left."""
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            os.sched_setscheduler(int(task), os.SCHED_RR, os.sched_param(1))
-        except ProcessLookupError:
-            continue  # a thread that ended meanwhile
-        except PermissionError:
-            raise SystemExit("error: --fleet-server-first needs the right to set real-time "
-                             "scheduling (root, or CAP_SYS_NICE)") from None
+    on a machine of its own, and the members take what is left. `first=False` puts them back
+    under the normal scheduler."""
+    policy, priority = (os.SCHED_RR, 1) if first else (os.SCHED_OTHER, 0)
+    done: set[int] = set()
+    try:
+        while tasks := {int(task) for task in os.listdir(f"/proc/{pid}/task")} - done:
+            for task in tasks:  # again until no thread is new: one may make another meanwhile
+                try:
+                    os.sched_setscheduler(task, policy, os.sched_param(priority))
+                except ProcessLookupError:
+                    pass  # a thread that ended meanwhile
+                done.add(task)
+    except PermissionError:
+        raise SystemExit("error: --fleet-server-first needs the right to set real-time "
+                         "scheduling (root, or CAP_SYS_NICE)") from None
+    except FileNotFoundError:
+        raise SystemExit(f"error: the ZooKeeper server (pid {pid}) is gone") from None
 
 
-def _quiet(pid: int, timeout_s: float = 300.0) -> float:
-    """Seconds until the process ran under QUIET_CORES over a QUIET_S window (or timeout_s)."""
+def _quiet(pid: int, timeout_s: float = 300.0) -> tuple[float, bool]:
+    """(seconds waited, whether the process ran under QUIET_CORES over a QUIET_S window
+    within timeout_s)."""
     from bench_start import cpu_s
 
     began = time.monotonic()
@@ -440,9 +462,9 @@ def _quiet(pid: int, timeout_s: float = 300.0) -> float:
         time.sleep(QUIET_S)
         now = (time.monotonic(), cpu_s(pid))
         if (now[1] - before[1]) / (now[0] - before[0]) < QUIET_CORES:
-            break
+            return time.monotonic() - began, True
         before = now
-    return time.monotonic() - began
+    return time.monotonic() - began, False
 
 
 def fleet(cluster, args, work: Path) -> None:
@@ -490,9 +512,9 @@ def fleet(cluster, args, work: Path) -> None:
             # its members begin fetching, and long-poll the broker from then on (every
             # fetch.wait.max.ms when nothing is produced).
             counters, shares = ServerCounters(cluster.zookeeper), Shares(broker, packs)
-            time.sleep(AFTER_S)
+            time.sleep(args.fleet_settled_s)
             _report("after settling", {**counters.finish(), **shares.finish()},
-                    f"the {AFTER_S:.0f} s after it, nothing produced")
+                    f"the {args.fleet_settled_s:g} s after it, nothing produced")
             counters, shares = ServerCounters(cluster.zookeeper), Shares(broker, packs)
             steps = args.rolling_steps
             settles = []

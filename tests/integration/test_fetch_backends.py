@@ -103,24 +103,25 @@ def test_an_idle_member_polls_once_per_fetch_answer(cluster, topic_factory, uniq
     ends a little before the answer comes: an idle member's CPU went on a second, empty poll
     per answer (a routing change and a stop wake the poll, see test_fetch_loop)."""
     from zkconsumer.fetch.wire_fetcher import WireFetcher
-    from zkconsumer.kafka.protocol.fetch_session import FetchSession
+    from zkconsumer.metrics import MemberMetrics
 
     counts = {"polls": 0, "answers": 0}
-    poll, receive = WireFetcher.poll, FetchSession.receive
+    poll, observe = WireFetcher.poll, MemberMetrics.observe_fetch
 
     def counted_poll(self, timeout_ms):
         counts["polls"] += 1
         return poll(self, timeout_ms)
 
-    def counted_receive(self, *args, **kwargs):
+    def counted_answer(self, broker, seconds):  # told of each fetch answer, and only of those
         counts["answers"] += 1
-        return receive(self, *args, **kwargs)
+        return observe(self, broker, seconds)
 
     monkeypatch.setattr(WireFetcher, "poll", counted_poll)
-    monkeypatch.setattr(FetchSession, "receive", counted_receive)
+    monkeypatch.setattr(MemberMetrics, "observe_fetch", counted_answer)
     topic = topic_factory(partitions=2)
     config = {"zookeeper.connect": cluster.zookeeper_connect, "group.id": unique_name("idle"),
-              "auto.offset.reset": "smallest", "fetch.wait.max.ms": "100"}
+              "auto.offset.reset": "smallest", "fetch.wait.max.ms": "100",
+              "fetch.backend": "wire"}
     with ConsumerConnector(config) as connector:
         connector.create_message_streams({topic: 1})
         wait_until(lambda: counts["answers"] >= 3, timeout=30, message="fetches answered")

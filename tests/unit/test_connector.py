@@ -139,6 +139,8 @@ class BothStorages(MemoryStore):
 class FakeFetcher:
     """Every assigned partition has offsets 0..99; `fail_with` makes the next poll raise."""
 
+    ends_polls_at_answers = False
+
     def __init__(self) -> None:
         self.positions: dict[TopicPartition, int] = {}
         self.fail_with: BaseException | None = None

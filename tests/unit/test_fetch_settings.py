@@ -77,6 +77,16 @@ def test_request_timeout_always_outlasts_the_fetch_wait():
         < settings["connections_max_idle_ms"]
 
 
+def test_a_poll_ended_by_each_answer_waits_as_long_as_an_answer_may_take():
+    from zkconsumer.fetch.kafka_python_fetcher import KafkaPythonFetcher
+    from zkconsumer.fetch.settings import poll_timeout_ms
+
+    settings = config(**{"fetch.wait.max.ms": "250"})
+    assert poll_timeout_ms(settings, True) == 1250
+    assert poll_timeout_ms(settings, False) == 250, "kafka-python hears of resets at the end"
+    assert not KafkaPythonFetcher.ends_polls_at_answers
+
+
 def test_kafka_properties_pass_through_and_cannot_take_over_the_group():
     settings = kafka_consumer_settings(
         config(**{"kafka.security.protocol": "SSL", "kafka.ssl.cafile": "/ca.pem"}), "b:1", None)

@@ -52,6 +52,8 @@ class Session:
 
 
 class Fetcher:
+    ends_polls_at_answers = False
+
     def close(self) -> None:
         pass
 

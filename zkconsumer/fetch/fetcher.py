@@ -30,6 +30,9 @@ class Fetcher(Protocol):
     # Told (broker "host:port", seconds from request to answer) of each fetch, where the
     # backend can time them: the member's metrics set it.
     observe_fetch: Callable[[str, float], None] | None
+    # Whether a poll returns as each answer arrives (and a pending reset's position is known by
+    # then), so that the fetch loop may let it wait as long as an answer may take.
+    ends_polls_at_answers: bool
 
     def assign(self, positions: Mapping[TopicPartition, int | None],
                restart: Collection[TopicPartition] = ()) -> None:

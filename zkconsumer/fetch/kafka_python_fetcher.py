@@ -43,6 +43,9 @@ class KafkaPythonFetcher:
     # Metrics' per-broker fetch observer: kafka-python's own requests are out of sight, so it
     # is never called here (the wire fetcher calls it once per fetch response).
     observe_fetch: Callable[[str, float], None] | None = None
+    # kafka-python's poll is asked in slices until records come or the timeout: a reset's
+    # answer ends none, so the fetch loop hears of it only at the timeout.
+    ends_polls_at_answers = False
 
     def __init__(self, settings: Mapping[str, Any]) -> None:
         self._reset_to_beginning = settings["auto_offset_reset"] == "earliest"

@@ -16,14 +16,22 @@ RESET_POLICY = {"smallest": "earliest", "largest": "latest"}
 # kafka-python closes idle connections after this long, and insists it exceed the request
 # timeout, which `socket.timeout.ms` may set high.
 _IDLE_MARGIN_MS = 60_000
-# A fetch may wait up to fetch.wait.max.ms at the broker: its answer is due within that and
-# this, as the reference requires of socket.timeout.ms.
+# A fetch may wait up to fetch.wait.max.ms at the broker (the reference asks socket.timeout.ms
+# to be at least that): its answer is due within that and this margin, a broker being well.
 ANSWER_MARGIN_MS = 1000
 
 
 def answer_due_ms(config: ConsumerConfig) -> int:
     """How long a fetch's answer may take at most, a broker being well."""
     return config.fetch_wait_max_ms + ANSWER_MARGIN_MS
+
+
+def poll_timeout_ms(config: ConsumerConfig, ends_polls_at_answers: bool) -> int:
+    """How long the fetch loop lets one poll wait. Where each answer ends a poll, as long as an
+    answer may take: a poll that ended at the broker's wait ended just before the answer came,
+    and an idle member's CPU went on a second, empty poll per answer (a routing change and a
+    stop wake a poll at once). Elsewhere the broker's wait, as the reference's fetchers poll."""
+    return answer_due_ms(config) if ends_polls_at_answers else config.fetch_wait_max_ms
 
 
 def kafka_consumer_settings(config: ConsumerConfig, bootstrap_servers: str,

@@ -126,6 +126,7 @@ class WireFetcher:
         # Told (broker "host:port", seconds from request sent to response read) of each fetch
         # response: the member's metrics set it.
         self.observe_fetch: Callable[[str, float], None] | None = None
+        self.ends_polls_at_answers = True  # `_collect` returns with the first answers
 
     # -- the fetcher interface ----------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from zkconsumer.config import ConsumerConfig, ZookeeperSettings
 from zkconsumer.errors import ZkConsumerError, describe_error
 from zkconsumer.fetch import open_fetcher
 from zkconsumer.fetch.fetcher import Fetcher
-from zkconsumer.fetch.settings import answer_due_ms
+from zkconsumer.fetch.settings import poll_timeout_ms
 from zkconsumer.logs import get_logger
 from zkconsumer.member.committer import OffsetCommitter
 from zkconsumer.member.coordination import Coordination, Fenced, LeavingStep
@@ -294,11 +294,9 @@ class ConsumerConnector:
             self._serve_metrics(opened)
             self._fetcher = self._open_fetcher(config, *self._access)
             opened.callback(self._fetcher.close)
-            # A poll waits for the fetch's answer, not just up to the broker's wait, which it
-            # ended a little before the answer came, once per answer, where an idle member's
-            # CPU goes (a routing change and a stop wake the poll at once).
-            self._fetch_loop = FetchLoop(self._fetcher, answer_due_ms(config), self._fail,
-                                         self._member)
+            self._fetch_loop = FetchLoop(
+                self._fetcher, poll_timeout_ms(config, self._fetcher.ends_polls_at_answers),
+                self._fail, self._member)
             route = coordination.open(opened, registration, wildcard)
             self._committer = OffsetCommitter(
                 route.store, lambda: self._streams, self._member,
