@@ -976,7 +976,7 @@ def main() -> None:
     parser.add_argument("--fleet-property", action="append", default=[], metavar="KEY=VALUE",
                         help="a consumer setting of every fleet member (repeatable)")
     parser.add_argument("--fleet-server-first", action="store_true",
-                        help="run ZooKeeper's threads before every other process's (real-time "
+                        help="run ZooKeeper's threads before every normal process's (real-time "
                              "round-robin, the lowest priority) during the fleet part: the "
                              "server as on a machine of its own; with TMPDIR on memory, its log "
                              "too")
@@ -1051,9 +1051,9 @@ def run_on_a_cluster(chosen: list[str], args) -> None:
                 exporter(cluster, args)
             if "fleet" in chosen:
                 print("== a fleet on one ensemble: start together, rolling restart")
-                if args.fleet_server_first:
-                    run_first(cluster.zookeeper.pid)
                 try:
+                    if args.fleet_server_first:
+                        run_first(cluster.zookeeper.pid)
                     if args.fleet_members:
                         fleet(cluster, args, work)
                     if args.fleet_reference:

@@ -6,8 +6,8 @@ each in its own process, as a deploy of single workers does), so that 200 member
 2-core machine. Each process ("pack") starts its members at once, each on a thread of its
 own, and stops them when told.
 
-The topic is made first, and the phases wait until the broker is done with it (it goes on
-making a big topic's logs for a while after naming its leaders).
+The topic is made first, and the phases wait until the broker is quiet, for up to 300 s (a
+broker still busy with a new topic of thousands of partitions would take a core from the start).
 
 Phases:
 - start: every pack started at once; settled is timed from the last registration (the newest
@@ -35,13 +35,16 @@ to compare code before and after a change on the same harness; --fleet-property 
 (repeatable) sets a consumer key of every member (a window size, say). --fleet-reference N
 starts N reference Scala consumers of another group together (the start phase only);
 --fleet-members 0 leaves zkconsumer's fleet out. --fleet-server-first runs ZooKeeper's threads
-before everything else (`run_first`): what the group asks of a server that has a core whenever
-it wants one; with TMPDIR on memory (/dev/shm) its log is there too, as on a device of its own.
+before those of every normal process during the fleet part, and back after it (`run_first`):
+what the group asks of a server that has a core whenever it wants one; with TMPDIR on memory
+(/dev/shm) its log is there too (and the broker's). --fleet-settled-s S: how long the phase
+after settling lasts.
 
     scripts/bench --only fleet [--fleet-members 200] [--fleet-partitions 5000]
                   [--members-per-process 20] [--rolling-steps 5] [--fleet-code DIR]
                   [--fleet-property KEY=VALUE ...] [--fleet-nice N] [--fleet-reference N]
-                  [--fleet-server-first]
+                  [--fleet-settled-s 5] [--fleet-server-first]
+                  [--zookeeper-server bundle|debian]
 
 ZKCONSUMER_FLEET_TRACE=DIR records every member's ZooKeeper requests (sent, kind, path's part,
 answered) in DIR and prints them counted by kind per phase.
@@ -405,10 +408,10 @@ def wait_settled(zk, group: str, topic: str, members: int, partitions: int) -> f
 
 def _topic_with_leaders(cluster, zk, topic: str, partitions: int) -> None:
     """The topic made, named with a leader for every partition in the broker's metadata, and
-    the broker done with it: a deploy onto a topic that exists finds its leaders named (members
+    the broker quiet: a deploy onto a topic that exists finds its leaders named (members
     started before ask again and again, each answer thousands of partitions long), and a broker
-    that has long made the topic's logs (it goes on making them for a while after naming the
-    leaders, taking a core from the phase that follows)."""
+    that has long made the topic's logs (one still busy with them would take a core from the
+    phase that follows)."""
     from zkconsumer.localcluster import create_topic, wait_for_broker_metadata
 
     broker = cluster.brokers[min(cluster.brokers)]
@@ -420,12 +423,14 @@ def _topic_with_leaders(cluster, zk, topic: str, partitions: int) -> None:
 
 
 def may_run_first() -> bool:
-    """Whether this process may set real-time scheduling (tried on its own thread, undone)."""
+    """Whether this process may set real-time scheduling (tried on its own thread, and its
+    scheduling put back as it was)."""
+    policy, param = os.sched_getscheduler(0), os.sched_getparam(0)
     try:
         os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(1))
     except PermissionError:
         return False
-    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    os.sched_setscheduler(0, policy, param)
     return True
 
 
@@ -448,7 +453,9 @@ def run_first(pid: int, first: bool = True) -> None:
         raise SystemExit("error: --fleet-server-first needs the right to set real-time "
                          "scheduling (root, or CAP_SYS_NICE)") from None
     except FileNotFoundError:
-        raise SystemExit(f"error: the ZooKeeper server (pid {pid}) is gone") from None
+        if first:
+            raise SystemExit(f"error: the ZooKeeper server (pid {pid}) is gone") from None
+        # gone by the end: nothing to put back, and whatever ended the fleet part is told
 
 
 def _quiet(pid: int, timeout_s: float = 300.0) -> tuple[float, bool]:
