@@ -57,6 +57,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -340,6 +341,13 @@ class Shares:
                 "broker_cores": (end[2] - self._start[2]) / elapsed}
 
 
+def _phase(cluster, packs: list[Pack]) -> Callable[[], dict[str, float]]:
+    """A phase's counting begun: the server's counters and what ran beside it; call the
+    result at the phase's end for both."""
+    counters, shares = ServerCounters(cluster.zookeeper), Shares(_broker(cluster).pid, packs)
+    return lambda: {**counters.finish(), **shares.finish()}
+
+
 # -- judging the group from its znodes ------------------------------------------------------
 
 def range_assignment(thread_ids: list[str], partitions: int) -> dict[int, str]:
@@ -414,12 +422,17 @@ def _topic_with_leaders(cluster, zk, topic: str, partitions: int) -> None:
     phase that follows)."""
     from zkconsumer.localcluster import create_topic, wait_for_broker_metadata
 
-    broker = cluster.brokers[min(cluster.brokers)]
+    broker = _broker(cluster)
     create_topic(zk, topic, partitions, timeout=600)
     wait_for_broker_metadata(broker.port, topic, partitions, timeout=600)
     waited, quiet = _quiet(broker.pid)
     print(f"{'':<16} the broker was {'done with' if quiet else 'still busy with'} the topic "
           f"{waited:.1f} s after naming its leaders", flush=True)
+
+
+def _broker(cluster):
+    """The local cluster's first broker (the one the fleet's topic lives on)."""
+    return cluster.brokers[min(cluster.brokers)]
 
 
 def may_run_first() -> bool:
@@ -494,8 +507,7 @@ def fleet(cluster, args, work: Path) -> None:
         _topic_with_leaders(cluster, zk, topic, partitions)
         packs: list[Pack] = []
         try:
-            broker = cluster.brokers[min(cluster.brokers)].pid
-            counters, shares = ServerCounters(cluster.zookeeper), Shares(broker, packs)
+            counted = _phase(cluster, packs)
             phases = [time.time()]
             began = time.monotonic()
             packs.extend(Pack(zookeeper, group, topic, batch, code, work, args.fleet_property,
@@ -508,7 +520,7 @@ def fleet(cluster, args, work: Path) -> None:
             failed = sum(bad for _ok, bad in outcomes)
             settle = wait_settled(zk, group, topic, members, partitions) \
                 if failed == 0 else float("nan")
-            _report("start", {**counters.finish(), **shares.finish()},
+            _report("start", counted(),
                     f"{joined} joined, {failed} failed, settled {settle:.2f} s after the last "
                     f"registration ({time.monotonic() - began:.1f} s from the first process "
                     "started)")
@@ -518,11 +530,11 @@ def fleet(cluster, args, work: Path) -> None:
             # What the settled group costs the machine while ZooKeeper hears only its pings:
             # its members begin fetching, and long-poll the broker from then on (every
             # fetch.wait.max.ms when nothing is produced).
-            counters, shares = ServerCounters(cluster.zookeeper), Shares(broker, packs)
+            counted = _phase(cluster, packs)
             time.sleep(args.fleet_settled_s)
-            _report("after settling", {**counters.finish(), **shares.finish()},
+            _report("after settling", counted(),
                     f"the {args.fleet_settled_s:g} s after it, nothing produced")
-            counters, shares = ServerCounters(cluster.zookeeper), Shares(broker, packs)
+            counted = _phase(cluster, packs)
             steps = args.rolling_steps
             settles = []
             for step in range(steps):
@@ -540,7 +552,7 @@ def fleet(cluster, args, work: Path) -> None:
                         raise RuntimeError(f"{bad} members failed to start again: "
                                            f"{packs[index].failures()}")
                 settles.append(wait_settled(zk, group, topic, members, partitions))
-            _report("rolling restart", {**counters.finish(), **shares.finish()},
+            _report("rolling restart", counted(),
                     f"{steps} steps, each settled with every partition owned by its range "
                     f"owner (nothing unowned); settle after each step's last registration: "
                     f"{', '.join(f'{s:.2f}' for s in settles)} s")

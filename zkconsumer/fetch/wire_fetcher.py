@@ -100,6 +100,8 @@ class WireFetcher:
     `fetch_session`).
     """
 
+    ends_polls_at_answers = True  # `_collect` returns with the first answers
+
     def __init__(self, settings: Mapping[str, Any],
                  clock: Callable[[], float] = time.monotonic) -> None:
         """`clock` (monotonic seconds) is every time the fetcher and its session go by, so
@@ -126,7 +128,6 @@ class WireFetcher:
         # Told (broker "host:port", seconds from request sent to response read) of each fetch
         # response: the member's metrics set it.
         self.observe_fetch: Callable[[str, float], None] | None = None
-        self.ends_polls_at_answers = True  # `_collect` returns with the first answers
 
     # -- the fetcher interface ----------------------------------------------------------------
 
