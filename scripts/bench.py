@@ -34,20 +34,25 @@ partitions with the reference producer, then measures, on that same data:
 9. start-up (scripts/bench_start.py): `zkconsumer --help` against kafka-python's import, a
    worker until it is registered in ZooKeeper, and one worker and a fleet of --start-fleet
    workers on Kafka's group coordinator until their group is Stable and assigned, against
-   kafka-python's KafkaConsumers.
+   kafka-python's KafkaConsumers (--baseline-tree PATH: also another checkout's zkconsumer);
+10. Kafka-stored offsets (`--only kafka-offsets`, not in the default run): the exporter's scan
+   of --kafka-offset-groups groups' committed offsets and a commit with offsets.storage=kafka,
+   against kafka-python doing the same (bench_kafka_offsets.py).
 
     scripts/bench [--records 1000000] [--partitions 8]
-                  [--only throughput,sasl,commit,rebalance,exporter,fleet,start,decode,handout]
+                  [--only throughput,sasl,commit,rebalance,exporter,fleet,start,decode,handout,
+                          kafka-offsets]
                   [--coordination-rounds 3] [--members 10] [--rebalance-partitions 120]
                   [--events 20] [--reference-events 20] [--process-events 0]
                   [--kafka-events EVENTS] [--groups 500] [--group-partitions 10]
-                  [--scrapes 20] [--kafka-groups 0] [--fleet-members 200]
+                  [--scrapes 20] [--kafka-groups 0] [--kafka-offset-groups 5000]
+                  [--fleet-members 200]
                   [--fleet-partitions 5000] [--members-per-process 20] [--rolling-steps 5]
                   [--fleet-code DIR] [--fleet-property KEY=VALUE] [--fleet-reference 0]
                   [--fleet-nice N] [--fleet-settled-s 5] [--fleet-server-first]
                   [--zookeeper-server bundle|debian]
                   [--start-runs 5] [--start-fleet 30] [--start-fleet-partitions 300]
-                  [--start-fleet-rounds 3]
+                  [--start-fleet-rounds 3] [--baseline-tree PATH] [--peers-python PYTHON]
 """
 
 from __future__ import annotations

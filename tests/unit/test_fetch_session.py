@@ -610,3 +610,15 @@ def test_an_idle_answer_that_repeats_the_last_one_is_not_decoded_again(monkeypat
     fetch(session, fresh, 0.8, high_watermark=MESSAGES + 1)
     fetch(session, fresh, 0.9, high_watermark=MESSAGES + 1)
     assert len(decodes) == 5
+
+
+def test_a_partition_without_a_leader_ends_the_wait_at_its_look_up_while_others_are_in_flight():
+    # A long fetch.wait.max.ms: the healthy partition's fetch may be answered only at the
+    # deadline; the one set aside is looked up again once the backoff has passed, not then.
+    session, link = started()
+    fetch(session, link, now=1.0, errors={SICK: NOT_LEADER})
+    in_flight = session.fetch_request(0, link, now=1.0)
+    assert in_flight is not None and set(in_flight.asked) == {HEALTHY}
+    assert session.wait_until(deadline=61.0, now=1.0) == 1.0 + BACKOFF_S
+    look_up(session, 1.0 + BACKOFF_S, link)
+    assert session.wait_until(deadline=61.0, now=1.0 + BACKOFF_S) == 61.0  # every leader known
