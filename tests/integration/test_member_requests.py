@@ -1,5 +1,6 @@
-"""What a member's claims ask ZooKeeper, on a real server: the owner folder of a topic is made
-(or found) once, not before every claim, and one removed by hand is made again."""
+"""What a member asks ZooKeeper, on a real server: the owner folder of a topic is made (or found)
+once, not before every claim, and one removed by hand is made again; the cluster's topics are
+listed only by a group with a filter member."""
 
 from __future__ import annotations
 
@@ -94,6 +95,32 @@ def test_a_member_joining_a_group_asks_for_no_folder_it_just_made(
             member.shutdown()
     kinds = {(kind, path) for kind, path in asked}
     assert ("Exists", paths.ids) not in kinds
+    # every member names its topic: none lists the cluster's topics
+    assert not [kind for kind, path in asked if path == "/brokers/topics"], asked
     owner_folder_asks = [1 for kind, path in asked
                          if kind == "Exists" and path == paths.owners_topic(topic)]
     assert len(owner_folder_asks) == 2, len(owner_folder_asks)
+
+
+def test_a_member_that_names_its_topic_lists_the_topics_for_a_filter_member_of_its_group(
+        cluster, zk, topic_factory, unique_name):
+    """A static member computes its filter peer's subscription from every topic's name: it
+    lists them once the peer is in the group, and the two split the topic as range deals it."""
+    from zkconsumer import ConsumerConnector
+    from zkconsumer.assignment.topic_filter import Whitelist
+
+    topic = topic_factory(partitions=2)
+    group = unique_name("mixed")
+    settings = {"zookeeper.connect": cluster.zookeeper_connect, "group.id": group,
+                "auto.offset.reset": "smallest", "rebalance.turn.ms": "0"}
+    named = ConsumerConnector({**settings, "consumer.id": "a"})
+    filtered = ConsumerConnector({**settings, "consumer.id": "b"})
+    try:
+        named.create_message_streams({topic: 1})
+        filtered.create_message_streams_by_filter(Whitelist(topic), 1)
+        wait_until(lambda: _owners(zk, group, topic) == {
+            TopicPartition(topic, 0): f"{group}_a-0", TopicPartition(topic, 1): f"{group}_b-0"},
+            timeout=60, message="each member owning its half of the topic")
+    finally:
+        named.shutdown()
+        filtered.shutdown()

@@ -295,12 +295,15 @@ class ZookeeperMembership:
                 self._turns.ranked(list(registered).index(self.consumer_id), len(registered))
         members = registrations(registered)
         view = self._topic_view()
-        partial = GroupSnapshot(members, view.all_topics, {})
+        # Only a filter's subscription needs every topic's name (see `_RegistryView`).
+        all_topics = view.all_topics if any(registration.is_wildcard
+                                            for registration in members.values()) else ()
+        partial = GroupSnapshot(members, all_topics, {})
         subscribed = sorted(partial.subscribed_topics(exclude_internal_topics))
         partitions = {topic: numbers for topic, numbers in view.partitions_of(subscribed).items()
                       if numbers is not None}
         self.last_view = view
-        return GroupSnapshot(members, view.all_topics, partitions)
+        return GroupSnapshot(members, all_topics, partitions)
 
     def _gone_and_back(self, listed: list[str], stat: ZnodeStat | None) -> bool:
         """Whether ids may have left and registered again since the last snapshot's list: the

@@ -46,16 +46,24 @@ class TopicSource(Protocol):
 
 
 class _RegistryView:
-    """Topics listed once; each topic's znode read when first asked for, since a group
-    usually cares about a few of many topics. Topics asked for together are read together
-    (`partitions_of`), in one pipelined round. A view is the registry as it was read: a topic
-    asked for again is not read again (a member keeps its view until a watch says the registry
-    changed; a 5,000-partition topic's znode is 50 kB)."""
+    """Topics listed when first asked for, once; each topic's znode read when first asked
+    for, since a group usually cares about a few of many topics. Topics asked for together are
+    read together (`partitions_of`), in one pipelined round. A view is the registry as it was
+    read: a topic asked for again is not read again (a member keeps its view until a watch says
+    the registry changed; a 5,000-partition topic's znode is 50 kB). A group whose members all
+    name their topics never lists them: on a cluster of thousands of topics, that listing was
+    the biggest answer each member of a deploy asked for."""
 
     def __init__(self, zk: KazooClient) -> None:
         self._zk = zk
-        self.all_topics = list_topics(zk)
+        self._all_topics: list[str] | None = None
         self._read: dict[str, list[int] | None] = {}
+
+    @property
+    def all_topics(self) -> list[str]:
+        if self._all_topics is None:
+            self._all_topics = list_topics(self._zk)
+        return self._all_topics
 
     def partitions(self, topic: str) -> list[int] | None:
         return self.partitions_of([topic])[topic]
