@@ -1,6 +1,6 @@
 """What a member asks ZooKeeper, on a real server: the owner folder of a topic is made (or found)
 once, not before every claim, and one removed by hand is made again; the cluster's topics are
-listed only by a group with a filter member."""
+listed only by a group with a filter member, and a topic's znode is read once per member."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_a_member_joining_a_group_asks_for_no_folder_it_just_made(
     """Two members joining a group that exists, and the rebalances they cause: no request asks
     whether the registry of members exists, and a topic's owner folder is asked for once per
     member (the two that join; the first one's claims since ask for none), not once per
-    claim."""
+    claim; the topic's znode is read by its watch only."""
     from kazoo.client import KazooClient
 
     from zkconsumer import ConsumerConnector
@@ -97,6 +97,10 @@ def test_a_member_joining_a_group_asks_for_no_folder_it_just_made(
     assert ("Exists", paths.ids) not in kinds
     # every member names its topic: none lists the cluster's topics
     assert not [kind for kind, path in asked if path == "/brokers/topics"], asked
+    # each joining member reads the topic's znode once, for its watch; its rebalances take it
+    # from there, and the first member's cached view stays
+    topic_reads = [1 for kind, path in asked if path == f"/brokers/topics/{topic}"]
+    assert len(topic_reads) == 2, asked
     owner_folder_asks = [1 for kind, path in asked
                          if kind == "Exists" and path == paths.owners_topic(topic)]
     assert len(owner_folder_asks) == 2, len(owner_folder_asks)
@@ -124,3 +128,31 @@ def test_a_member_that_names_its_topic_lists_the_topics_for_a_filter_member_of_i
     finally:
         named.shutdown()
         filtered.shutdown()
+
+
+def test_members_take_a_grown_topic_from_its_watch(cluster, zk, topic_factory, unique_name):
+    """A topic's watch reads the grown topic, and the members' next views take that read: they
+    settle on the new partition too, as range deals it."""
+    from zkconsumer import ConsumerConnector
+    from zkconsumer.localcluster import add_partition
+
+    if cluster.local is None:
+        pytest.skip("adding a partition needs the local cluster's controller")
+    topic = topic_factory(partitions=2)
+    group = unique_name("grown")
+    settings = {"zookeeper.connect": cluster.zookeeper_connect, "group.id": group,
+                "auto.offset.reset": "smallest", "rebalance.turn.ms": "0"}
+    members = [ConsumerConnector({**settings, "consumer.id": name}) for name in ("a", "b")]
+    try:
+        for member in members:
+            member.create_message_streams({topic: 1})
+        wait_until(lambda: set(_owners(zk, group, topic).values()) == {
+            f"{group}_a-0", f"{group}_b-0"}, timeout=60, message="both members owning")
+        new = add_partition(zk, topic)
+        wait_until(lambda: _owners(zk, group, topic) == {
+            TopicPartition(topic, 0): f"{group}_a-0", TopicPartition(topic, 1): f"{group}_a-0",
+            TopicPartition(topic, new): f"{group}_b-0"},
+            timeout=60, message="the grown topic dealt as range deals it")
+    finally:
+        for member in members:
+            member.shutdown()

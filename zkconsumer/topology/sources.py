@@ -14,7 +14,7 @@ from zkconsumer.errors import ZkConsumerError
 from zkconsumer.fetch.log_offsets import LogOffsets
 from zkconsumer.logs import get_logger
 from zkconsumer.throttled_log import RetryWarnings
-from zkconsumer.zk.registry import list_topics, read_topics
+from zkconsumer.zk.registry import decode_topic, list_topics, read_topics
 
 if TYPE_CHECKING:
     from kazoo.client import KazooClient
@@ -40,7 +40,9 @@ class TopicView(Protocol):
 class TopicSource(Protocol):
     watched_in_zookeeper: bool  # False: changes are found by a `MetadataRefresher`
 
-    def view(self) -> TopicView: ...
+    def view(self, known: Mapping[str, bytes | None] | None = None) -> TopicView:
+        """`known`: topics' znode data a watch of them just read (None: no znode), which a view
+        of the registry takes instead of reading them again; other sources ignore it."""
 
     def close(self) -> None: ...
 
@@ -54,10 +56,12 @@ class _RegistryView:
     name their topics never lists them: on a cluster of thousands of topics, that listing was
     the biggest answer each member of a deploy asked for."""
 
-    def __init__(self, zk: KazooClient) -> None:
+    def __init__(self, zk: KazooClient, known: Mapping[str, bytes | None] | None = None
+                 ) -> None:
         self._zk = zk
         self._all_topics: list[str] | None = None
         self._read: dict[str, list[int] | None] = {}
+        self._known = dict(known or {})
 
     @property
     def all_topics(self) -> list[str]:
@@ -72,9 +76,12 @@ class _RegistryView:
         topics = list(topics)
         unread = [topic for topic in topics if topic not in self._read]
         if unread:
+            found = {topic: decode_topic(topic, self._known[topic])
+                     for topic in unread if topic in self._known}
+            found.update(read_topics(self._zk, [topic for topic in unread if topic not in found]))
             self._read.update({topic: None if registered is None
                                else registered.partition_numbers()
-                               for topic, registered in read_topics(self._zk, unread).items()})
+                               for topic, registered in found.items()})
         return {topic: self._read[topic] for topic in topics}
 
 
@@ -86,8 +93,8 @@ class ZookeeperTopics:
     def __init__(self, zk: KazooClient) -> None:
         self._zk = zk
 
-    def view(self) -> TopicView:
-        return _RegistryView(self._zk)
+    def view(self, known: Mapping[str, bytes | None] | None = None) -> TopicView:
+        return _RegistryView(self._zk, known)
 
     def close(self) -> None:
         return None
@@ -163,7 +170,7 @@ class KafkaTopics:
         self._closed = False
         self._warnings = RetryWarnings(log)
 
-    def view(self) -> TopicView:
+    def view(self, known: Mapping[str, bytes | None] | None = None) -> TopicView:
         with self._lock:
             if self._closed:
                 raise TopicMetadataError(f"the topic source for {self.client.where} is closed")

@@ -93,6 +93,11 @@ def read_topics(zk: KazooClient, topics: Iterable[str]) -> dict[str, TopicPartit
             for topic, path in paths.items()}
 
 
+def decode_topic(topic: str, data: bytes | None) -> TopicPartitions | None:
+    """A topic's registration from its znode's data read elsewhere (None: no znode)."""
+    return None if data is None else _decode_topic(topic_path(topic), data)
+
+
 # Every member re-reads every subscribed topic on every rebalance, and the znode rarely changes;
 # decoding a many-partition topic once per distinct content saves most of that work.
 _decode_topic = functools.lru_cache(maxsize=256)(TopicPartitions.decode)
