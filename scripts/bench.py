@@ -34,10 +34,14 @@ partitions with the reference producer, then measures, on that same data:
 9. start-up (scripts/bench_start.py): `zkconsumer --help` against kafka-python's import, a
    worker until it is registered in ZooKeeper, and one worker and a fleet of --start-fleet
    workers on Kafka's group coordinator until their group is Stable and assigned, against
-   kafka-python's KafkaConsumers (--baseline-tree PATH: also another checkout's zkconsumer);
+   kafka-python's KafkaConsumers;
 10. Kafka-stored offsets (`--only kafka-offsets`, not in the default run): the exporter's scan
-   of --kafka-offset-groups groups' committed offsets and a commit with offsets.storage=kafka,
-   against kafka-python doing the same (bench_kafka_offsets.py).
+   of the committed offsets of --kafka-offset-groups groups of --group-partitions partitions,
+   and a commit with offsets.storage=kafka, against kafka-python doing the same
+   (bench_kafka_offsets.py).
+
+--baseline-tree PATH also measures another checkout's zkconsumer in the start-up and
+Kafka-stored offsets parts, in the same run.
 
     scripts/bench [--records 1000000] [--partitions 8]
                   [--only throughput,sasl,commit,rebalance,exporter,fleet,start,decode,handout,

@@ -308,3 +308,19 @@ def test_a_registry_view_reads_a_topic_once_however_often_asked(monkeypatch):
     assert asked == [["orders"], ["gone"]]
     sources.ZookeeperTopics(zk=None).view().partitions("orders")  # a new view reads again
     assert asked[-1] == ["orders"]
+
+
+def test_a_registry_view_takes_what_a_watch_read_and_lists_topics_only_when_asked(monkeypatch):
+    from zkconsumer.topology import sources
+
+    asked: list[object] = []
+    monkeypatch.setattr(sources, "list_topics", lambda _zk: asked.append("list") or ["orders"])
+    monkeypatch.setattr(sources, "read_topics",
+                        lambda _zk, topics: asked.append(list(topics)) or dict.fromkeys(topics))
+    registry = sources.ZookeeperTopics(zk=None).view(
+        {"orders": b'{"version":1,"partitions":{"0":[0],"1":[0]}}', "deleted": None})
+    assert registry.partitions_of(["orders", "deleted", "other"]) == {
+        "orders": [0, 1], "deleted": None, "other": None}
+    assert asked == [["other"]]  # the watched ones were not read again, nothing was listed
+    assert registry.all_topics == ["orders"] and registry.all_topics == ["orders"]
+    assert asked == [["other"], "list"]  # listed once, when first asked

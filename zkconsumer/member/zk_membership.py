@@ -252,7 +252,9 @@ class ZookeeperMembership:
         """A topic's watch: what it reads is kept for the next view, which then need not read
         the znode again (at 5,000 partitions, 60 KB that every member of a deploy read twice:
         for its watch, then for its first rebalance); after its first answer, it tells a
-        change."""
+        change. A new session forgets what the watches read (`register`), and kazoo calls a
+        watch again only when the znode changed: until then, views read the topic themselves,
+        as before."""
         first = [True]
 
         def changed(data: bytes | None, stat: ZnodeStat | None, *_event) -> None:
