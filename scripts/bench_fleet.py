@@ -11,9 +11,11 @@ broker still busy with a new topic of thousands of partitions would take a core 
 
 Phases:
 - start: every pack started at once; settled is timed from the last registration (the newest
-  registration znode's ctime, on the server's clock, this machine's) to the start of the read
-  that found every partition owned by the member a range assignment computed here gives it
-  (thread ids sorted, partitions split in order, as the reference assigns);
+  registration znode's write, on the server's clock, this machine's) to the last write of an
+  owner znode once every partition is owned by the member a range assignment computed here
+  gives it (thread ids sorted, partitions split in order, as the reference assigns): when the
+  group settled, whenever the harness's read (polled every 200 ms, and as slow as the server)
+  found it so, which is printed too;
 - after settling: the --fleet-settled-s seconds (5) after the start settled, nothing
   produced: ZooKeeper hears only pings, while the members begin fetching and then long-poll
   the broker;
@@ -59,7 +61,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 SETTLE_TIMEOUT_S = 600.0
 POLL_S = 0.2
@@ -362,10 +364,30 @@ def range_assignment(thread_ids: list[str], partitions: int) -> dict[int, str]:
     return owners
 
 
-def settled_at(zk, group: str, topic: str, members: int, partitions: int
-               ) -> tuple[float, float] | None:
-    """(when the check that found it settled began, the newest registration's ctime), or None:
-    every member registered and every partition owned by its range-assigned thread."""
+class Settled(NamedTuple):
+    """When a group was found settled, on the server's clock (this machine's): the newest
+    registration, the last write of an owner znode as it now is, and the start of the read that
+    found it so."""
+
+    newest_registration: float
+    last_owner_written: float
+    checked_at: float
+
+    @property
+    def after_s(self) -> float:
+        """From the last registration to the moment the group settled: its last owner's write
+        (an owner written before the last registration and still in place counts as 0)."""
+        return max(0.0, self.last_owner_written - self.newest_registration)
+
+    @property
+    def found_after_s(self) -> float:
+        """From the last registration to the start of the harness's read that found it."""
+        return max(0.0, self.checked_at - self.newest_registration)
+
+
+def settled_at(zk, group: str, topic: str, members: int, partitions: int) -> Settled | None:
+    """The group settled (every member registered and every partition owned by its
+    range-assigned thread), or None."""
     from zkconsumer.zk.multi_read import BATCH
     from zkconsumer.zk.znode_reader import KazooReader
 
@@ -379,6 +401,7 @@ def settled_at(zk, group: str, topic: str, members: int, partitions: int
     reader = KazooReader(zk)
     # A multi-read's worth at a time where the server serves them (else as a member reads a
     # level), stopping at the first owner out of place.
+    last_owner_written = 0.0
     for first in range(0, partitions, BATCH):
         paths = {p: f"{owners_path}/{p}" for p in range(first, min(partitions, first + BATCH))}
         nodes = reader.data(paths.values())
@@ -386,18 +409,23 @@ def settled_at(zk, group: str, topic: str, members: int, partitions: int
             node = nodes.get(path)  # None: released meanwhile, not settled
             if node is None or node.data.decode() != expected[partition]:
                 return None
-    stats = [zk.exists_async(f"{ids_path}/{consumer_id}") for consumer_id in ids]
-    newest = max(stat.get().ctime for stat in stats) / 1000.0
-    return checked_at, newest
+            last_owner_written = max(last_owner_written, node.mtime_s)
+    # The registrations read as owners are (not one request each: that burst would be the
+    # server's most outstanding requests of the phase).
+    registered = reader.data(f"{ids_path}/{consumer_id}" for consumer_id in ids)
+    if len(registered) != len(ids):
+        return None  # one left meanwhile
+    return Settled(max(node.mtime_s for node in registered.values()), last_owner_written,
+                   checked_at)
 
 
-def wait_settled(zk, group: str, topic: str, members: int, partitions: int) -> float:
-    """Seconds from the newest registration to the check that found the group settled."""
+def wait_settled(zk, group: str, topic: str, members: int, partitions: int) -> Settled:
+    """The first check that finds the group settled."""
     from kazoo.exceptions import KazooException
 
     from zkconsumer.zk.multi_read import MultiReadAnswerError
 
-    def check() -> tuple[float, float] | None:
+    def check() -> Settled | None:
         try:
             return settled_at(zk, group, topic, members, partitions)
         except (KazooException, MultiReadAnswerError):  # the harness's own session on a
@@ -408,8 +436,7 @@ def wait_settled(zk, group: str, topic: str, members: int, partitions: int) -> f
         if time.monotonic() > deadline:
             raise RuntimeError(f"the group did not settle within {SETTLE_TIMEOUT_S:.0f}s")
         time.sleep(POLL_S)
-    checked_at, newest = found
-    return max(0.0, checked_at - newest)
+    return found
 
 
 # -- the scenario ---------------------------------------------------------------------------
@@ -518,12 +545,14 @@ def fleet(cluster, args, work: Path) -> None:
                   f"{time.monotonic() - began:.1f} s after the first began", flush=True)
             joined = sum(ok for ok, _failed in outcomes)
             failed = sum(bad for _ok, bad in outcomes)
-            settle = wait_settled(zk, group, topic, members, partitions) \
-                if failed == 0 else float("nan")
+            settled = wait_settled(zk, group, topic, members, partitions) \
+                if failed == 0 else None
             _report("start", counted(),
-                    f"{joined} joined, {failed} failed, settled {settle:.2f} s after the last "
-                    f"registration ({time.monotonic() - began:.1f} s from the first process "
-                    "started)")
+                    f"{joined} joined, {failed} failed, settled "
+                    + (f"{settled.after_s:.2f} s after the last registration (found "
+                       f"{settled.found_after_s:.2f} s after it; "
+                       if settled is not None else "never (")
+                    + f"{time.monotonic() - began:.1f} s from the first process started)")
             phases.append(time.time())
             if failed:
                 return
@@ -555,7 +584,8 @@ def fleet(cluster, args, work: Path) -> None:
             _report("rolling restart", counted(),
                     f"{steps} steps, each settled with every partition owned by its range "
                     f"owner (nothing unowned); settle after each step's last registration: "
-                    f"{', '.join(f'{s:.2f}' for s in settles)} s")
+                    f"{', '.join(f'{s.after_s:.2f}' for s in settles)} s (found "
+                    f"{', '.join(f'{s.found_after_s:.2f}' for s in settles)} s after it)")
             phases.append(time.time())
         finally:
             for p in packs:
@@ -597,10 +627,11 @@ def reference_fleet(cluster, args, work: Path) -> None:
                                                "rebalance.backoff.ms": "500",
                                                "rebalance.max.retries": "10"})
                          for _ in range(members)]
-            settle = wait_settled(zk, group, topic, members, partitions)
+            settled = wait_settled(zk, group, topic, members, partitions)
             _report("reference start", counters.finish(),
-                    f"{members} joined, settled {settle:.2f} s after the last registration "
-                    f"({time.monotonic() - began:.1f} s from the first process started)")
+                    f"{members} joined, settled {settled.after_s:.2f} s after the last "
+                    f"registration (found {settled.found_after_s:.2f} s after it; "
+                    f"{time.monotonic() - began:.1f} s from the first process started)")
         finally:
             for consumer in consumers:
                 consumer.stop()

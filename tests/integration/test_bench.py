@@ -138,10 +138,13 @@ def test_the_fleet_benchmark_starts_and_restarts_a_group_and_prints_the_servers_
         "--fleet-partitions", "12", "--members-per-process", "2", "--rolling-steps", "2",
         "--zookeeper-server", "debian", "--fleet-settled-s", "1")
     assert "Zookeeper version: 3.8" in result.stdout, result.stdout
-    assert re.search(r"^start\s+4 joined, 0 failed, settled [\d.]+ s after", result.stdout,
+    # settled: timed to the last owner's write; found: when the harness's read saw it
+    assert re.search(r"^start\s+4 joined, 0 failed, settled [\d.]+ s after the last "
+                     r"registration \(found [\d.]+ s after it;", result.stdout,
                      re.MULTILINE), result.stdout
     assert re.search(r"^rolling restart\s+2 steps, each settled with every partition owned by "
-                     r"its range owner", result.stdout, re.MULTILINE), result.stdout
+                     r"its range owner .*: [\d.]+, [\d.]+ s \(found [\d.]+, [\d.]+ s after it\)",
+                     result.stdout, re.MULTILINE), result.stdout
     counters = re.findall(r"ZooKeeper: (\d+) packets, max latency \d+ ms, avg [\d.]+ ms, max "
                           r"outstanding \d+; \d+ fsyncs of its log, .*; its process ran "
                           r"[\d.]+ cores, its threads together waited [\d.]+ s a second", result.stdout)
