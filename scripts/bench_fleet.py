@@ -27,8 +27,8 @@ Phases:
 Per phase, the server's own counters (`mntr`; `srst` at the phase's start): packets received
 and sent, the maximum and average request latency, and the most outstanding requests seen by
 sampling every 100 ms. The harness's own reads (two child lists every 200 ms, the owners' data
-once all partitions are owned, 128 at a time: one multi-read where the server serves them, else
-as a member reads them) are in those counts too. With them, from /proc, the cores the server's
+once all partitions are owned and then the registrations' data, 128 at a time: one multi-read
+where the server serves them, else as a member reads them) are in those counts too. With them, from /proc, the cores the server's
 process ran and how long its threads together waited for one; and beside them, the cores the
 fleet's processes and the broker ran: on a machine they share, what the server does not get.
 
@@ -365,9 +365,10 @@ def range_assignment(thread_ids: list[str], partitions: int) -> dict[int, str]:
 
 
 class Settled(NamedTuple):
-    """When a group was found settled, on the server's clock (this machine's): the newest
-    registration, the last write of an owner znode as it now is, and the start of the read that
-    found it so."""
+    """When a group was found settled: the newest registration's write and the last write of
+    an owner znode as it now is, on the server's clock (stamped as the server takes each write
+    in, before its log's fsync), and the start of the harness's read that found it so, on the
+    harness's clock (the same machine's)."""
 
     newest_registration: float
     last_owner_written: float
@@ -376,13 +377,15 @@ class Settled(NamedTuple):
     @property
     def after_s(self) -> float:
         """From the last registration to the moment the group settled: its last owner's write
-        (an owner written before the last registration and still in place counts as 0)."""
+        (0 when every owner in place was written before the last registration)."""
         return max(0.0, self.last_owner_written - self.newest_registration)
 
     @property
     def found_after_s(self) -> float:
-        """From the last registration to the start of the harness's read that found it."""
-        return max(0.0, self.checked_at - self.newest_registration)
+        """From the last registration to when the harness's read found it: the read's start,
+        or the last owner's write if that came while the read ran."""
+        return max(0.0, max(self.checked_at, self.last_owner_written)
+                   - self.newest_registration)
 
 
 def settled_at(zk, group: str, topic: str, members: int, partitions: int) -> Settled | None:
@@ -410,8 +413,8 @@ def settled_at(zk, group: str, topic: str, members: int, partitions: int) -> Set
             if node is None or node.data.decode() != expected[partition]:
                 return None
             last_owner_written = max(last_owner_written, node.mtime_s)
-    # The registrations read as owners are (not one request each: that burst would be the
-    # server's most outstanding requests of the phase).
+    # The registrations read as the owners are (where multi-reads are served, a few requests,
+    # not one each: a burst of hundreds would be the phase's most outstanding requests).
     registered = reader.data(f"{ids_path}/{consumer_id}" for consumer_id in ids)
     if len(registered) != len(ids):
         return None  # one left meanwhile
