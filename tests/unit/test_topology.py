@@ -324,3 +324,5 @@ def test_a_registry_view_takes_what_a_watch_read_and_lists_topics_only_when_aske
     assert asked == [["other"]]  # the watched ones were not read again, nothing was listed
     assert registry.all_topics == ["orders"] and registry.all_topics == ["orders"]
     assert asked == [["other"], "list"]  # listed once, when first asked
+    watched = sources.ZookeeperTopics(zk=None).view({"deleted": None})
+    assert watched.partitions("deleted") is None and asked == [["other"], "list"]  # no request

@@ -78,7 +78,9 @@ class _RegistryView:
         if unread:
             found = {topic: decode_topic(topic, self._known[topic])
                      for topic in unread if topic in self._known}
-            found.update(read_topics(self._zk, [topic for topic in unread if topic not in found]))
+            if len(found) < len(unread):
+                found.update(read_topics(self._zk, [topic for topic in unread
+                                                    if topic not in found]))
             self._read.update({topic: None if registered is None
                                else registered.partition_numbers()
                                for topic, registered in found.items()})

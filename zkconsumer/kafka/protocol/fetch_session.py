@@ -305,10 +305,11 @@ class FetchSession:
 
     def wait_until(self, deadline: float, now: float) -> float:
         """How long a poll may wait for answers: to its deadline, unless a partition waits for
-        a leader, when the poll ends for the next metadata look-up (also while other partitions'
-        fetches are in flight: a long fetch.wait.max.ms must not hold back the look-up of a
-        partition whose leader moved); with nothing in flight at all (every partition waits for a leader or a
-        reset), nothing can arrive before that look-up either."""
+        a leader, when the poll ends for the next metadata look-up (also while other
+        partitions' fetches are in flight: a long fetch.wait.max.ms must not hold back the
+        look-up of a partition whose leader moved); with nothing in flight at all (every
+        partition waits for a leader or a reset), nothing can arrive before that look-up
+        either."""
         if self._in_flight and all(record.leader is not None
                                    for record in self._partitions.values()):
             return deadline
