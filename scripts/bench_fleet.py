@@ -27,10 +27,11 @@ Phases:
 Per phase, the server's own counters (`mntr`; `srst` at the phase's start): packets received
 and sent, the maximum and average request latency, and the most outstanding requests seen by
 sampling every 100 ms. The harness's own reads (two child lists every 200 ms, the owners' data
-once all partitions are owned and then the registrations' data, 128 at a time: one multi-read
-where the server serves them, else as a member reads them) are in those counts too. With them, from /proc, the cores the server's
-process ran and how long its threads together waited for one; and beside them, the cores the
-fleet's processes and the broker ran: on a machine they share, what the server does not get.
+once all partitions are owned and then the registrations' data, 128 at a time: one
+multi-read where the server serves them, else as a member reads them) are in those counts too.
+With them, from /proc, the cores the server's process ran and how long its threads together
+waited for one; and beside them, the cores the fleet's processes and the broker ran: on a
+machine they share, what the server does not get.
 
 --fleet-code DIR runs the members on the zkconsumer package found in DIR (another checkout),
 to compare code before and after a change on the same harness; --fleet-property KEY=VALUE
@@ -387,6 +388,10 @@ class Settled(NamedTuple):
         return max(0.0, max(self.checked_at, self.last_owner_written)
                    - self.newest_registration)
 
+    def told(self) -> str:
+        return (f"settled {self.after_s:.2f} s after the last registration (found "
+                f"{self.found_after_s:.2f} s after it")
+
 
 def settled_at(zk, group: str, topic: str, members: int, partitions: int) -> Settled | None:
     """The group settled (every member registered and every partition owned by its
@@ -551,10 +556,8 @@ def fleet(cluster, args, work: Path) -> None:
             settled = wait_settled(zk, group, topic, members, partitions) \
                 if failed == 0 else None
             _report("start", counted(),
-                    f"{joined} joined, {failed} failed, settled "
-                    + (f"{settled.after_s:.2f} s after the last registration (found "
-                       f"{settled.found_after_s:.2f} s after it; "
-                       if settled is not None else "never (")
+                    f"{joined} joined, {failed} failed, "
+                    + (f"{settled.told()}; " if settled is not None else "settled never (")
                     + f"{time.monotonic() - began:.1f} s from the first process started)")
             phases.append(time.time())
             if failed:
@@ -632,8 +635,7 @@ def reference_fleet(cluster, args, work: Path) -> None:
                          for _ in range(members)]
             settled = wait_settled(zk, group, topic, members, partitions)
             _report("reference start", counters.finish(),
-                    f"{members} joined, settled {settled.after_s:.2f} s after the last "
-                    f"registration (found {settled.found_after_s:.2f} s after it; "
+                    f"{members} joined, {settled.told()}; "
                     f"{time.monotonic() - began:.1f} s from the first process started)")
         finally:
             for consumer in consumers:

@@ -26,6 +26,15 @@ def _owners(zk, group: str, topic: str) -> dict[TopicPartition, str]:
     return {tp: thread for tp, thread in read_owners(zk, group).items() if tp.topic == topic}
 
 
+def _member(cluster, group: str, name: str):
+    """A member of `group` with a fixed consumer id, reading from the start, its turn 0."""
+    from zkconsumer import ConsumerConnector
+
+    return ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect, "group.id": group,
+                              "consumer.id": name, "auto.offset.reset": "smallest",
+                              "rebalance.turn.ms": "0"})
+
+
 def test_claims_make_a_topics_owner_folder_once_and_again_after_it_was_removed(
         cluster, zk, unique_name):
     group = unique_name("claims")
@@ -62,8 +71,6 @@ def test_a_member_joining_a_group_asks_for_no_folder_it_just_made(
     claim; the topic's znode is read by its watch only."""
     from kazoo.client import KazooClient
 
-    from zkconsumer import ConsumerConnector
-
     topic = topic_factory(partitions=4)
     group = unique_name("requests")
     paths = GroupPaths(group)
@@ -84,10 +91,7 @@ def test_a_member_joining_a_group_asks_for_no_folder_it_just_made(
     members = []
     try:
         for name in ("a", "b", "c"):
-            member = ConsumerConnector({"zookeeper.connect": cluster.zookeeper_connect,
-                                        "group.id": group, "consumer.id": name,
-                                        "auto.offset.reset": "smallest",
-                                        "rebalance.turn.ms": "0"})
+            member = _member(cluster, group, name)
             member.create_message_streams({topic: 1})
             members.append(member)
             if name == "a":
@@ -116,15 +120,11 @@ def test_a_member_that_names_its_topic_lists_the_topics_for_a_filter_member_of_i
         cluster, zk, topic_factory, unique_name):
     """A static member computes its filter peer's subscription from every topic's name: it
     lists them once the peer is in the group, and the two split the topic as range deals it."""
-    from zkconsumer import ConsumerConnector
     from zkconsumer.assignment.topic_filter import Whitelist
 
     topic = topic_factory(partitions=2)
     group = unique_name("mixed")
-    settings = {"zookeeper.connect": cluster.zookeeper_connect, "group.id": group,
-                "auto.offset.reset": "smallest", "rebalance.turn.ms": "0"}
-    named = ConsumerConnector({**settings, "consumer.id": "a"})
-    filtered = ConsumerConnector({**settings, "consumer.id": "b"})
+    named, filtered = _member(cluster, group, "a"), _member(cluster, group, "b")
     try:
         named.create_message_streams({topic: 1})
         filtered.create_message_streams_by_filter(Whitelist(topic), 1)
@@ -141,16 +141,13 @@ def test_members_settle_on_a_grown_topic_as_its_watch_read_it(cluster, zk, topic
     """A topic's watch reads the grown topic, and the members' next views take that read (the
     view reads it no more, see the test above): they settle on the new partition too, as range
     deals it."""
-    from zkconsumer import ConsumerConnector
     from zkconsumer.localcluster import add_partition
 
     if cluster.local is None:
         pytest.skip("adding a partition needs the local cluster's controller")
     topic = topic_factory(partitions=2)
     group = unique_name("grown")
-    settings = {"zookeeper.connect": cluster.zookeeper_connect, "group.id": group,
-                "auto.offset.reset": "smallest", "rebalance.turn.ms": "0"}
-    members = [ConsumerConnector({**settings, "consumer.id": name}) for name in ("a", "b")]
+    members = [_member(cluster, group, name) for name in ("a", "b")]
     try:
         for member in members:
             member.create_message_streams({topic: 1})

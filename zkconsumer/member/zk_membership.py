@@ -255,15 +255,12 @@ class ZookeeperMembership:
         change. A new session forgets what the watches read (`register`), and kazoo calls a
         watch again only when the znode changed: until then, views read the topic themselves,
         as before."""
-        first = [True]
+        tell = self._changes_after_first()
 
         def changed(data: bytes | None, stat: ZnodeStat | None, *_event) -> None:
             with self._watch_lock:
                 self._topic_znodes[topic] = (data or b"") if stat is not None else None
-            if first[0]:
-                first[0] = False
-                return
-            self._notify(True)
+            tell()
 
         return changed
 

@@ -89,12 +89,13 @@ def read_topics(zk: KazooClient, topics: Iterable[str]) -> dict[str, TopicPartit
     """Each topic's registration (None: not registered), all read at once (pipelined)."""
     paths = {topic: topic_path(topic) for topic in topics}
     nodes = KazooReader(zk).data(paths.values())
-    return {topic: _decode_topic(path, nodes[path].data) if path in nodes else None
+    return {topic: decode_topic(topic, nodes[path].data if path in nodes else None)
             for topic, path in paths.items()}
 
 
 def decode_topic(topic: str, data: bytes | None) -> TopicPartitions | None:
-    """A topic's registration from its znode's data read elsewhere (None: no znode)."""
+    """A topic's registration from its znode's data, read here or by a watch (None: no
+    znode)."""
     return None if data is None else _decode_topic(topic_path(topic), data)
 
 

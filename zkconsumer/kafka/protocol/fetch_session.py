@@ -228,8 +228,7 @@ class FetchSession:
 
     def metadata_due(self, now: float) -> bool:
         """Whether to look leaders up: some partition has none, and the backoff has passed."""
-        return (any(record.leader is None for record in self._partitions.values())
-                and now >= self._refresh_at)
+        return self._waiting_for_a_leader() and now >= self._refresh_at
 
     def metadata_round(self, now: float) -> list[tuple[str, int]]:
         """Start a metadata look-up: the brokers to ask in turn until one answers (the cluster's
@@ -310,8 +309,7 @@ class FetchSession:
         look-up of a partition whose leader moved); with nothing in flight at all (every
         partition waits for a leader or a reset), nothing can arrive before that look-up
         either."""
-        if self._in_flight and all(record.leader is not None
-                                   for record in self._partitions.values()):
+        if self._in_flight and not self._waiting_for_a_leader():
             return deadline
         return min(deadline, max(self._refresh_at, now + _IDLE_S))
 
@@ -560,6 +558,9 @@ class FetchSession:
 
     def _leaderless(self) -> list[TopicPartition]:
         return [tp for tp, record in self._partitions.items() if record.leader is None]
+
+    def _waiting_for_a_leader(self) -> bool:
+        return any(record.leader is None for record in self._partitions.values())
 
     def _settle(self, now: float) -> None:
         """A troubled partition fetches again, or is no longer ours: once none is left
