@@ -61,7 +61,7 @@ REFERENCE_DEFAULTS = {
     "zookeeper_connection_timeout_ms": 6000,
     "zookeeper_startup_deadline_ms": 60000,
     "zookeeper_max_in_flight_requests": 64,
-    "rebalance_turn_ms": 10,
+    "rebalance_turn_ms": 15,
     "zookeeper_sync_time_ms": 2000,
     "topics": None,
     "whitelist": None,

@@ -22,9 +22,11 @@ does.
 Why the half spread: a deploy stops workers and starts them again a second or two later, two
 bursts of changes. Without it, the members whose turn fell in between read the group, and moved
 partitions, twice. A change is gathered with the first unread one when it comes within the
-member's wait, `(members / 2 + rank) x turn`: at 200 members and the default 10 ms, 1 s for
-the first member and 3 s for the last, so most of a big group reads a deploy's stops and starts
-at once; a group of ten waits 50-150 ms, and reads two changes that far apart twice, as before.
+member's wait, `(members / 2 + rank) x turn`: at 200 members and the default 15 ms, 1.5 s for
+the first member and 4.5 s for the last, so most of a big group reads a deploy's stops and
+starts at once; a group of ten waits 75-225 ms, and reads two changes that far apart twice, as
+before. (At 10 ms, 1-3 s, a deploy on the test machine, whose workers came back 4-5 s after
+they stopped, moved each partition twice as often: see the fleet page.)
 The size is each member's own last read: members that read in the middle of a burst are offset
 from the others by half the difference, a few turns.
 """
