@@ -50,7 +50,7 @@ def test_a_member_not_ranked_yet_draws_a_place_among_those_registered():
 
 
 def test_every_member_first_lets_half_the_groups_spread_go_by():
-    """A deploy stops workers and starts them again a second or two later: changes that close
+    """A deploy stops workers and starts them again a few seconds later: changes that close
     are gathered into one read by every member, the first one included."""
     first, last = Turns(0.01), Turns(0.01)
     first.ranked(0, 200)

@@ -19,14 +19,15 @@ ranked yet (before its first read) takes a random place among the ids the regist
 it joined, and that count as its group's size. A turn of 0 reads at once, as the reference
 does.
 
-Why the half spread: a deploy stops workers and starts them again a second or two later, two
+Why the half spread: a deploy stops workers and starts them again a few seconds later, two
 bursts of changes. Without it, the members whose turn fell in between read the group, and moved
 partitions, twice. A change is gathered with the first unread one when it comes within the
 member's wait, `(members / 2 + rank) x turn`: at 200 members and the default 15 ms, 1.5 s for
-the first member and 4.5 s for the last, so most of a big group reads a deploy's stops and
-starts at once; a group of ten waits 75-225 ms, and reads two changes that far apart twice, as
-before. (At 10 ms, 1-3 s, a deploy on the test machine, whose workers came back 4-5 s after
-they stopped, moved each partition twice as often: see the fleet page.)
+the first member and 4.5 s for the last, so the members whose wait outlasts a worker's
+return read a deploy's stops and starts at once; a group of ten waits 75-210 ms, and reads two
+changes that far apart twice, as before. (At 10 ms, waits of 1-3 s: on the test machine, whose
+workers came back 3-5 s after they stopped, a step of a rolling restart released about 9,800
+partitions where 1,000 left with their workers, 3,900 at 15 ms: see the fleet page.)
 The size is each member's own last read: members that read in the middle of a burst are offset
 from the others by half the difference, a few turns.
 """
