@@ -17,7 +17,8 @@ STARTUP_DEADLINE_MS = 60000
 # `zookeeper.max.in.flight.requests` by default (see `zk.window` and the README's sizing).
 MAX_IN_FLIGHT_REQUESTS = 64
 # `rebalance.turn.ms` by default (see `zk.turns`): 200 members gather a group's changes for
-# 1.5 s, then spread their rebalances over 3 s (measured against 10, 20 and 30 ms: see the fleet page).
+# 1.5 s, then spread their rebalances over 3 s (measured against 10, 20 and 30 ms: see the
+# fleet page).
 REBALANCE_TURN_MS = 15
 
 

@@ -61,7 +61,7 @@ class _RegistryView:
         self._zk = zk
         self._all_topics: list[str] | None = None
         self._read: dict[str, list[int] | None] = {}
-        self._known = dict(known or {})
+        self._known = known or {}  # the caller's copy (the membership's, taken under its lock)
 
     @property
     def all_topics(self) -> list[str]:
